@@ -55,7 +55,6 @@ from .schedulers import SchedulerPolicy, get_policy
 
 #: longest decode run evaluated in one vectorised call (longer runs are chained exactly)
 MAX_RUN = 1024
-_Z = np.zeros(MAX_RUN, dtype=np.int64)
 _AR = np.arange(MAX_RUN, dtype=np.int64)
 
 MODES = ("fast", "reference")
@@ -183,7 +182,8 @@ class Instance:
         self._run: np.ndarray | None = None
         self._k = 0
         self._a = 0
-        self._buf = np.empty(MAX_RUN + 1)
+        self._buf = np.empty(MAX_RUN + 2)
+        self._bufs = tuple(np.zeros(MAX_RUN + 1, dtype=np.int64) for _ in range(4))
         # decode-iteration end-time log (for exact TBT)
         self._elog = np.empty(1024)
         # control state
@@ -423,7 +423,13 @@ class Instance:
         self.listener.on_done(self, r)
 
     def _plan(self) -> None:
-        """Plan and start the next iteration at ``now`` (and, in fast mode, a decode run)."""
+        """Plan and start the next iteration at ``now`` (and, in fast mode, a decode run).
+
+        The batch composition of the iteration (and of a following decode run) does not depend
+        on its duration, so all state changes are made first; then one ``step_time`` call
+        (scalar in reference mode, vectorised over 1 + run length in fast mode) gives the
+        times, and token timestamps are filled in.
+        """
         if self.busy:
             raise SimulationError(f"{self.name}: planning while busy")
         self._chunks.clear()
@@ -438,86 +444,95 @@ class Instance:
         self.iterations += 1
         pt = 0
         pc = 0
-        n = ds.n if dec else 0
+        n0 = ds.n if dec else 0
         dc = ds.ctx() if dec else 0
         for r, ntok in chunks:
             if r.kv_ready:
-                n += 1
+                n0 += 1
                 dc += r.computed + 1
             else:
                 pt += ntok
                 pc += ntok * (r.computed + ntok)
-        e = now + self.step_model.step_time(pt, pc, n, dc)
-        if not e > now and (pt or n):
-            # a zero-time iteration would let the clock stall forever
-            raise SimulationError(f"{self.name}: step_time returned {e - now!r} for a non-empty batch")
-        self._gen_end = e
-        self.busy = True
+        # --- state changes of this iteration (no times needed)
         fin = self._finishing
-        if dec:
-            D = ds.D
-            self._log_ends(D, (e,))
-            done = ds.advance()
-            for r in done:
-                if not self.fast:
-                    pass
-                self._close_stint(r)
-                r.dec = False
-            fin.extend(done)
-        role_prefill = self.cfg.role == "prefill"
-        reserved = self.policy.reserves_full
+        D = ds.D
+        done = ds.advance() if dec else ()
+        toks = []
+        prefilling = self.prefilling
         for r, ntok in chunks:
             r.computed += ntok
             if r.computed < r.num_tokens:
-                if r not in self.prefilling:
-                    self.prefilling.append(r)
+                if r not in prefilling:
+                    prefilling.append(r)
                 continue
-            if self.prefilling and r in self.prefilling:
-                self.prefilling.remove(r)
+            if prefilling and r in prefilling:
+                prefilling.remove(r)
             if r.output == 0:
                 fin.append(r)
                 continue
             r.generated += 1
-            if r.generated == 1:
-                r.first_t = e
-            else:
-                if r.gaps is None:
-                    r.gaps = [e - r.last_t]
-                else:
-                    r.gaps.append(e - r.last_t)
-            r.last_t = e
             r.kv_ready = False
+            toks.append(r)
             if r.generated >= r.output:
                 fin.append(r)
-            elif role_prefill:
+            elif self.cfg.role == "prefill":
                 self._handoffs.append(r)
             else:
-                ds.add(r, reserved)
+                ds.add(r, self.policy.reserves_full)
                 r.dec = True
-        end = e
-        if (self.fast and not fin and not self._handoffs and not self.prefilling and ds.n
+        k = 0
+        if (self.fast and not done and not fin and not self._handoffs and not prefilling and ds.n
                 and not self._pending_ctl and not self.policy.head_admissible(self)):
-            end = self._plan_run(e)
+            k = min(ds.min_fin() - ds.D, ds.iterations_fitting(self.num_blocks - self.used), MAX_RUN)
+        # --- times
+        if self.fast:
+            buf = self._buf
+            PT, PC, NS, DC = self._bufs
+            PT[0] = pt
+            PC[0] = pc
+            NS[0] = n0
+            DC[0] = dc
+            if k > 0:
+                n = ds.n
+                NS[1: k + 1] = n
+                np.multiply(_AR[:k], n, out=DC[1: k + 1])
+                DC[1: k + 1] += ds.ctx()
+            dur = self.step_model.step_time(PT[: k + 1], PC[: k + 1], NS[: k + 1], DC[: k + 1])
+            buf[0] = now
+            buf[1: k + 2] = dur
+            np.cumsum(buf[: k + 2], out=buf[: k + 2])
+            e = float(buf[1])
+            if k > 0:
+                self._run = buf[2: k + 2].copy()
+                self._k = k
+                self._a = 0
+                end = float(buf[k + 1])
+            else:
+                end = e
+        else:
+            e = now + self.step_model.step_time(pt, pc, n0, dc)
+            end = e
+        if not e > now:
+            # a zero-time iteration would let the clock stall forever
+            raise SimulationError(f"{self.name}: step_time gave {e - now!r} s for a non-empty batch")
+        self._gen_end = e
+        self.busy = True
+        if dec:
+            self._log_ends(D, (e,))
+            for r in done:
+                self._close_stint(r)
+                r.dec = False
+            fin.extend(done)
+        for r in toks:
+            if r.generated == 1:
+                r.first_t = e
+            elif r.gaps is None:
+                r.gaps = [e - r.last_t]
+            else:
+                r.gaps.append(e - r.last_t)
+            r.last_t = e
         self._ver += 1
         self.kernel.at(end, self._on_event_cb, self._ver, PRIO_INSTANCE)
-
-    def _plan_run(self, e: float) -> float:
-        ds = self.ds
-        k = min(ds.min_fin() - ds.D, ds.iterations_fitting(self.num_blocks - self.used), MAX_RUN)
-        if k <= 0:
-            return e
-        n = ds.n
-        ctx = _AR[:k] * n
-        ctx += ds.ctx()
-        dur = self.step_model.step_time(_Z[:k], _Z[:k], np.full(k, n, dtype=np.int64), ctx)
-        buf = self._buf
-        buf[0] = e
-        buf[1: k + 1] = dur
-        np.cumsum(buf[: k + 1], out=buf[: k + 1])
-        self._run = buf[1: k + 1].copy()
-        self._k = k
-        self._a = 0
-        return float(self._run[k - 1])
 
     # ------------------------------------------------------------------ control hooks
     def _control(self, fn: Callable[[], None]) -> None:
