@@ -55,13 +55,11 @@ def _code_of_notebook(path: Path) -> str:
     if path.suffix == ".ipynb":
         nb = json.loads(path.read_text())
         cells = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
-        lines = []
-        for c in cells:
-            src = "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-            # drop IPython magics/shell lines, which are not Python
-            lines.extend(line for line in src.splitlines() if not line.lstrip().startswith(("%", "!")))
-        return "\n".join(lines)
-    return path.read_text()
+        text = "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells)
+    else:
+        text = path.read_text()
+    # IPython magics and shell lines are not Python
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(("%", "!")))
 
 
 def closure(entry: str | Path, src: str | Path, root_package: str = "servesim") -> list[Path]:

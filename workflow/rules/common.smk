@@ -73,6 +73,8 @@ def dataset_marker(ds):
 
 def papermill_params(wc):
     """The notebook's parameters at this scale, as JSON for papermill -y."""
-    p = dict(fig_params(wc.group, wc.fig).get(wc.scale, {}))
+    fp = fig_params(wc.group, wc.fig)
+    # `--config tiny=true` runs every notebook on its tiny `test` parameters (pipeline tests)
+    p = dict(fp.get("test", fp.get(wc.scale, {})) if config.get("tiny") else fp.get(wc.scale, {}))
     p.update(scale=wc.scale, root=str(ROOT), seed=int(config["seed"]))
     return json.dumps(p, sort_keys=True)
