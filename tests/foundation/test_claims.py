@@ -132,3 +132,25 @@ def test_project_claims_files_load(project_root):
         ids += [c.id for c in load_claims(f)]
     assert len(ids) == len(set(ids))
     assert to_markdown([], "quick").startswith("# Claims report")
+
+
+def test_readme_claims_table_agrees_with_claims_files(project_root):
+    """The README's generated table lists every claim and every NOT-REPRODUCIBLE one with its reason."""
+    import re
+
+    from servesim.analysis.claims import README_BEGIN, README_END
+
+    text = (project_root / "README.md").read_text()
+    section = text.split(README_BEGIN, 1)[1].split(README_END, 1)[0]
+    claims = []
+    for f in sorted((project_root / "workflow" / "claims").glob("*.yaml")):
+        claims += load_claims(f)
+    if not claims:
+        return
+    m = re.search(r"\| \*\*all\*\* \| (\d+) \| \d+ \| \d+ \| (\d+) \|", section)
+    assert m, "README claims table has no totals row: run `servesim claims --readme README.md`"
+    nr = [c for c in claims if c.not_reproducible]
+    assert int(m.group(1)) == len(claims), "README claims table is stale: regenerate it"
+    assert int(m.group(2)) == len(nr), "README claims table is stale: regenerate it"
+    for c in nr:
+        assert f"`{c.id}`" in section, f"{c.id} (NOT-REPRODUCIBLE) missing from the README table"
