@@ -363,8 +363,12 @@ class Instance:
             self._run_control()
         if now >= self._blocked_until and not self._paused:
             self._plan()
+        if self.check_invariants:
+            self.check()
 
     _pending_ctl: list | None = None
+    #: run :meth:`check` after every event (tests; O(n) per event)
+    check_invariants: bool = False
 
     # ------------------------------------------------------------------ planning
     def _admit(self) -> Req:
@@ -691,22 +695,39 @@ class Instance:
 
     # ------------------------------------------------------------------ checking
     def check(self) -> None:
-        """Assert internal invariants (used by tests; O(n))."""
+        """Raise SimulationError if an internal invariant is broken (tests; O(n)).
+
+        KV conservation (blocks in use == blocks held by running requests), capacity bounds,
+        decode-phase token accounting (computed == prompt + generated - 1, blocks held ==
+        ceil(computed / block_size) unless reserved), queued requests hold nothing.
+        """
         ds = self.ds
+        bs = self.cfg.block_size
         held = 0
+        ndec = 0
         for r in self.running:
             if r.dec:
-                held += ds.held(r)
+                ndec += 1
+                h = ds.held(r)
+                c = ds.computed(r)
+                g = ds.generated(r)
                 if r in self.prefilling:
-                    raise SimulationError("decoding request listed as prefilling")
+                    raise SimulationError(f"{self.name}: decoding request {r.rid} listed as prefilling")
+                if c != r.prompt + g - 1 and not any(r is f for f in self._finishing):
+                    raise SimulationError(f"{self.name}: request {r.rid} computed={c} prompt={r.prompt} generated={g}")
+                if r.hkey != -1 and h != cdiv(c, bs):
+                    raise SimulationError(f"{self.name}: request {r.rid} holds {h} blocks for {c} tokens")
+                if not 0 < g < r.output + 1:
+                    raise SimulationError(f"{self.name}: request {r.rid} generated={g} of {r.output}")
+                held += h
             else:
                 held += r.held
-        for r in self._finishing + self._handoffs:
-            if r in self.running:
-                continue
+        for r in self.waiting:
+            if r.held:
+                raise SimulationError(f"{self.name}: waiting request {r.rid} holds {r.held} blocks")
         if held != self.used:
             raise SimulationError(f"{self.name}: used={self.used} but requests hold {held}")
         if not 0 <= self.used <= self.num_blocks:
             raise SimulationError(f"{self.name}: used={self.used} outside [0, {self.num_blocks}]")
-        if ds.n != sum(1 for r in self.running if r.dec):
-            raise SimulationError(f"{self.name}: decode set size mismatch")
+        if ds.n != ndec:
+            raise SimulationError(f"{self.name}: decode set has {ds.n} members, running has {ndec}")
