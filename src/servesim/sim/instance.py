@@ -297,14 +297,22 @@ class Instance:
             end = self._run[m - 1] if m else self._gen_end
             self.kernel.at(float(end), self._on_event_cb, self._ver, PRIO_INSTANCE)
 
-    def sync(self, t: float | None = None) -> None:
-        """Apply the decode-run iterations that have started by ``t`` (default now)."""
+    def sync(self) -> None:
+        """Apply the decode-run iterations that have started by now.
+
+        "Started" matches the reference mode's event order: an iteration starting exactly now
+        counts only once instance events at this instant are done (i.e. when called from an
+        observer with priority after ``PRIO_INSTANCE``, or after the kernel stopped), not from an
+        arrival or control event, which come first.
+        """
         if not self._k:
             return
-        t = self.kernel.now if t is None else t
-        if t <= self._gen_end:
+        kernel = self.kernel
+        t = kernel.now
+        if t < self._gen_end or (t == self._gen_end and kernel.prio <= PRIO_INSTANCE):
             return
-        m = 1 + int(np.searchsorted(self._run[: self._k - 1], t, side="left"))
+        side = "right" if kernel.prio > PRIO_INSTANCE else "left"
+        m = 1 + int(np.searchsorted(self._run[: self._k - 1], t, side=side))
         if m > self._a:
             self._apply(m - self._a)
 
@@ -315,6 +323,7 @@ class Instance:
         self._log_ends(D, self._run[self._a: self._a + m])
         ds.advance_many(m)
         self._a += m
+        self.iterations += m
 
     def _log_ends(self, D: int, ends) -> None:
         n = D + len(ends)
@@ -337,7 +346,6 @@ class Instance:
                 self._close_stint(r)
                 r.dec = False
             self._finishing.extend(done)
-            self.iterations += self._k
             self._k = 0
             self._run = None
         if self._finishing:
