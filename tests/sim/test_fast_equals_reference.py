@@ -35,8 +35,8 @@ def scenario(draw):
     seqs = draw(st.integers(1, 12))
     budget = draw(st.sampled_from([16, 64, 512, 4096]))
     budget = max(budget, seqs)
-    if policy == "vllm-v0" or (policy == "vllm-v1" and not opts.get("chunked_prefill", True)):
-        budget = max(budget, pmax + omax)  # whole prompts (and recomputes) must fit the budget
+    if draw(st.booleans()):
+        budget = max(budget, pmax + omax)  # else long whole prompts are rejected or dropped
     if policy == "orca" and draw(st.booleans()):
         budget = None
     cfg = InstanceConfig(
