@@ -80,3 +80,28 @@ def test_clock_never_goes_back_and_kv_bounded_during_run():
     done_t = [t for t, _ in rec.done]
     assert done_t == sorted(done_t) and len(rec.done) == n
     assert inst.used == 0 and inst.ds.n == 0
+
+
+def test_load_queries_agree_between_modes_mid_run():
+    """Router-facing queries seen at arrival instants are identical in both modes."""
+    rng = np.random.default_rng(21)
+    n = 200
+    w = workload(np.cumsum(rng.exponential(0.04, n)), rng.integers(1, 300, n), rng.integers(1, 120, n))
+    cfg = InstanceConfig(num_blocks=120, max_num_seqs=12, max_num_batched_tokens=256)
+    seen = {}
+    for mode in ("fast", "reference"):
+        cl = Cluster.uniform(2, cfg, GENERIC, mode=mode)
+        obs = []
+
+        def router(cluster, req, obs=obs):
+            for i in cluster.instances:
+                obs.append((i.kv_used_blocks(), i.num_waiting, i.num_running, i.outstanding,
+                            i.queued_prefill_tokens, i.pending_decode_tokens()))
+            return req.idx % 2
+
+        cl.router = __import__("servesim.sim", fromlist=["make_router"]).make_router(router)
+        cl.router.bind(cl, [0, 1])
+        cl.run(w)
+        seen[mode] = obs
+    assert seen["fast"] == seen["reference"]
+    assert any(o[0] > 0 for o in seen["fast"]) and any(o[1] > 0 for o in seen["fast"])
