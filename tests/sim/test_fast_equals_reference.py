@@ -10,7 +10,6 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from servesim.perf import LinearStepTime
 from servesim.sim import Cluster, InstanceConfig
 from simutil import DYADIC, GENERIC, workload
 

@@ -1,6 +1,5 @@
 """Model switching with KV swap (Aegaeon), P/D disaggregation, pause/stop, TP/PP shape."""
 
-import math
 
 import numpy as np
 import pandas as pd

@@ -3,7 +3,6 @@
 import numpy as np
 import pandas as pd
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from servesim.sim import Cluster, InstanceConfig, Instance, Kernel, Req
 from simutil import GENERIC, Recorder, workload

@@ -257,7 +257,13 @@ class Instance:
     def submit(self, r: Req) -> None:
         """Hand ``r`` to this instance at the current time (queued; joins at the next boundary).
 
-        Requests that can never run here end ``rejected`` at once with a reason.
+        Requests that can never run here end ``rejected`` at once with a reason. A request for
+        another model than the one loaded is parked until :meth:`switch_model` loads it.
+
+        Call it from an arrival or control event (the fleet's router, a kernel callback with
+        ``PRIO_ARRIVAL``/``PRIO_CONTROL``). From inside an instance callback (``on_done``,
+        ``on_handoff``) schedule it with ``kernel.at(t, ..., PRIO_CONTROL)`` instead; then both
+        modes agree unless ``t`` coincides exactly with this instance's iteration boundary.
         """
         cfg = self.cfg
         r.inst = self.index
