@@ -56,6 +56,10 @@ from .schedulers import SchedulerPolicy, get_policy
 #: longest decode run evaluated in one vectorised call (longer runs are chained exactly)
 MAX_RUN = 1024
 _AR = np.arange(MAX_RUN, dtype=np.int64)
+# scratch inputs of the vectorised step_time call, shared by all instances (single-threaded;
+# one shared set stays in CPU cache however many instances there are). Only index 0 of the
+# prefill columns is ever written, so their tail stays zero.
+_SCRATCH = tuple(np.zeros(MAX_RUN + 1, dtype=np.int64) for _ in range(4))
 
 MODES = ("fast", "reference")
 ROLES = ("both", "prefill", "decode")
@@ -184,7 +188,6 @@ class Instance:
         self._run: np.ndarray | None = None
         self._k = 0
         self._a = 0
-        self._bufs = tuple(np.zeros(MAX_RUN + 1, dtype=np.int64) for _ in range(4))
         # decode-iteration end-time log (for exact TBT)
         self._elog = np.empty(1024)
         # control state
@@ -519,7 +522,7 @@ class Instance:
             k = min(ds.min_fin() - ds.D, ds.iterations_fitting(self.num_blocks - self.used), MAX_RUN)
         # --- times
         if self.fast:
-            PT, PC, NS, DC = self._bufs
+            PT, PC, NS, DC = _SCRATCH
             PT[0] = pt
             PC[0] = pc
             NS[0] = n0
