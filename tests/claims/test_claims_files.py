@@ -200,3 +200,19 @@ def test_entry_errors_catch_bad_entries() -> None:
     assert entry_errors("aegaeon", {**good, "check": "range", "expected": [2, 1], "tolerance": None})
     assert entry_errors("aegaeon", {**good, "quick": {"check": "gt"}})
     assert entry_errors("sageserve", {**good, "id": "sageserve-01-x"})  # source must be journal|conference
+
+
+def test_claims_map_lists_every_metric() -> None:
+    """docs/claims-map.md (what the notebook authors read) names every (notebook, metric)."""
+    text = (ROOT / "docs" / "claims-map.md").read_text()
+    sections = {}
+    for block in re.split(r"^### ", text, flags=re.M)[1:]:
+        head, _, body = block.partition("\n")
+        sections[head.strip().strip("`")] = set(re.findall(r"^- `([a-z0-9_]+)`", body, re.M))
+    missing = []
+    for paper in PAPERS:
+        for c in load(paper)["claims"]:
+            metrics = c["metric"] if isinstance(c["metric"], list) else [c["metric"]]
+            listed = sections.get(f"{paper}/{c['figure']}", set())
+            missing += [f"{paper}/{c['figure']}: {m}" for m in metrics if m not in listed]
+    assert not missing, f"docs/claims-map.md is stale (regenerate it): {missing[:10]}"
