@@ -7,27 +7,40 @@ import itertools
 
 
 class FakeKernel:
+    """Same calling conventions as servesim.sim.kernel.Kernel (at/after/add_stream/run)."""
+
     def __init__(self):
         self._h = []
         self._c = itertools.count()
         self.now = 0.0
         self.times = []
 
-    def schedule(self, t, fn):
+    def at(self, t, fn, arg=None, prio=1):
         assert t >= self.now - 1e-12, (t, self.now)
-        heapq.heappush(self._h, (t, next(self._c), fn))
+        heapq.heappush(self._h, (t, prio, next(self._c), fn, arg))
+
+    def after(self, d, fn, arg=None, prio=1):
+        self.at(self.now + d, fn, arg, prio)
+
+    def add_stream(self, times, cb):
+        for i, t in enumerate(times):
+            self.at(float(t), cb, i, 0)
+
+    def schedule(self, t, fn):  # test convenience: a no-argument callback at t
+        self.at(t, lambda _: fn(), None, 1)
 
     def run(self, until=None):
         while self._h:
-            t, _, fn = self._h[0]
+            t, _, _, fn, arg = self._h[0]
             if until is not None and t > until:
-                self.now = until
-                return
+                break
             heapq.heappop(self._h)
             assert t >= self.now
             self.now = t
             self.times.append(t)
-            fn()
+            fn(arg)
+        if until is not None and until > self.now:
+            self.now = until
 
 
 class FakeEngine:
@@ -50,7 +63,7 @@ class FakeEngine:
             self.run_.add(i)
             d = self.base + self.per_token * (int(f.prompt[i]) + int(f.output[i]))
             start = self.k.now
-            self.k.schedule(start + d, lambda i=i, start=start: self._done(i, start))
+            self.k.at(start + d, lambda _, i=i, start=start: self._done(i, start), None, 2)
 
     def _done(self, i, start):
         self.run_.discard(i)

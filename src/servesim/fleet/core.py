@@ -23,6 +23,9 @@ from .control import Action, Drain, EndpointKey, EndpointStats, Move, Scale
 from .lifecycle import BILLED, InstanceLedger, State
 from .protocols import Engine, EngineFactory, Kernel
 
+# event priorities at equal times (the values of servesim.sim.kernel's PRIO_* constants)
+PRIO_ARRIVAL, PRIO_CONTROL, PRIO_INSTANCE, PRIO_SAMPLE = 0, 1, 2, 3
+
 TERMINAL = ("finished", "rejected", "unfinished", "timeout", "error")
 
 
@@ -197,11 +200,11 @@ class Fleet:
         """Run `fn` after `delay` unless the instance's timer is bumped meanwhile (cancel)."""
         token = inst.timer
 
-        def fire() -> None:
+        def fire(_: Any) -> None:
             if inst.timer == token:
                 fn()
 
-        self.kernel.schedule(self.kernel.now + delay, fire)
+        self.kernel.after(delay, fire, None, PRIO_CONTROL)
 
     def _make_ready(self, inst: FleetInstance, ep: Endpoint) -> None:
         if inst.state is not State.READY:
@@ -360,18 +363,11 @@ class Fleet:
 
     # ------------------------------------------------------------------ requests
     def start(self) -> None:
-        """Schedule the first arrival (call once before running the kernel)."""
-        self._schedule_next_arrival()
+        """Hand the workload's arrivals to the kernel (call once before running it)."""
+        self.kernel.add_stream(self.arrival, self._arrive)
 
-    def _schedule_next_arrival(self) -> None:
-        i = self._next_arrival
-        if i < self.n:
-            self.kernel.schedule(float(self.arrival[i]), self._arrive)
-
-    def _arrive(self) -> None:
-        i = self._next_arrival
-        self._next_arrival += 1
-        self._schedule_next_arrival()
+    def _arrive(self, i: int) -> None:
+        self._next_arrival = i + 1
         src = self.req_region[i]
         dest = self.global_router.route(i, self) if self.global_router is not None else None
         if dest is None:
@@ -382,7 +378,7 @@ class Fleet:
             return
         d = self.latency(src, ep.region)
         if d > 0:
-            self.kernel.schedule(self.kernel.now + d, lambda: self._at_endpoint(i, ep))
+            self.kernel.after(d, lambda _: self._at_endpoint(i, ep), None, PRIO_ARRIVAL)
         else:
             self._at_endpoint(i, ep)
 
@@ -506,14 +502,25 @@ class Fleet:
         if period <= 0:
             raise ValueError(f"{type(actor).__name__}: period_s must be > 0, got {period}")
 
-        def tick() -> None:
+        def tick(_: Any) -> None:
             if self.done:
                 return
             for a in actor.act(self) or ():
                 self.apply(a)
-            self.kernel.schedule(self.kernel.now + period, tick)
+            self.kernel.after(period, tick, None, PRIO_CONTROL)
 
-        self.kernel.schedule(period if start_s is None else float(start_s), tick)
+        self.kernel.at(period if start_s is None else float(start_s), tick, None, PRIO_CONTROL)
+
+    def add_sampler(self, period_s: float, sink: list) -> None:
+        """Append `sample()` rows to `sink` at 0, period_s, 2 period_s, ... while work remains
+        (after everything else at each instant), and once more when the run ends."""
+
+        def tick(_: Any) -> None:
+            sink.extend(self.sample())
+            if not self.done:
+                self.kernel.after(period_s, tick, None, PRIO_SAMPLE)
+
+        self.kernel.at(self.kernel.now, tick, None, PRIO_SAMPLE)
 
     # ------------------------------------------------------------------ sampling
     def sample(self) -> list[dict[str, Any]]:

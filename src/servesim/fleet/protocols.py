@@ -9,14 +9,18 @@ from typing import Any, Callable, Protocol
 
 
 class Kernel(Protocol):
-    """A discrete-event clock: callbacks run in time order (FIFO among equal times)."""
+    """The part of `servesim.sim.kernel.Kernel` the fleet uses: callbacks run in (time,
+    priority, insertion) order; ``add_stream`` merges a sorted array of arrival times."""
 
-    @property
-    def now(self) -> float: ...
+    now: float
 
-    def schedule(self, t: float, fn: Callable[[], None]) -> Any: ...
+    def at(self, t: float, callback: Callable[[Any], Any], arg: Any = None, prio: int = 1) -> int: ...
 
-    def run(self, until: float | None = None) -> None: ...
+    def after(self, delay: float, callback: Callable[[Any], Any], arg: Any = None, prio: int = 1) -> int: ...
+
+    def add_stream(self, times: Any, callback: Callable[[int], Any]) -> None: ...
+
+    def run(self, until: float = ...) -> None: ...
 
 
 #: called by an engine when a request ends: (request index, state, reason, timing record)
