@@ -148,6 +148,7 @@ class Fleet:
         self.records: dict[int, dict[str, Any]] = {}
         self._inst_of_req: dict[int, FleetInstance] = {}
         self.ended = 0
+        self.done_s = 0.0  # when the last request ended
         self._next_arrival = 0
 
         for cfg in endpoints:
@@ -450,6 +451,10 @@ class Fleet:
         if record:
             self.records[i] = record
         self.ended += 1
+        if self.ended == self.n:
+            self.done_s = self.kernel.now
+            for inst in self._by_id.values():
+                inst.timer += 1  # nothing left to serve: pending start-ups no longer matter
 
     @property
     def done(self) -> bool:
@@ -523,9 +528,10 @@ class Fleet:
         self.kernel.at(self.kernel.now, tick, None, PRIO_SAMPLE)
 
     # ------------------------------------------------------------------ sampling
-    def sample(self) -> list[dict[str, Any]]:
-        """One time-series row per endpoint at `now` (walks the endpoint's instances)."""
-        now = self.kernel.now
+    def sample(self, t: float | None = None) -> list[dict[str, Any]]:
+        """One time-series row per endpoint at `now` (walks the endpoint's instances);
+        `t` overrides the time stamp (final sample at the end of the run)."""
+        now = self.kernel.now if t is None else t
         rows = []
         for (model, region), ep in self.eps.items():
             row: dict[str, Any] = {"time_s": now, "model": model, "region": region}

@@ -197,6 +197,8 @@ class ReactiveCfg(Strict):
 class OutputCfg(Strict):
     sample_s: PosSeconds = 10.0
     window_s: PosSeconds = 60.0  # look-back for arrival rates that actors see
+    #: without duration_s, stop this long after the last arrival even if requests remain
+    drain_limit_s: PosSeconds = 86400.0
 
 
 class Scenario(Strict):
