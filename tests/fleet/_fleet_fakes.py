@@ -26,6 +26,9 @@ class FakeKernel:
         for i, t in enumerate(times):
             self.at(float(t), cb, i, 0)
 
+    def pending(self):
+        return bool(self._h)
+
     def schedule(self, t, fn):  # test convenience: a no-argument callback at t
         self.at(t, lambda _: fn(), None, 1)
 
@@ -99,3 +102,20 @@ def make_fleet(workload, endpoints, router="least-outstanding", slots=4, base=0.
               router_factory=lambda m, r: ROUTERS[router](np.random.default_rng(next(seeds))), **kw)
     ref[0] = f
     return f, k
+
+
+class FakeEngines:
+    """`run_scenario(engines=...)` hook: fake kernel + fake engines (service time from the
+    scenario's linear step-time c0 scaled up, so scenario settings still matter)."""
+
+    def __init__(self, sc, workload, seed):
+        self.kernel = FakeKernel()
+        self._ref = [None]
+        self.sc = sc
+
+    def factory(self, model, region, name, on_end):
+        st = self.sc.models[model].step_time
+        return FakeEngine(self.kernel, self._ref, name, on_end, slots=8, base=st.c0 * 100, per_token=st.c_pt)
+
+    def attach(self, fleet):
+        self._ref[0] = fleet

@@ -521,9 +521,10 @@ class Fleet:
         (after everything else at each instant), and once more when the run ends."""
 
         def tick(_: Any) -> None:
+            if self.done:  # the run's closing sample is taken at the end time
+                return
             sink.extend(self.sample())
-            if not self.done:
-                self.kernel.after(period_s, tick, None, PRIO_SAMPLE)
+            self.kernel.after(period_s, tick, None, PRIO_SAMPLE)
 
         self.kernel.at(self.kernel.now, tick, None, PRIO_SAMPLE)
 

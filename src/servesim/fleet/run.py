@@ -49,6 +49,55 @@ class Result:
         return out
 
 
+#: engine timing columns (seconds from the workload start; NaN where not applicable)
+TIMING = ("scheduled_s", "first_token_s", "finish_s", "ttft_s", "e2e_s", "tbt_mean_s", "tbt_max_s", "tbt_p99_s")
+
+
+def request_table(fleet: Fleet, end_s: float, columns: list[str] | None = None) -> pd.DataFrame:
+    """Per-request results: workload columns, the fleet's state/reason/instance, and each
+    request's engine timing record (`fleet.records`). Requests that never reached an engine
+    get NaN timings. ``partial`` marks requests the run's end cut short."""
+    n = fleet.n
+    w = fleet.workload
+    cols: dict[str, Any] = {
+        "request_id": w["request_id"].to_numpy(np.int64),
+        "model": w["model"].astype(str).to_numpy(object),
+        "region": w["region"].astype(str).to_numpy(object),
+        "tier": w["tier"].astype(str).to_numpy(object),
+        "instance": fleet.instance_of.astype(object),
+        "arrival_s": fleet.arrival.copy(),
+        "prompt_tokens": fleet.prompt.copy(),
+        "output_tokens": fleet.output.copy(),
+        "state": fleet.state.astype(object),
+        "reason": fleet.reason.astype(object),
+    }
+    timing = {c: np.full(n, np.nan) for c in TIMING}
+    pre = np.zeros(n, np.int64)
+    for i, rec in fleet.records.items():
+        for c in TIMING:
+            v = rec.get(c)
+            if v is not None:
+                timing[c][i] = v
+        pre[i] = rec.get("preemptions", 0)
+    cols.update(timing)
+    cols["preemptions"] = pre
+    cols["partial"] = fleet.state == "unfinished"
+    cols["app"] = w["app"].astype(str).to_numpy(object)
+    cols["deadline_s"] = w["deadline_s"].to_numpy(np.float64)
+    df = pd.DataFrame(cols)
+    for c in ("model", "region", "tier", "instance", "state", "reason", "app"):
+        df[c] = df[c].astype("string")
+    if columns is not None:
+        extra = [c for c in df.columns if c not in columns]
+        df = df[[c for c in columns if c in df.columns] + extra]
+    return df
+
+
+def _mean(x: np.ndarray) -> float | None:
+    x = x[~np.isnan(x)]
+    return float(x.mean()) if x.size else None
+
+
 def _pct(x: np.ndarray, q: float) -> float | None:
     x = x[~np.isnan(x)]
     return float(np.percentile(x, q)) if x.size else None
@@ -61,7 +110,7 @@ def summarise(sc: Scenario, seed: int, req: pd.DataFrame, hours: pd.DataFrame, e
     lat: dict[str, Any] = {}
     for col in ("ttft_s", "e2e_s", "tbt_mean_s"):
         x = fin[col].to_numpy(np.float64)
-        lat[col] = {f"p{q}": _pct(x, q) for q in (50, 90, 99)} | {"mean": float(np.nanmean(x)) if x.size else None}
+        lat[col] = {f"p{q}": _pct(x, q) for q in (50, 90, 99)} | {"mean": _mean(x)}
     by_tier = {}
     for tier, g in req.groupby("tier", sort=True):
         f = g[g["state"] == "finished"]
@@ -118,15 +167,20 @@ def build_fleet(sc: Scenario, kernel: Any, workload: pd.DataFrame, engine_factor
 
 
 def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = False,
-                 workload: pd.DataFrame | None = None) -> Result:
-    """Simulate `sc` (optionally with another seed or a given request table)."""
-    from .engine_sim import SimEngines  # the sim layer's Instance behind the fleet's Engine protocol
+                 workload: pd.DataFrame | None = None, engines: Callable | None = None) -> Result:
+    """Simulate `sc` (optionally with another seed or a given request table).
+
+    `engines(scenario, workload, seed)` builds the engine side: an object with ``kernel``,
+    ``factory`` (an `EngineFactory`) and ``attach(fleet)``; default: `servesim.sim` instances.
+    """
+    if engines is None:
+        from .engine_sim import SimEngines as engines  # servesim.sim behind the Engine protocol
 
     seed = sc.seed if seed is None else int(seed)
     wl_seed = np.random.SeedSequence([seed, 1])
     if workload is None:
         workload = build_workload(sc, np.random.default_rng(wl_seed))
-    engines = SimEngines(sc, workload)
+    engines = engines(sc, workload, seed)
     fleet = build_fleet(sc, engines.kernel, workload, engines.factory, seed)
     engines.attach(fleet)
     if sc.autoscaler is not None:
@@ -142,13 +196,22 @@ def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = Fals
     horizon = sc.duration_s if sc.duration_s is not None else last_arrival + sc.output.drain_limit_s
     _run_kernel(engines.kernel, fleet, horizon, progress)
     end_s = float(fleet.done_s) if fleet.done else float(horizon)
-    samples.extend(fleet.sample(end_s))
+    if not samples or samples[-1]["time_s"] < end_s:
+        samples.extend(fleet.sample(end_s))
     fleet.finalize(end_s)
-    requests = engines.request_table(fleet, end_s)
+    requests = request_table(fleet, end_s, _request_columns())
     ts = pd.DataFrame(samples)
     hours = fleet.ledger.hours_table()
     summary = summarise(sc, seed, requests, hours, end_s, fleet)
     return Result(sc, seed, requests, ts, hours, fleet.ledger.log_table(), summary)
+
+
+def _request_columns() -> list[str] | None:
+    try:
+        from ..sim.metrics import REQUEST_COLUMNS
+    except ImportError:
+        return None
+    return list(REQUEST_COLUMNS)
 
 
 def _run_kernel(kernel: Any, fleet: Fleet, horizon: float, progress: bool) -> None:
