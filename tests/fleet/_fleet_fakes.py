@@ -56,6 +56,10 @@ class FakeEngine:
         self.wait, self.run_ = [], set()
 
     def submit(self, i):
+        from servesim.fleet.lifecycle import State
+
+        # invariant: only ready instances receive requests (draining ones take no new work)
+        assert self.fleet_ref[0]._by_id[self.name].state is State.READY
         self.wait.append(i)
         self._pump()
 

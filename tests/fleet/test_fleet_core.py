@@ -168,3 +168,37 @@ def test_reactive_autoscaler_step_load():
     # down-steps are spaced by at least the cooldown
     assert (np.diff(np.sort(drains.time_s.to_numpy())) >= 15 - 1e-9).all()
     assert ts.n_ready.iloc[-1] == 1  # back to the floor
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_control_actions_keep_invariants(seed):
+    rng = np.random.default_rng(seed)
+    w = poisson(8, 200, seed=seed, model=rng.choice(["a", "b"], 10_000)[:1].item(), region="r")
+    w["model"] = pd.array(rng.choice(["a", "b"], len(w)), dtype="string")
+    lead = LeadTimes(request_s=1, provision_s=5, load_s=8, reclaim_s=2)
+    eps = [EndpointConfig("a", "r", instances=2, max_instances=6, lead=lead),
+           EndpointConfig("b", "r", instances=1, max_instances=6, lead=lead)]
+    f, k = make_fleet(w, eps, router=["round-robin", "jsq-tokens", "power-of-two"][seed % 3],
+                      pool={"r": {"a": 1}}, region_capacity={"r": 9}, scale_in_to=["pool", "release"][seed % 2])
+
+    def chaos():
+        live = [i for i in f._by_id.values()]
+        op = rng.integers(4)
+        if op == 0:
+            f.apply(Scale(str(rng.choice(["a", "b"])), "r", int(rng.integers(-3, 4))))
+        elif op == 1:
+            cands = [i for i in live if i.state in (State.READY, State.DRAINING)]
+            if cands:
+                f.apply(Drain(cands[int(rng.integers(len(cands)))].id, to_pool=bool(rng.integers(2))))
+        elif op == 2:
+            cands = [i for i in live if i.state in (State.READY, State.DRAINING, State.POOLED)]
+            if cands:
+                f.apply(Move(cands[int(rng.integers(len(cands)))].id, str(rng.choice(["a", "b"]))))
+        if not f.done:
+            k.schedule(k.now + float(rng.exponential(4.0)), chaos)
+
+    k.schedule(1.0, chaos)
+    f.start(); k.run(until=400.0)
+    check_invariants(f, k)
+    held = sum(1 for i in f._by_id.values())
+    assert held <= 9 and held == f._held["r"]
