@@ -19,12 +19,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from ..sim.kernel import PRIO_ARRIVAL, PRIO_CONTROL, PRIO_SAMPLE
 from .control import Action, Drain, EndpointKey, EndpointStats, Move, Scale
 from .lifecycle import BILLED, InstanceLedger, State
 from .protocols import Engine, EngineFactory, Kernel
-
-# event priorities at equal times (the values of servesim.sim.kernel's PRIO_* constants)
-PRIO_ARRIVAL, PRIO_CONTROL, PRIO_INSTANCE, PRIO_SAMPLE = 0, 1, 2, 3
 
 TERMINAL = ("finished", "rejected", "unfinished", "timeout", "error")
 
@@ -520,13 +518,17 @@ class Fleet:
         """Append `sample()` rows to `sink` at 0, period_s, 2 period_s, ... while work remains
         (after everything else at each instant), and once more when the run ends."""
 
+        t0 = self.kernel.now
+        count = [0]
+
         def tick(_: Any) -> None:
             if self.done:  # the run's closing sample is taken at the end time
                 return
             sink.extend(self.sample())
-            self.kernel.after(period_s, tick, None, PRIO_SAMPLE)
+            count[0] += 1
+            self.kernel.at(t0 + count[0] * period_s, tick, None, PRIO_SAMPLE)  # no drift
 
-        self.kernel.at(self.kernel.now, tick, None, PRIO_SAMPLE)
+        self.kernel.at(t0, tick, None, PRIO_SAMPLE)
 
     # ------------------------------------------------------------------ sampling
     def sample(self, t: float | None = None) -> list[dict[str, Any]]:

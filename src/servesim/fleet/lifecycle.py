@@ -91,10 +91,11 @@ class InstanceLedger:
         self.log.append((now, iid, m2, r, s.value, to.value))
 
     def close(self, now: float) -> None:
-        """Book the open interval of every instance up to `now` (end of the run); idempotent per `now`."""
+        """Book the open interval of every live instance up to `now` (end of the run);
+        released instances no longer exist and accrue nothing. Idempotent per `now`."""
         for iid, (m, r, s) in self._where.items():
             since = self._since[iid]
-            if now > since:
+            if s is not State.RELEASED and now > since:
                 self.seconds[(m, r, s)] += now - since
                 self._since[iid] = now
 

@@ -53,10 +53,15 @@ class Result:
 TIMING = ("scheduled_s", "first_token_s", "finish_s", "ttft_s", "e2e_s", "tbt_mean_s", "tbt_max_s", "tbt_p99_s")
 
 
-def request_table(fleet: Fleet, end_s: float, columns: list[str] | None = None) -> pd.DataFrame:
-    """Per-request results: workload columns, the fleet's state/reason/instance, and each
-    request's engine timing record (`fleet.records`). Requests that never reached an engine
-    get NaN timings. ``partial`` marks requests the run's end cut short."""
+def request_table(fleet: Fleet, timing: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per-request results in REQUEST_COLUMNS order, plus ``app`` and ``deadline_s``.
+
+    ``state``/``reason``/``instance`` are the fleet's (it also ends requests that never reach an
+    engine: no endpoint, or still queued when the run stopped). Timings come from `timing`
+    (the sim's REQUEST_COLUMNS frame, row-aligned with the workload) or else from the engines'
+    end records (`fleet.records`). ``partial``: the run stopped while the request was in an
+    engine or queued at an endpoint (not for requests that had not arrived yet).
+    """
     n = fleet.n
     w = fleet.workload
     cols: dict[str, Any] = {
@@ -71,25 +76,29 @@ def request_table(fleet: Fleet, end_s: float, columns: list[str] | None = None) 
         "state": fleet.state.astype(object),
         "reason": fleet.reason.astype(object),
     }
-    timing = {c: np.full(n, np.nan) for c in TIMING}
-    pre = np.zeros(n, np.int64)
-    for i, rec in fleet.records.items():
+    if timing is not None:
+        if len(timing) != n:
+            raise ValueError(f"timing frame has {len(timing)} rows for {n} requests")
         for c in TIMING:
-            v = rec.get(c)
-            if v is not None:
-                timing[c][i] = v
-        pre[i] = rec.get("preemptions", 0)
-    cols.update(timing)
-    cols["preemptions"] = pre
-    cols["partial"] = fleet.state == "unfinished"
+            cols[c] = timing[c].to_numpy(np.float64)
+        cols["preemptions"] = timing["preemptions"].to_numpy(np.int64)
+    else:
+        timing_cols = {c: np.full(n, np.nan) for c in TIMING}
+        pre = np.zeros(n, np.int64)
+        for i, rec in fleet.records.items():
+            for c in TIMING:
+                v = rec.get(c)
+                if v is not None:
+                    timing_cols[c][i] = v
+            pre[i] = rec.get("preemptions", 0)
+        cols.update(timing_cols)
+        cols["preemptions"] = pre
+    cols["partial"] = (fleet.state == "unfinished") & (np.arange(n) < fleet._next_arrival)
     cols["app"] = w["app"].astype(str).to_numpy(object)
     cols["deadline_s"] = w["deadline_s"].to_numpy(np.float64)
     df = pd.DataFrame(cols)
     for c in ("model", "region", "tier", "instance", "state", "reason", "app"):
         df[c] = df[c].astype("string")
-    if columns is not None:
-        extra = [c for c in df.columns if c not in columns]
-        df = df[[c for c in columns if c in df.columns] + extra]
     return df
 
 
@@ -199,19 +208,11 @@ def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = Fals
     if not samples or samples[-1]["time_s"] < end_s:
         samples.extend(fleet.sample(end_s))
     fleet.finalize(end_s)
-    requests = request_table(fleet, end_s, _request_columns())
+    requests = request_table(fleet, engines.timing() if hasattr(engines, "timing") else None)
     ts = pd.DataFrame(samples)
     hours = fleet.ledger.hours_table()
     summary = summarise(sc, seed, requests, hours, end_s, fleet)
     return Result(sc, seed, requests, ts, hours, fleet.ledger.log_table(), summary)
-
-
-def _request_columns() -> list[str] | None:
-    try:
-        from ..sim.metrics import REQUEST_COLUMNS
-    except ImportError:
-        return None
-    return list(REQUEST_COLUMNS)
 
 
 def _run_kernel(kernel: Any, fleet: Fleet, horizon: float, progress: bool) -> None:

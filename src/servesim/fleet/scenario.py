@@ -130,12 +130,27 @@ class StepTimeCfg(Strict):
 
 
 class EngineCfg(Strict):
-    """One replica's scheduler limits (vLLM names) and KV capacity."""
+    """One replica's scheduler (`servesim.sim.schedulers` policy), limits (vLLM names) and KV
+    capacity (rounded down to whole blocks)."""
 
+    policy: str = "vllm-v1"
     kv_capacity_tokens: int = Field(gt=0)
     block_size: int = Field(16, ge=1)
     max_num_seqs: int = Field(256, ge=1)
-    max_num_batched_tokens: int = Field(8192, ge=1)
+    max_num_batched_tokens: int | None = Field(8192, ge=1)  # None: no token cap (orca only)
+    max_model_len: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _sim_accepts(self):
+        from ..sim import InstanceConfig
+
+        try:
+            InstanceConfig(num_blocks=max(1, self.kv_capacity_tokens // self.block_size), block_size=self.block_size,
+                           max_num_seqs=self.max_num_seqs, max_num_batched_tokens=self.max_num_batched_tokens,
+                           max_model_len=self.max_model_len, policy=self.policy)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("InstanceConfig.", "")) from None
+        return self
 
 
 class LeadCfg(Strict):
@@ -216,6 +231,8 @@ class Scenario(Strict):
     global_router: GlobalRouterCfg = GlobalRouterCfg()
     autoscaler: ReactiveCfg | None = None
     scale_in_to: Literal["release", "pool"] = "release"
+    #: servesim.sim Instance mode: "fast" (decode runs in one event) or "reference" (per iteration)
+    mode: Literal["fast", "reference"] = "fast"
     output: OutputCfg = OutputCfg()
     #: folder that relative workload paths resolve against (set by `load_scenario`)
     base_dir: str = "."
