@@ -104,3 +104,12 @@ def test_add_parser_registers_simulate():
     add_parser(sub)
     args = ap.parse_args(["simulate", "x.yaml", "-o", "out", "--seed", "3"])
     assert args.cmd == "simulate" and args.seed == 3 and callable(args.func)
+
+
+def test_progress_bar_run_is_identical():
+    sc = short("three_region", 120.0)
+    a = run_scenario(sc)
+    b = run_scenario(sc, progress=True)
+    pd.testing.assert_frame_equal(a.requests, b.requests)
+    pd.testing.assert_frame_equal(a.timeseries, b.timeseries)
+    assert a.summary == b.summary

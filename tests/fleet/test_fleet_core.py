@@ -8,7 +8,7 @@ from servesim.fleet.lifecycle import ALLOWED, State
 from servesim.policies import ReactiveAutoscaler
 from servesim.workload.schema import make
 
-from _fleet_fakes import make_fleet
+from ._fleet_fakes import make_fleet
 
 
 def poisson(rate, dur, seed=0, **kw):

@@ -12,7 +12,7 @@ import pytest
 from servesim.fleet.run import run_scenario
 from servesim.fleet.scenario import load_scenario
 
-from _fleet_fakes import FakeEngines
+from ._fleet_fakes import FakeEngines
 
 EX = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 

@@ -203,7 +203,7 @@ def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = Fals
 
     last_arrival = float(workload["arrival_s"].iloc[-1]) if len(workload) else 0.0
     horizon = sc.duration_s if sc.duration_s is not None else last_arrival + sc.output.drain_limit_s
-    _run_kernel(engines.kernel, fleet, horizon, progress)
+    _run_kernel(engines.kernel, fleet, horizon, progress, span=sc.duration_s or max(last_arrival, 1.0))
     end_s = float(fleet.done_s) if fleet.done else float(horizon)
     if not samples or samples[-1]["time_s"] < end_s:
         samples.extend(fleet.sample(end_s))
@@ -215,14 +215,15 @@ def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = Fals
     return Result(sc, seed, requests, ts, hours, fleet.ledger.log_table(), summary)
 
 
-def _run_kernel(kernel: Any, fleet: Fleet, horizon: float, progress: bool) -> None:
-    """Advance the clock to `horizon` or until every request has ended, in chunks for the bar."""
+def _run_kernel(kernel: Any, fleet: Fleet, horizon: float, progress: bool, span: float) -> None:
+    """Advance the clock to `horizon` or until every request has ended; with `progress`, in
+    ~200 chunks of the simulated `span` so a tqdm bar can follow (same events, same order)."""
     if not progress:
         kernel.run(until=horizon)
         return
     from tqdm import tqdm
 
-    chunk = max(horizon / 200.0, 1.0)
+    chunk = max(span / 200.0, 1e-3)
     with tqdm(total=fleet.n, unit="req", desc="simulate", mininterval=0.5) as bar:
         t = kernel.now
         while not fleet.done and t < horizon and kernel.pending():
