@@ -72,6 +72,7 @@ class Endpoint:
         self.instances: dict[str, FleetInstance] = {}  # all non-released, non-pooled
         self.queue: deque[int] = deque()  # request indices waiting for a ready instance
         self.recent: deque[tuple[float, int]] = deque()  # (arrival at endpoint, prompt tokens)
+        self.recent_tokens = 0  # sum of prompt tokens in `recent`
         self.outstanding = 0
         self.pending_tokens = 0
 
@@ -261,10 +262,15 @@ class Fleet:
             del self._by_id[inst.id]
 
     def _cancel(self, inst: FleetInstance) -> None:
-        """Give back a not-yet-ready instance."""
+        """Give back a not-yet-ready instance (to the pool if scale-ins go there and the VM
+        exists already, else released)."""
         ep = self.eps[(inst.model, inst.region)]
         inst.timer += 1
         del ep.instances[inst.id]
+        if self.scale_in_to == "pool" and inst.state in (State.PROVISIONING, State.LOADING):
+            self._to(inst, State.POOLED)
+            self._pools[inst.region].setdefault(inst.model, []).append(inst)
+            return
         self._to(inst, State.RELEASED)
         self._held[inst.region] -= 1
         del self._by_id[inst.id]
@@ -396,6 +402,7 @@ class Fleet:
     def _at_endpoint(self, i: int, ep: Endpoint) -> None:
         now = self.kernel.now
         ep.recent.append((now, int(self.prompt[i])))
+        ep.recent_tokens += int(self.prompt[i])
         self._trim(ep, now)
         inst = ep.router.select(i)
         if inst is None:
@@ -406,7 +413,7 @@ class Fleet:
     def _trim(self, ep: Endpoint, now: float) -> None:
         lo = now - self.window_s
         while ep.recent and ep.recent[0][0] <= lo:
-            ep.recent.popleft()
+            ep.recent_tokens -= ep.recent.popleft()[1]
 
     def _send(self, i: int, inst: FleetInstance, ep: Endpoint) -> None:
         inst.outstanding += 1
@@ -487,10 +494,21 @@ class Fleet:
             pending_tokens=ep.pending_tokens, queued=len(ep.queue),
             kv_util=kv / nkv if nkv else 0.0,
             arrivals_rate=len(ep.recent) / window,
-            prompt_token_rate=sum(p for _, p in ep.recent) / window,
+            prompt_token_rate=ep.recent_tokens / window,
             window_s=self.window_s,
             instance_ids=tuple(iid for _, iid in sorted(ready_ids)),
         )
+
+    def kv_util(self, model: str, region: str) -> float:
+        """Mean KV utilisation of the endpoint's ready and draining instances (0 if none).
+        O(instances of that endpoint)."""
+        ep = self._endpoint(model, region)
+        kv, n = 0.0, 0
+        for inst in ep.instances.values():
+            if inst.engine is not None and inst.state in (State.READY, State.DRAINING):
+                kv += inst.engine.kv_util()
+                n += 1
+        return kv / n if n else 0.0
 
     def pooled(self, region: str) -> dict[str, int]:
         return {m: len(v) for m, v in self._pools.get(region, {}).items() if v}

@@ -7,7 +7,8 @@ A fleet instance is one VM (a replica's worth of GPUs). It moves along
 with two detours: a draining instance may be re-activated (draining -> ready, no cold start,
 as PreServe assumes), and a region's spot/free pool may hold instances between tenures
 (draining -> pooled -> loading for the same or another model, or pooled -> released).
-Not-yet-ready instances can be cancelled (requested/provisioning/loading -> released).
+Not-yet-ready instances can be cancelled (requested/provisioning/loading -> released, or a VM
+that already exists -> pooled when scale-ins go to the pool).
 Every transition goes through `InstanceLedger.transition`, which rejects any other edge and
 books the time spent in the state being left to (model, region, state).
 """
@@ -33,8 +34,8 @@ STATES: tuple[State, ...] = tuple(State)
 #: state -> states it may move to
 ALLOWED: dict[State, frozenset[State]] = {
     State.REQUESTED: frozenset({State.PROVISIONING, State.RELEASED}),
-    State.PROVISIONING: frozenset({State.LOADING, State.RELEASED}),
-    State.LOADING: frozenset({State.READY, State.RELEASED}),
+    State.PROVISIONING: frozenset({State.LOADING, State.RELEASED, State.POOLED}),
+    State.LOADING: frozenset({State.READY, State.RELEASED, State.POOLED}),
     State.READY: frozenset({State.DRAINING}),
     State.DRAINING: frozenset({State.READY, State.RELEASED, State.POOLED, State.LOADING}),
     State.POOLED: frozenset({State.LOADING, State.RELEASED}),

@@ -167,7 +167,7 @@ def build_fleet(sc: Scenario, kernel: Any, workload: pd.DataFrame, engine_factor
         eps.append(EndpointConfig(e.model, e.region, e.instances, e.min_instances, e.max_instances,
                                   LeadTimes(lead.request_s, lead.provision_s, lead.load_s, lead.reclaim_s)))
     g = sc.global_router
-    grouter = LocalRouter() if g.name == "local" else PreferenceRouter(g.preferences, g.threshold)
+    grouter = LocalRouter() if g.name == "local" else PreferenceRouter(g.preferences, g.threshold, g.refresh_s)
     return Fleet(kernel, workload, eps, engine_factory, router_factory, global_router=grouter,
                  latency_s={k: dict(v) for k, v in sc.latency_s.items()},
                  region_capacity={r.name: r.capacity for r in sc.regions if r.capacity is not None},

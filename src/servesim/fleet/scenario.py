@@ -189,6 +189,7 @@ class GlobalRouterCfg(Strict):
     name: Literal["local", "preference"] = "local"
     preferences: dict[str, list[str]] = {}
     threshold: float = Field(0.7, ge=0, le=1)
+    refresh_s: Seconds = 0.0  # 0: live KV readings per request; > 0: reuse a reading this long
 
 
 class ReactiveCfg(Strict):

@@ -20,11 +20,30 @@ class PreferenceRouter:
     """Walk a per-region preference list; take the first region whose endpoint for the
     request's model has KV utilisation below `threshold` (SageServe's IW routing gate, 0.7),
     else the least-utilised one. `preferences`: ``{src_region: [region, ...]}``; regions
-    not listed keep their requests local."""
+    not listed keep their requests local.
 
-    def __init__(self, preferences: dict[str, list[str]] | None = None, threshold: float = 0.7) -> None:
+    Reading live KV utilisation costs O(instances of the endpoints tried) per request;
+    `refresh_s` > 0 reuses an endpoint's reading for that long (a metrics-refresh interval),
+    which makes the cost O(1) amortised on large fleets.
+    """
+
+    def __init__(self, preferences: dict[str, list[str]] | None = None, threshold: float = 0.7,
+                 refresh_s: float = 0.0) -> None:
         self.preferences = preferences or {}
         self.threshold = threshold
+        self.refresh_s = float(refresh_s)
+        self._cache: dict[tuple[str, str], tuple[float, float]] = {}
+
+    def _util(self, fleet: Any, model: str, region: str) -> float:
+        if self.refresh_s <= 0:
+            return fleet.kv_util(model, region)
+        now = fleet.now
+        hit = self._cache.get((model, region))
+        if hit is not None and now - hit[0] < self.refresh_s:
+            return hit[1]
+        u = fleet.kv_util(model, region)
+        self._cache[(model, region)] = (now, u)
+        return u
 
     def route(self, ridx: int, fleet: Any) -> tuple[str, str] | None:
         src = fleet.req_region[ridx]
@@ -36,7 +55,7 @@ class PreferenceRouter:
         for r in prefs:
             if (model, r) not in fleet.eps:
                 continue
-            u = fleet.endpoint(model, r).kv_util
+            u = self._util(fleet, model, r)
             if u < self.threshold:
                 return (model, r)
             if u < best_u:
