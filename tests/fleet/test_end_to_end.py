@@ -113,3 +113,43 @@ def test_progress_bar_run_is_identical():
     pd.testing.assert_frame_equal(a.requests, b.requests)
     pd.testing.assert_frame_equal(a.timeseries, b.timeseries)
     assert a.summary == b.summary
+
+
+def test_custom_router_actor_and_global_router_through_the_python_api():
+    from servesim.fleet import Scale
+    from servesim.policies import HeapRouter, register_router
+
+    @register_router("test-e2e-least-tokens-per-req")
+    class Mixed(HeapRouter):
+        def key(self, inst):
+            return inst.pending_tokens + 500 * inst.outstanding
+
+    class AddOneAt60:
+        period_s = 60.0
+
+        def __init__(self):
+            self.done = False
+
+        def act(self, view):
+            if self.done:
+                return []
+            self.done = True
+            assert view.endpoint("llama-2-7b", "westus").ready >= 1
+            return [Scale("llama-2-7b", "westus", +1)]
+
+    class AllToCentral:
+        def route(self, i, fleet):
+            return (fleet.req_model[i], "centralus") if fleet.req_model[i] == "llama-2-7b" else None
+
+    sc = short("three_region", 90.0)
+    sc = sc.model_copy(update={"router": sc.router.model_copy(update={"name": "test-e2e-least-tokens-per-req"}),
+                               "autoscaler": None})
+    res = run_scenario(sc, actors=[AddOneAt60()], global_router=AllToCentral())
+    req = res.requests
+    seven = req["model"] == "llama-2-7b"
+    assert (req.loc[seven, "instance"].str.startswith("centralus/")).all()
+    assert (req.loc[~seven, "instance"].str.split("/").str[0] == req.loc[~seven, "region"]).all()
+    log = res.lifecycle
+    # the actor's +1 at t=60 reclaimed westus's pooled 7b instance (reclaim lead time 30 s)
+    w = log[(log.region == "westus") & (log.time_s >= 60)]
+    assert list(w.to_state[:2]) == ["loading", "ready"] and w.time_s.iloc[1] == pytest.approx(90.0)

@@ -4,7 +4,12 @@ Python API::
 
     from servesim.fleet import load_scenario, run_scenario
     res = run_scenario(load_scenario("examples/scenarios/one_region.yaml"))
-    res.requests, res.timeseries, res.summary
+    res.requests, res.timeseries, res.instance_hours, res.lifecycle, res.summary
+
+Layout: `lifecycle` (states, allowed edges, instance-hours ledger), `control` (actions and the
+read-only view actors get), `core` (the `Fleet`), `scenario` (typed YAML config), `run`
+(`run_scenario` / `Result`), `engine_sim` (servesim.sim instances as engines), `cli`
+(`servesim simulate`). Routers and autoscalers live in `servesim.policies`.
 """
 
 from .control import Drain, EndpointStats, FleetView, Move, Scale

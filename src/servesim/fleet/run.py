@@ -176,11 +176,16 @@ def build_fleet(sc: Scenario, kernel: Any, workload: pd.DataFrame, engine_factor
 
 
 def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = False,
-                 workload: pd.DataFrame | None = None, engines: Callable | None = None) -> Result:
+                 workload: pd.DataFrame | None = None, actors: list | None = None,
+                 global_router: Any = None, engines: Callable | None = None) -> Result:
     """Simulate `sc` (optionally with another seed or a given request table).
 
-    `engines(scenario, workload, seed)` builds the engine side: an object with ``kernel``,
-    ``factory`` (an `EngineFactory`) and ``attach(fleet)``; default: `servesim.sim` instances.
+    actors: extra periodic control actors (objects with ``period_s`` and ``act(view) ->
+      [Scale | Drain | Move]``), run after the scenario's autoscaler at equal times.
+    global_router: an object with ``route(ridx, fleet) -> (model, region) | None`` replacing
+      the scenario's ``global_router``.
+    engines: ``engines(scenario, workload, seed)`` builds the engine side: an object with
+      ``kernel``, ``factory`` (an `EngineFactory`) and ``attach(fleet)``; default: `servesim.sim`.
     """
     if engines is None:
         from .engine_sim import SimEngines as engines  # servesim.sim behind the Engine protocol
@@ -191,12 +196,16 @@ def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = Fals
         workload = build_workload(sc, np.random.default_rng(wl_seed))
     engines = engines(sc, workload, seed)
     fleet = build_fleet(sc, engines.kernel, workload, engines.factory, seed)
+    if global_router is not None:
+        fleet.global_router = global_router
     engines.attach(fleet)
     if sc.autoscaler is not None:
         a = sc.autoscaler
         fleet.add_actor(ReactiveAutoscaler(period_s=a.period_s, up=a.up, down=a.down, cooldown_s=a.cooldown_s,
                                            step=a.step, metric=a.metric, target_outstanding=a.target_outstanding,
                                            count_starting=a.count_starting))
+    for actor in actors or ():
+        fleet.add_actor(actor)
     samples: list[dict] = []
     fleet.add_sampler(sc.output.sample_s, samples)
     fleet.start()
