@@ -33,7 +33,7 @@ from ..workload import schema
 from .instance import Instance, InstanceConfig, InstanceListener
 from .kernel import PRIO_ARRIVAL, Kernel
 from .metrics import RequestLog, request_frame
-from .request import SWAPPED, TRANSFER, Req
+from .request import Req
 from .routers import Router, make_router
 from .timeseries import Sampler
 
@@ -54,7 +54,7 @@ class Cluster(InstanceListener):
                  router="round_robin", decode_router="least_outstanding", mode: str = "fast",
                  names: list[str] | None = None, kv_transfer_s: Callable[[Req], float] | None = None,
                  kv_transfer_bw: float = 25e9, sample_interval: float | None = None,
-                 tbt_p99: bool = True) -> None:
+                 tbt_p99: bool = True, check_invariants: bool = False) -> None:
         if len(configs) != len(step_models):
             raise ValueError(f"{len(configs)} configs but {len(step_models)} step models")
         if not configs:
@@ -68,6 +68,8 @@ class Cluster(InstanceListener):
             Instance(self.kernel, c, m, name=nm, index=j, mode=mode, listener=self)
             for j, (c, m, nm) in enumerate(zip(configs, step_models, self.names))
         ]
+        for inst in self.instances:
+            inst.check_invariants = check_invariants
         prefill_pool = [j for j, c in enumerate(configs) if c.role in ("both", "prefill")]
         decode_pool = [j for j, c in enumerate(configs) if c.role in ("both", "decode")]
         self.disaggregated = any(c.role != "both" for c in configs)
@@ -127,6 +129,8 @@ class Cluster(InstanceListener):
 
         Requests not terminal when the run stops are reported ``unfinished`` and ``partial``.
         """
+        if self.log is not None:
+            raise RuntimeError("Cluster.run can be called once; build a new Cluster for another run")
         if validate:
             workload = schema.validate(workload, "<Cluster.run workload>")
         n = len(workload)
