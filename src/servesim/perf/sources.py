@@ -62,7 +62,7 @@ def splitwise(file: str = "perf_model.csv", model: str | None = None, hardware: 
     if hardware is not None:
         raw = raw[raw.hardware.str.lower() == hardware.lower()] if hardware.lower() in set(raw.hardware.str.lower()) \
             else raw[[_hw_key(h) == get_hardware(hardware).key for h in raw.hardware]]
-    if tp is not None:
+    if tp is not None and not raw.empty:
         raw = raw[raw.tensor_parallel == tp]
     if raw.empty:
         raise ValueError(f"{path}: no rows for model={model} hardware={hardware} tp={tp}")
