@@ -82,6 +82,7 @@ class RooflineStepTime(StepTimeModel):
         c["overhead"] = self.overhead_s
         c["seq_overhead"] = self.seq_overhead_s
         self._c = c
+        self._make_fast()
 
     def params(self) -> dict:
         return {k: float(getattr(self, k)) for k in PARAMS}
@@ -99,7 +100,7 @@ class RooflineStepTime(StepTimeModel):
             touched = mn(tok * c["k_experts"], c["n_experts"])
             w = c["w_dense_s"] + c["w_expert_s"] * touched
         else:
-            w = c["w_dense_s"] + c["w_expert_s"]
+            w = c["w_dense_s"] + c["w_expert_s"]  # same sum as the scalar path's `wdense`
         gemm = mx(c["gemm_flop_tok"] * tok + c["head_flop_seq"] * seqs, w)
         attn_p = mx(c["attn_flop_pair"] * (pc * 0.5), c["kv_tok"] * (pt + pc / Q_BLOCK))
         attn_d = mx(c["attn_flop_pair"] * dc, c["kv_tok"] * (dc + ds))
@@ -113,10 +114,44 @@ class RooflineStepTime(StepTimeModel):
             P = (pt > 0).astype(float)
             t = self._core(pt, np.asarray(prefill_ctx, float), ds, np.asarray(decode_ctx, float), P, np.maximum, np.minimum)
             return np.where((pt > 0) | (ds > 0), t, 0.0)
-        pt, ds = float(prefill_tokens), float(decode_seqs)
-        if pt <= 0 and ds <= 0:
-            return 0.0
-        return float(self._core(pt, float(prefill_ctx), ds, float(decode_ctx), 1.0 if pt > 0 else 0.0, max, min))
+        return self._fast(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
+
+    def _make_fast(self):
+        """`step_time` as a closure over local constants (no attribute or dict lookups in the hot
+        loop), installed on the instance; the scalar branch has the same expression tree as
+        `_core`, so results are bit-identical to the array path."""
+        c = self._c
+        vector = RooflineStepTime.step_time.__get__(self)
+        gft, hfs, wd, we = c["gemm_flop_tok"], c["head_flop_seq"], c["w_dense_s"], c["w_expert_s"]
+        nexp, kexp, moe = c["n_experts"], c["k_experts"], c["moe"]
+        afp, kvt, act = c["attn_flop_pair"], c["kv_tok"], c["act_tok"]
+        art, ars, ppt, pps = c["ar_tok"], c["ar_step"], c["pp_tok"], c["pp_step"]
+        ov, sov = c["overhead"], c["seq_overhead"]
+        wdense = wd + we
+
+        ndarray = np.ndarray
+
+        def step_time(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
+            if type(prefill_tokens) is ndarray or type(decode_seqs) is ndarray:
+                return vector(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
+            pt, pc, ds, dc = float(prefill_tokens), float(prefill_ctx), float(decode_seqs), float(decode_ctx)
+            if pt > 0:
+                P = 1.0
+            elif ds > 0:
+                P = 0.0
+            else:
+                return 0.0
+            tok = pt + ds
+            seqs = ds + P
+            w = wd + we * min(tok * kexp, nexp) if moe else wdense
+            gemm = max(gft * tok + hfs * seqs, w)
+            attn_p = max(afp * (pc * 0.5), kvt * (pt + pc / Q_BLOCK))
+            attn_d = max(afp * dc, kvt * (dc + ds))
+            comm = art * tok + ars + ppt * tok + pps
+            return ov + sov * seqs + gemm + attn_p + attn_d + act * tok + comm
+
+        self._fast = step_time
+        self.step_time = step_time  # instance attribute: shadows the method for direct calls
 
 
 def fit_roofline(prior: RooflineStepTime, df: pd.DataFrame, params: tuple[str, ...] = PARAMS) -> RooflineStepTime:
