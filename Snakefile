@@ -15,6 +15,11 @@ min_version("9.0")
 configfile: "workflow/config.yaml"
 
 
+# `--config tiny=true` arrives as a string; booleans are spelled either way on the command line
+for _key in ("allow_download", "tiny"):
+    if isinstance(config.get(_key), (str, int)) and not isinstance(config.get(_key), bool):
+        config[_key] = str(config[_key]).lower() in ("true", "1", "yes")
+
 validate(config, "workflow/schemas/config.schema.yaml")
 
 

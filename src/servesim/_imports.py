@@ -55,18 +55,17 @@ def _code_of_notebook(path: Path) -> str:
     if path.suffix == ".ipynb":
         nb = json.loads(path.read_text())
         cells = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
-        lines = []
-        for c in cells:
-            src = "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-            # drop IPython magics/shell lines, which are not Python
-            lines.extend(line for line in src.splitlines() if not line.lstrip().startswith(("%", "!")))
-        return "\n".join(lines)
-    return path.read_text()
+        text = "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells)
+    else:
+        text = path.read_text()
+    # IPython magics and shell lines are not Python
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(("%", "!")))
 
 
 def closure(entry: str | Path, src: str | Path, root_package: str = "servesim") -> list[Path]:
     """Sorted source files of ``root_package`` under ``src`` that ``entry`` (a .py or .ipynb) imports,
-    transitively, including the ``__init__`` of every package on the way."""
+    transitively, including the ``__init__`` of every package on the way and the data files in the
+    ``data/`` folder of every package it touches."""
     src = Path(src)
     todo = [(ast.parse(_code_of_notebook(Path(entry))), None)]
     seen: set[Path] = set()
@@ -81,4 +80,6 @@ def closure(entry: str | Path, src: str | Path, root_package: str = "servesim") 
                 if f is not None and f not in seen:
                     seen.add(f)
                     todo.append((ast.parse(f.read_text()), _package_of(src, f)))
-    return sorted(seen)
+    # data files shipped beside an imported module (``<package>/data/**``) are inputs too
+    data = {f for m in seen for f in (m.parent / "data").rglob("*") if f.is_file() and "__pycache__" not in f.parts}
+    return sorted(seen | data)

@@ -36,7 +36,7 @@ def _manifest(args) -> int:
 
 
 def _claims(args) -> int:
-    from servesim.analysis.claims import ClaimsError, write_report
+    from servesim.analysis.claims import ClaimsError, check_claims, update_readme, write_report
 
     root = Path(args.root).resolve()
     md = args.md or root / "results" / args.scale / "claims_report.md"
@@ -47,6 +47,8 @@ def _claims(args) -> int:
         print(f"servesim claims: {exc}", file=sys.stderr)
         return 1
     print(json.dumps({k: v for k, v in s.items() if k != "per_paper"}))
+    if args.readme:
+        update_readme(args.readme, check_claims(root, args.scale), args.scale)
     return 0
 
 
@@ -75,6 +77,7 @@ def add_parser(sub) -> None:
     p.add_argument("--root", default=".")
     p.add_argument("--md")
     p.add_argument("--csv")
+    p.add_argument("--readme", help="also rewrite the claims table of this README (maintainers)")
     p.set_defaults(func=_claims)
 
     p = sub.add_parser("provenance", help="write provenance.json (git, packages, machine, data, config, seed)")

@@ -7,6 +7,9 @@ import yaml
 from jsonschema import Draft202012Validator
 
 ROOT = Path(workflow.basedir).resolve()
+PY = shlex.quote(sys.executable)  # the interpreter running Snakemake (a venv need not be activated)
+# shell prefix: every job imports this checkout's package
+RUN_ENV = "PYTHONPATH=" + shlex.quote(str(ROOT / "src")) + "${PYTHONPATH:+:$PYTHONPATH} MPLBACKEND=Agg"
 SRC = ROOT / "src"
 if str(SRC) not in sys.path:  # the workflow always runs this checkout's package
     sys.path.insert(0, str(SRC))
@@ -73,6 +76,8 @@ def dataset_marker(ds):
 
 def papermill_params(wc):
     """The notebook's parameters at this scale, as JSON for papermill -y."""
-    p = dict(fig_params(wc.group, wc.fig).get(wc.scale, {}))
+    fp = fig_params(wc.group, wc.fig)
+    # `--config tiny=true` runs every notebook on its tiny `test` parameters (pipeline tests)
+    p = dict(fp.get("test", fp.get(wc.scale, {})) if config.get("tiny") else fp.get(wc.scale, {}))
     p.update(scale=wc.scale, root=str(ROOT), seed=int(config["seed"]))
     return json.dumps(p, sort_keys=True)

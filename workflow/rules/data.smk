@@ -18,5 +18,5 @@ rule fetch_dataset:
     log:
         "logs/fetch/{dataset}.log",
     shell:
-        "PYTHONPATH={ROOT}/src${{PYTHONPATH:+:$PYTHONPATH}} python -m servesim.cli fetch {wildcards.dataset}"
+        "{RUN_ENV} {PY} -m servesim.cli fetch {wildcards.dataset}"
         " --mirror {params.mirror:q} {params.download} > {log} 2>&1"

@@ -34,6 +34,5 @@ rule figure:
         group="|".join(GROUPS),
         fig=r"[A-Za-z0-9_]+",
     shell:
-        "PYTHONPATH={ROOT}/src${{PYTHONPATH:+:$PYTHONPATH}} MPLBACKEND=Agg"
-        " papermill -k python3 --cwd notebooks/{wildcards.group} --no-progress-bar --log-level WARNING"
+        "{RUN_ENV} {PY} -m papermill -k python3 --cwd notebooks/{wildcards.group} --no-progress-bar --log-level WARNING"
         " {input.notebook} {log.notebook} -y {params.json:q}"

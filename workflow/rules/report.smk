@@ -11,7 +11,7 @@ rule claims_report:
     wildcard_constraints:
         scale="quick|full",
     shell:
-        "PYTHONPATH={ROOT}/src${{PYTHONPATH:+:$PYTHONPATH}} python -m servesim.cli claims"
+        "{RUN_ENV} {PY} -m servesim.cli claims"
         " --scale {wildcards.scale} --root {ROOT:q} --md {output.md} --csv {output.csv}"
 
 
@@ -27,5 +27,5 @@ rule provenance:
     wildcard_constraints:
         scale="quick|full",
     shell:
-        "PYTHONPATH={ROOT}/src${{PYTHONPATH:+:$PYTHONPATH}} python -m servesim.cli provenance"
+        "{RUN_ENV} {PY} -m servesim.cli provenance"
         " --scale {wildcards.scale} --root {ROOT:q} --seed {params.seed} -o {output}"
