@@ -63,10 +63,10 @@ DIURNAL = {"floor": 0.10, "peak_hour": 16.0, "width_h": 3.0}
 MINUTE_NOISE = {"IW-F": 0.15, "IW-N": 0.2, "NIW": 1.2}
 #: model -> (prompt median, prompt sigma, prompt max, output median, output sigma, output max)
 LENGTHS = {
-    "llama-2-70b": (2400, 1.1, 32_000, 160, 0.9, 4096),
-    "bloom-176b": (3600, 1.15, 100_000, 140, 1.15, 8192),
-    "llama-3.1-8b": (1600, 1.0, 32_000, 110, 1.0, 4096),
-    "llama-3.2-3b": (2000, 0.9, 32_000, 130, 0.9, 4096),
+    "llama-2-70b": (2750, 1.1, 32_000, 160, 0.9, 4096),
+    "bloom-176b": (4000, 1.1, 100_000, 140, 1.15, 8192),
+    "llama-3.1-8b": (1850, 1.0, 32_000, 110, 1.0, 4096),
+    "llama-3.2-3b": (2300, 0.9, 32_000, 130, 0.9, 4096),
 }
 #: NIW Model C in Central carries much larger prompts (a batch evaluation app, J §3)
 NIW_C_CENTRAL_PROMPT_FACTOR = 4.0
