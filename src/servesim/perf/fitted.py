@@ -55,6 +55,23 @@ class FittedStepTime(StepTimeModel):
         tok = self.k_tp_tok * ft + self.k_pp_tok * fp
         # effective coefficients for this replica; the hot path reads only these
         self._e = (self.a_p + step, self.a_d + step, self.b_pt + tok, self.c_pc, self.b_ds + tok, self.c_dc)
+        ap, ad, bpt, cpc, bds, cdc = self._e
+        vector = FittedStepTime.step_time.__get__(self)
+        ndarray = np.ndarray
+
+        def step_time(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
+            # scalar fast path as a closure (installed on the instance); same arithmetic as below
+            if type(prefill_tokens) is ndarray or type(decode_seqs) is ndarray:
+                return vector(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
+            if prefill_tokens > 0:
+                a = ap
+            elif decode_seqs > 0:
+                a = ad
+            else:
+                return 0.0
+            return float(a + bpt * float(prefill_tokens) + cpc * float(prefill_ctx) + bds * float(decode_seqs) + cdc * float(decode_ctx))
+
+        self.step_time = step_time
 
     def coefficients(self) -> dict:
         return {k: float(getattr(self, k)) for k in COEFS}
