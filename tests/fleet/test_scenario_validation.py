@@ -61,3 +61,40 @@ def test_generator_is_seeded_and_follows_steps():
     n2 = (a.arrival_s >= 60).sum()
     assert n2 > 5 * n1 and a.arrival_s.is_monotonic_increasing
     assert (a.output_tokens == 50).all() and a.prompt_tokens.std() > 0
+
+
+def test_named_generator_and_its_errors():
+    d = copy.deepcopy(BASE)
+    d["workload"] = {"generator": "oserve", "options": {"level": "S1"}, "scale": 0.2, "limit": 50}
+    sc = parse_scenario(d)
+    w = build_workload(sc, np.random.default_rng(0))
+    assert 0 < len(w) <= 50 and w["arrival_s"].is_monotonic_increasing
+    d["workload"] = {"generator": "nope"}
+    with pytest.raises(ScenarioError, match="workload: unknown generator 'nope'"):
+        parse_scenario(d, "s.yaml")
+    d["workload"] = {"generator": "oserve", "scael": 2}
+    with pytest.raises(ScenarioError, match="workload.scael: unknown key"):
+        parse_scenario(d, "s.yaml")
+
+
+def test_file_workload_relative_path_and_bad_file(tmp_path):
+    import yaml
+
+    from servesim.fleet.scenario import load_scenario
+    from servesim.workload.schema import make, write
+
+    write(make([0.0, 1.0, 2.0], [10, 20, 30], [5, 5, 5], model="m", region="r"), tmp_path / "w.parquet")
+    d = copy.deepcopy(BASE)
+    d["workload"] = {"file": "w.parquet", "limit": 2}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(d))
+    w = build_workload(load_scenario(tmp_path / "s.yaml"), np.random.default_rng(0))
+    assert list(w["prompt_tokens"]) == [10, 20]
+    (tmp_path / "bad.csv").write_text("request_id,arrival_s\n0,1.0\n")
+    d["workload"] = {"file": "bad.csv"}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(d))
+    with pytest.raises(ScenarioError, match=r"workload.file: .*bad.csv: missing column"):
+        build_workload(load_scenario(tmp_path / "s.yaml"), np.random.default_rng(0))
+    d["workload"] = {"file": "absent.parquet"}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(d))
+    with pytest.raises(ScenarioError, match="absent.parquet does not exist"):
+        build_workload(load_scenario(tmp_path / "s.yaml"), np.random.default_rng(0))

@@ -101,14 +101,38 @@ class FileWorkload(Strict):
     limit: int | None = Field(None, ge=1)  # first N requests only
 
 
+class NamedGenerator(Strict):
+    """One of `servesim.workload.GENERATORS` (the papers' calibrated workloads), called as
+    ``generate(generator, scale, seed, **options)``; ``until_s`` keeps only arrivals before it
+    (e.g. the first day of a generated week)."""
+
+    generator: str
+    scale: float = Field(1.0, gt=0)
+    options: dict[str, Any] = {}
+    until_s: PosSeconds | None = None
+    limit: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _known(self):
+        from ..workload import GENERATORS
+
+        if self.generator not in GENERATORS:
+            raise ValueError(f"unknown generator {self.generator!r}; known: ['poisson'] + {sorted(GENERATORS)}")
+        return self
+
+
 def _workload_kind(v: Any) -> str:
     if isinstance(v, dict):
-        return "file" if "file" in v else "generator"
-    return "file" if isinstance(v, FileWorkload) else "generator"
+        if "file" in v:
+            return "file"
+        return "poisson" if v.get("generator") == "poisson" else "named"
+    return {FileWorkload: "file", GeneratedWorkload: "poisson"}.get(type(v), "named")
 
 
-#: a file (key ``file``) or a generator (key ``generator``); tagged so errors name one branch
-Workload = Annotated[Union[Annotated[FileWorkload, Tag("file")], Annotated[GeneratedWorkload, Tag("generator")]],
+#: a file (key ``file``), the built-in Poisson generator (``generator: poisson``) or a named
+#: workload generator; tagged so errors name one branch
+Workload = Annotated[Union[Annotated[FileWorkload, Tag("file")], Annotated[GeneratedWorkload, Tag("poisson")],
+                           Annotated[NamedGenerator, Tag("named")]],
                      Discriminator(_workload_kind)]
 
 
@@ -294,7 +318,7 @@ def _format(exc: ValidationError, source: str) -> str:
         if e["type"] == "extra_forbidden":
             msg = "unknown key (not allowed here)"
         # the workload union's tag (file / generator) is not a key: drop it from the path
-        loc = re.sub(r"^workload\.(file|generator)\b", "workload", loc)
+        loc = re.sub(r"^workload\.(file|poisson|named)\b", "workload", loc)
         for part in msg.split("\n"):
             lines.append(f"{source}: {loc}: {part}" if loc else f"{source}: {part}")
     return "\n".join(lines)
@@ -338,6 +362,18 @@ def build_workload(sc: Scenario, rng: np.random.Generator) -> pd.DataFrame:
             return validate(df, str(p))
         except WorkloadError as exc:
             raise ScenarioError(f"workload.file: {exc}") from None
+    if isinstance(w, NamedGenerator):
+        from ..workload import generate
+
+        try:
+            df = generate(w.generator, scale=w.scale, seed=int(rng.integers(2**31)), **w.options)
+        except TypeError as exc:
+            raise ScenarioError(f"workload.options: {exc}") from None
+        if w.until_s is not None:
+            df = df[df["arrival_s"] < w.until_s]
+        if w.limit is not None:
+            df = df.iloc[: w.limit]
+        return validate(df.reset_index(drop=True), f"workload generator {w.generator}")
     parts = []
     for s, srng in zip(w.streams, (np.random.default_rng(x) for x in
                                    np.random.SeedSequence(int(rng.integers(2**63))).spawn(len(w.streams)))):
