@@ -84,7 +84,9 @@ class Stream(Strict):
     steps: list[tuple[Seconds, Annotated[float, Field(ge=0)]]] = []
     prompt_tokens: TokenDist
     output_tokens: TokenDist
-    deadline_s: PosSeconds | None = None
+    #: deadline offset: the workload's absolute ``deadline_s`` = arrival + this (the TTFT
+    #: deadline for IW tiers, the completion deadline for NIW); None: no deadline
+    deadline_after_s: PosSeconds | None = None
 
 
 class GeneratedWorkload(Strict):
@@ -384,7 +386,7 @@ def build_workload(sc: Scenario, rng: np.random.Generator) -> pd.DataFrame:
             "prompt_tokens": s.prompt_tokens.sample(srng, n),
             "output_tokens": s.output_tokens.sample(srng, n),
             "model": s.model, "region": s.region, "tier": s.tier, "app": s.app,
-            "deadline_s": np.nan if s.deadline_s is None else s.deadline_s,
+            "deadline_s": t + (np.nan if s.deadline_after_s is None else s.deadline_after_s),
         }))
     df = pd.concat(parts, ignore_index=True).sort_values("arrival_s", kind="stable").reset_index(drop=True)
     return make(df["arrival_s"].to_numpy(), df["prompt_tokens"].to_numpy(), df["output_tokens"].to_numpy(),
