@@ -31,6 +31,27 @@ def scaled(regions: int) -> dict:
     }
 
 
+def sageserve_day() -> dict:
+    """A day of the SageServe-like generated fleet week (scale 0.1: ~125 k requests), 4 models x
+    3 regions, reactive KV autoscaler. Step-time coefficients are placeholders (a speed test,
+    not a fidelity claim)."""
+    coeff = {"llama-2-70b": (4e5, 0.01, 3e-5, 5e-5, 2e-8), "bloom-176b": (2e5, 0.02, 6e-5, 1e-4, 4e-8),
+             "llama-3.1-8b": (8e5, 0.005, 1e-5, 1e-5, 5e-9), "llama-3.2-3b": (1e6, 0.004, 5e-6, 1e-5, 3e-9)}
+    regions = ["westus", "centralus", "eastus"]
+    return {
+        "name": "sageserve-day-speed", "seed": 1,
+        "workload": {"generator": "sageserve_week", "scale": 0.1, "until_s": "1d"},
+        "regions": [{"name": r} for r in regions],
+        "models": {m: {"engine": {"kv_capacity_tokens": int(kv), "max_num_batched_tokens": 16384},
+                       "step_time": {"c0": c0, "c_pt": cpt, "c_ds": cds, "c_dc": cdc}}
+                   for m, (kv, c0, cpt, cds, cdc) in coeff.items()},
+        "endpoints": [{"model": m, "region": r, "instances": 4, "min_instances": 2, "max_instances": 20}
+                      for m in coeff for r in regions],
+        "autoscaler": {"name": "reactive", "metric": "kv"},
+        "output": {"sample_s": "60s"},
+    }
+
+
 def cpu(sc) -> tuple[float, int]:
     t = time.process_time()
     res = run_scenario(sc)
@@ -46,4 +67,6 @@ if __name__ == "__main__":
         s, n = cpu(parse_scenario(scaled(regions)))
         out["scaling"][str(regions)] = {"instances_at_start": 4 * regions, "requests": n, "cpu_s": round(s, 3),
                                         "cpu_us_per_request": round(s / n * 1e6, 1)}
+    s, n = cpu(parse_scenario(sageserve_day()))
+    out["sageserve_day"] = {"requests": n, "cpu_s": round(s, 2)}
     print(json.dumps(out))
