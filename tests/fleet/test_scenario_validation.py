@@ -45,6 +45,10 @@ def test_base_is_valid_and_durations_parse():
     (lambda d: d.update(latency_s={"r": {"mars": 1}}), "latency_s.r.mars: unknown region 'mars'"),
     (lambda d: d.update(workload={"file": "x.parquet", "limt": 3}), "workload.limt: unknown key"),
     (lambda d: d.update(colour="blue"), "s.yaml: colour: unknown key"),
+    (lambda d: d["regions"].__setitem__(0, {"name": "r", "capacity": 1}), "regions.0.capacity: 1 is below the 2 instances"),
+    (lambda d: (d["regions"].append({"name": "q"}),
+                d.update(global_router={"name": "preference", "preferences": {"r": ["r", "q"]}})),
+     "latency_s: no latency between 'r' and 'q' (needed by global_router.preferences.r)"),
 ])
 def test_errors_name_the_key(mutate, needle):
     assert needle in err(mutate)

@@ -297,10 +297,22 @@ class Scenario(Strict):
             for dst in row:
                 if dst not in regions:
                     errs.append(f"latency_s.{src}.{dst}: unknown region {dst!r}; known: {regions}")
+        def has_latency(a: str, b: str) -> bool:
+            return b in self.latency_s.get(a, {}) or a in self.latency_s.get(b, {})
+
         for src, prefs in self.global_router.preferences.items():
-            for j, dst in enumerate([src] + list(prefs)):
+            for dst in [src] + list(prefs):
                 if dst not in regions:
                     errs.append(f"global_router.preferences.{src}: unknown region {dst!r}")
+                elif dst != src and not has_latency(src, dst):
+                    errs.append(f"latency_s: no latency between {src!r} and {dst!r} "
+                                f"(needed by global_router.preferences.{src})")
+        for i, r in enumerate(self.regions):
+            if r.capacity is not None:
+                held = sum(e.instances for e in self.endpoints if e.region == r.name) + sum(r.pool.values())
+                if held > r.capacity:
+                    errs.append(f"regions.{i}.capacity: {r.capacity} is below the {held} instances "
+                                f"the endpoints and pool of {r.name!r} start with")
         if isinstance(self.workload, GeneratedWorkload):
             for i, s in enumerate(self.workload.streams):
                 if s.model not in self.models:
