@@ -15,6 +15,7 @@ from pathlib import Path
 SUBCOMMAND_MODULES = [
     "servesim.cli_data",
     "servesim.perf.calibrate",
+    "servesim.perf.profile_gpu",
 ]
 
 
