@@ -245,3 +245,12 @@ def test_data_backends_vectorised_equals_scalar(spec, model, hw, tp):
     n_vec = m.out_of_grid
     s = np.array([m.step_time(*x) for x in zip(pt.tolist(), pc.tolist(), ds.tolist(), dc.tolist())])
     assert np.array_equal(v, s) and m.out_of_grid == 2 * n_vec
+
+
+def test_roofline_pipeline_interval():
+    one = P.RooflineStepTime("llama-2-70b", "h100-80gb", tp=4, pp=1)
+    two = P.RooflineStepTime("llama-2-70b", "h100-80gb", tp=4, pp=2)
+    shape = (0, 0, 64, 64 * 1000)
+    assert two.step_time(*shape) > one.step_time(*shape)  # latency: all stages + a hand-off
+    assert two.pipeline_interval(*shape) < 0.6 * two.step_time(*shape)  # a new step every ~half
+    assert one.pipeline_interval(*shape) == one.step_time(*shape)
