@@ -254,3 +254,17 @@ def test_roofline_pipeline_interval():
     assert two.step_time(*shape) > one.step_time(*shape)  # latency: all stages + a hand-off
     assert two.pipeline_interval(*shape) < 0.6 * two.step_time(*shape)  # a new step every ~half
     assert one.pipeline_interval(*shape) == one.step_time(*shape)
+
+
+@needs_aegaeon
+def test_aegaeon_reader_drops_capped_profiles():
+    from servesim.perf import sources
+
+    kept = sources.aegaeon("llama2_7b", "H800")
+    raw = sources.aegaeon("llama2_7b", "H800", filter_invalid=False)
+    assert len(raw) > len(kept)
+    assert kept.prefill_tokens.max() <= 4096  # 4k-context model: steps above the cap were capped
+    dec = kept[kept.decode_seqs > 0]
+    assert (dec.decode_ctx / dec.decode_seqs).max() < 4096
+    bs1 = dec[dec.decode_seqs == 1].step_s.median()
+    assert dec.step_s.min() > 0.5 * bs1  # no sub-millisecond "decodes" left
