@@ -84,10 +84,11 @@ def write_outputs(out_dir: Path, workload: pd.DataFrame, records: dict[int, Requ
 def replay(workload: pd.DataFrame | str | Path, out_dir: str | Path, *,
            model: str | Path | None = None, url: str | None = None,
            config: EngineConfig = EngineConfig(), opts: ReplayOptions | None = None,
-           start_timeout_s: float = 300.0) -> dict:
+           start_timeout_s: float = 300.0, warmup: int = 2) -> dict:
     """Replay ``workload`` on a fresh ``vllm serve`` of ``model`` (or on ``url``); write outputs.
 
-    Returns the summary dict. Results recorded before a failure or Ctrl-C are written (marked
+    ``warmup`` short requests are sent (and not recorded) first: a fresh server's first requests
+    pay one-off costs. Returns the summary dict. Results recorded before a failure or Ctrl-C are written (marked
     partial) before the exception propagates; the server is always stopped.
     """
     if (model is None) == (url is None):
@@ -112,6 +113,8 @@ def replay(workload: pd.DataFrame | str | Path, out_dir: str | Path, *,
             url = server.url
         else:
             meta.update(kv_blocks=_remote_kv_blocks(url))
+        if warmup:
+            _warm_up(url, warmup, opts)
         t0 = time.perf_counter()
         asyncio.run(replay_async(url, wl, opts, alive=server.alive if server else None, records=records))
     except BaseException as exc:
@@ -123,6 +126,11 @@ def replay(workload: pd.DataFrame | str | Path, out_dir: str | Path, *,
         if server is not None:
             server.stop()
     return write_outputs(out, wl, records, meta, time.perf_counter() - t0)
+
+
+def _warm_up(url: str, n: int, opts: ReplayOptions) -> None:
+    wl = schema.make(np.zeros(n), np.full(n, 16), np.full(n, 4))
+    asyncio.run(replay_async(url, wl, opts))
 
 
 def _remote_kv_blocks(url: str) -> int | None:

@@ -43,7 +43,7 @@ class EngineConfig:
     block_size: int = 32
     chunked_prefill: bool = True
     kv_blocks: int | None = None
-    kv_cache_gib: float = 1.0
+    kv_cache_gib: int = 1
     max_model_len: int = 2048
     dtype: str = "float32"
     gpu_memory_utilization: float | None = None
@@ -180,7 +180,7 @@ class VLLMServer:
         if not Path(self.model).exists():
             raise EngineStartError(f"model directory {self.model!r} does not exist")
         env = dict(os.environ)
-        env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(self.config.kv_cache_gib))
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(int(self.config.kv_cache_gib)))
         env.setdefault("VLLM_NO_USAGE_STATS", "1")
         env.setdefault("HF_HUB_OFFLINE", "1")
         env.setdefault("TRANSFORMERS_OFFLINE", "1")
