@@ -34,7 +34,7 @@ seed = 0            # unused: the figure is pure data
 batch_size = 1
 tensor_parallel = 8
 models = ["llama2-70b", "bloom-176b"]
-hardware = ["a100-80gb", "h100-80gb"]   # the table also has "h100-80gb-pcap" (power-capped), identical here
+hardware = ["a100-80gb", "h100-80gb"]   # "h100-80gb-pcap" (power-capped) rows have the same e2e_time, so the same TPS
 
 # %%
 import matplotlib.pyplot as plt

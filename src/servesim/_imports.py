@@ -64,7 +64,8 @@ def _code_of_notebook(path: Path) -> str:
 
 def closure(entry: str | Path, src: str | Path, root_package: str = "servesim") -> list[Path]:
     """Sorted source files of ``root_package`` under ``src`` that ``entry`` (a .py or .ipynb) imports,
-    transitively, including the ``__init__`` of every package on the way."""
+    transitively, including the ``__init__`` of every package on the way and the data files in the
+    ``data/`` folder of every package it touches."""
     src = Path(src)
     todo = [(ast.parse(_code_of_notebook(Path(entry))), None)]
     seen: set[Path] = set()
@@ -79,4 +80,6 @@ def closure(entry: str | Path, src: str | Path, root_package: str = "servesim") 
                 if f is not None and f not in seen:
                     seen.add(f)
                     todo.append((ast.parse(f.read_text()), _package_of(src, f)))
-    return sorted(seen)
+    # data files shipped beside an imported module (``<package>/data/**``) are inputs too
+    data = {f for m in seen for f in (m.parent / "data").rglob("*") if f.is_file() and "__pycache__" not in f.parts}
+    return sorted(seen | data)

@@ -19,6 +19,8 @@ CASES = {
     "aegaeon/fig04_active_models": ({"horizon_s": 2000.0, "plot_s": 200.0, "n_batches": 4},
                                     {"expected_active_formula", "expected_active_fraction", "simulated_active_mean",
                                      "aggregate_rps", "models_per_gpu_bound"}),
+    "aegaeon/tab01_kv_cache": ({}, {"kv_kib_per_token_qwen_7b", "kv_kib_per_token_internlm2_5_7b_chat",
+                                    "kv_kib_per_token_llama_13b", "kv_kib_per_token_qwen_72b"}),
     "oserve/tab01_spatial_cv": ({}, {f"cv_s{i}" for i in range(1, 6)}),
     "oserve/tab02_temporal_cv": ({}, {f"cv_t{i}" for i in range(1, 5)}),
 }
