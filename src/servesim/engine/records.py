@@ -13,32 +13,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-STATES = ("finished", "rejected", "unfinished", "timeout", "error")
+from servesim.sim.metrics import REQUEST_COLUMNS, STATES  # the contract shared with the simulator
 
-#: column -> dtype. ``scheduled_s`` and ``preemptions`` are engine-internal and not visible
-#: to an HTTP client: they are NaN / <NA> (nullable Int64) in a replay's table.
-REQUEST_COLUMNS: dict[str, str] = {
-    "request_id": "int64",
-    "model": "string",
-    "region": "string",
-    "tier": "string",
-    "instance": "string",
-    "arrival_s": "float64",
-    "prompt_tokens": "int64",
-    "output_tokens": "int64",
-    "state": "string",
-    "reason": "string",
-    "scheduled_s": "float64",
-    "first_token_s": "float64",
-    "finish_s": "float64",
-    "ttft_s": "float64",
-    "e2e_s": "float64",
-    "tbt_mean_s": "float64",
-    "tbt_max_s": "float64",
-    "tbt_p99_s": "float64",
-    "preemptions": "Int64",
-    "partial": "bool",
-}
+#: ``preemptions`` is engine-internal and invisible to an HTTP client: a replay writes -1
+#: ("not observed") per request and the run's total (from /metrics) in summary.json.
+#: ``scheduled_s`` is likewise NaN in a replay.
+NOT_OBSERVED = -1
 
 TOKEN_COLUMNS: dict[str, str] = {"request_id": "int64", "token_index": "int64", "time_s": "float64"}
 
@@ -90,7 +70,7 @@ def request_table(workload: pd.DataFrame, records: dict[int, RequestRecord],
             "first_token_s": first, "finish_s": finish,
             "ttft_s": first - float(req.arrival_s), "e2e_s": finish - float(req.arrival_s),
             "tbt_mean_s": mean, "tbt_max_s": mx, "tbt_p99_s": p99,
-            "preemptions": pd.NA, "partial": bool(rec.partial),
+            "preemptions": NOT_OBSERVED, "partial": bool(rec.partial),
         })
     df = pd.DataFrame(rows, columns=list(REQUEST_COLUMNS))
     return df.astype(REQUEST_COLUMNS)

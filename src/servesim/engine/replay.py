@@ -115,8 +115,12 @@ def replay(workload: pd.DataFrame | str | Path, out_dir: str | Path, *,
             meta.update(kv_blocks=_remote_kv_blocks(url))
         if warmup:
             _warm_up(url, warmup, opts)
+        pre0 = _counter(url, "vllm:num_preemptions_total")
         t0 = time.perf_counter()
         asyncio.run(replay_async(url, wl, opts, alive=server.alive if server else None, records=records))
+        pre1 = _counter(url, "vllm:num_preemptions_total")
+        if pre0 is not None and pre1 is not None:
+            meta["preemptions_total"] = int(pre1 - pre0)
     except BaseException as exc:
         if records:
             meta.update(interrupted=True, error=f"{type(exc).__name__}: {exc}"[:500])
@@ -126,6 +130,19 @@ def replay(workload: pd.DataFrame | str | Path, out_dir: str | Path, *,
         if server is not None:
             server.stop()
     return write_outputs(out, wl, records, meta, time.perf_counter() - t0)
+
+
+def _counter(url: str, name: str) -> float | None:
+    """A Prometheus counter's value (summed over labels) from the server's /metrics."""
+    import httpx
+
+    try:
+        text = httpx.get(url.rstrip("/") + "/metrics", timeout=5).text
+    except httpx.HTTPError:
+        return None
+    vals = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+            if line.startswith(name) and line[len(name):len(name) + 1] in ("{", " ")]
+    return sum(vals) if vals else None
 
 
 def _warm_up(url: str, n: int, opts: ReplayOptions) -> None:
