@@ -1,4 +1,5 @@
-"""Subcommands of the real-engine path: make-tiny-model, replay, profile-engine.
+"""Subcommands of the real-engine path: make-tiny-model, replay, profile-engine,
+engine-workload, compare-engine.
 
 vLLM starts its workers with ``spawn``; everything heavy runs under ``servesim.cli.main``,
 which the console script calls from its ``if __name__ == "__main__"`` guard.
@@ -91,6 +92,25 @@ def _cmd_profile(a) -> int:
     return 0
 
 
+def _cmd_heldout(a) -> int:
+    from servesim.engine.calibration import heldout_workload
+
+    wl = heldout_workload(a.fit, a.load, a.n, seed=a.seed)
+    wl.to_parquet(a.out, index=False)
+    print(json.dumps({"requests": len(wl), "duration_s": float(wl.arrival_s.iloc[-1])}))
+    return 0
+
+
+def _cmd_compare(a) -> int:
+    from servesim.engine.compare import compare_run
+
+    table, sim = compare_run(a.replay_dir, a.fit, frontend_overhead=not a.no_frontend_overhead)
+    if a.out:
+        table.to_csv(a.out, index=False)
+    print(table.to_string(index=False))
+    return 0
+
+
 def add_parser(subparsers) -> None:
     """Register the engine subcommands on ``servesim``'s subparsers."""
     p = subparsers.add_parser("make-tiny-model", help="build a random-weight Llama model + tokenizer locally")
@@ -99,6 +119,21 @@ def add_parser(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-model-len", type=int, default=4096)
     p.set_defaults(func=_cmd_tiny)
+
+    p = subparsers.add_parser("engine-workload", help="held-out workload at a fraction of measured capacity")
+    p.add_argument("--fit", required=True, help="fit.json of profile-engine")
+    p.add_argument("--load", type=float, required=True)
+    p.add_argument("-n", type=int, default=200)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("-o", "--out", required=True, help="workload .parquet")
+    p.set_defaults(func=_cmd_heldout)
+
+    p = subparsers.add_parser("compare-engine", help="simulate a replay's workload; engine vs sim percentiles")
+    p.add_argument("replay_dir")
+    p.add_argument("--fit", required=True, help="fit.json of profile-engine")
+    p.add_argument("--no-frontend-overhead", action="store_true")
+    p.add_argument("-o", "--out", default=None, help="comparison CSV")
+    p.set_defaults(func=_cmd_compare)
 
     for name, func, helptext in (
             ("replay", _cmd_replay, "replay a workload against a real vLLM server, record every token"),
