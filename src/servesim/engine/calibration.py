@@ -31,3 +31,58 @@ def heldout_workload(fit_json: str | Path, load: float, n_requests: int, seed: i
     arrivals -= arrivals[0]
     return request_mix(n_requests, int(ss.generate_state(1)[0]), tuple(fit["prompt_range"]),
                        tuple(fit["output_range"]), arrival_s=arrivals)
+
+
+def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, url: str | None = None, plan=None, loads=(0.3, 0.6, 0.9, 1.2),
+                    n_requests: int = 150, seed: int = 0, opts=None, meta: dict | None = None,
+                    start_timeout_s: float = 300.0, request_timeout_s: float = 300.0,
+                    max_duration_s: float = 1800.0) -> dict:
+    """Profile, then replay held-out workloads at each load, on ONE server start.
+
+    Writes ``profile/`` (steps.csv, fit.json, ...), ``workloads/load{x}.parquet`` and
+    ``replay/load{x}/`` (requests.parquet, tokens.parquet, summary.json) under ``out_dir``.
+    The server is configured like the simulated instance and is always stopped at the end;
+    with ``url`` (and ``model=None``) an already running server is used instead.
+    """
+    import contextlib
+    from dataclasses import replace
+
+    from servesim.engine.client import ReplayOptions
+    from servesim.engine.profile import SweepPlan, profile_engine
+    from servesim.engine.replay import _tiny_model_vocab, replay
+    from servesim.engine.server import VLLMServer, vllm_version
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    plan = plan or SweepPlan(seed=seed)
+    if opts is None:
+        vocab = _tiny_model_vocab(model)
+        opts = ReplayOptions(seed=seed) if vocab is None else ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1], seed=seed)
+    opts = replace(opts, request_timeout_s=request_timeout_s, max_duration_s=max_duration_s)
+    meta = {"model": Path(str(model)).name if model else "remote", "hardware": "cpu", "tp": config.tensor_parallel_size, "pp": 1,
+            **(meta or {}), "engine": config.to_dict(), "vllm_version": vllm_version()}
+    results = {}
+    if (model is None) == (url is None):
+        raise ValueError("give exactly one of model (start a server) or url (use a running one)")
+    ctx = VLLMServer(model, config, log_path=out / "server.log", start_timeout_s=start_timeout_s) \
+        if model is not None else contextlib.nullcontext(None)
+    with ctx as srv:
+        if srv is not None:
+            url = srv.url
+            meta.update(kv_blocks=srv.kv_blocks, kv_tokens=srv.kv_tokens, startup_s=srv.startup_s)
+        else:
+            from servesim.engine.replay import _remote_kv_blocks
+            meta.update(kv_blocks=_remote_kv_blocks(url))
+        fit = profile_engine(url, out / "profile", plan=plan, opts=opts, max_num_seqs=config.max_num_seqs,
+                             max_num_batched_tokens=config.max_num_batched_tokens, meta=meta)
+        (out / "workloads").mkdir(exist_ok=True)
+        for x in loads:
+            wl = heldout_workload(out / "profile" / "fit.json", x, n_requests, seed=seed)
+            wl.to_parquet(out / "workloads" / f"load{x}.parquet", index=False)
+            s = replay(wl, out / "replay" / f"load{x}", url=url, config=config, opts=opts, warmup=2)
+            # record the server's real KV capacity (read at start-up)
+            s.update(kv_blocks=meta.get("kv_blocks"), kv_tokens=meta.get("kv_tokens"), model=str(model or url), load=x,
+                     capacity_req_s=fit["capacity_req_s"])
+            (out / "replay" / f"load{x}" / "summary.json").write_text(json.dumps(s, indent=1, default=str) + "\n")
+            results[x] = s
+    return {"fit": fit, "replays": results}

@@ -111,6 +111,28 @@ def _cmd_compare(a) -> int:
     return 0
 
 
+def _cmd_calibrate(a) -> int:
+    from servesim.engine.calibration import run_calibration
+    from servesim.engine.client import ReplayOptions
+    from servesim.engine.profile import SweepPlan
+    from servesim.engine.replay import _tiny_model_vocab
+
+    vocab = _tiny_model_vocab(a.model) or (a.vocab_size, a.first_token_id)
+    opts = ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1], seed=a.seed)
+    plan = SweepPlan(repeats=a.repeats, capacity_requests=a.capacity_requests, seed=a.seed)
+    if a.tiny:  # the pipeline tests: a few shapes only
+        plan = SweepPlan(decode_batches=(1, 4, 16), decode_contexts=(32, 256), decode_tokens=16,
+                         prefill_lengths=(32, 128, 384), mixed_batches=(4,), repeats=1,
+                         capacity_requests=a.capacity_requests, seed=a.seed)
+    res = run_calibration(a.model, a.out, _config(a), url=a.url, plan=plan, loads=a.loads, n_requests=a.n,
+                          seed=a.seed, opts=opts, meta={"hardware": a.hardware},
+                          start_timeout_s=a.start_timeout, request_timeout_s=a.request_timeout,
+                          max_duration_s=a.max_duration)
+    print(json.dumps({"capacity_req_s": res["fit"]["capacity_req_s"], "kv_blocks": res["fit"].get("kv_blocks"),
+                      "partial": {str(x): s["partial"] for x, s in res["replays"].items()}}))
+    return 1 if any(s["partial"] for s in res["replays"].values()) else 0
+
+
 def add_parser(subparsers) -> None:
     """Register the engine subcommands on ``servesim``'s subparsers."""
     p = subparsers.add_parser("make-tiny-model", help="build a random-weight Llama model + tokenizer locally")
@@ -119,6 +141,23 @@ def add_parser(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-model-len", type=int, default=4096)
     p.set_defaults(func=_cmd_tiny)
+
+    p = subparsers.add_parser("engine-calibrate",
+                              help="one server: profile, then replay held-out workloads at several loads")
+    _engine_args(p)
+    p.add_argument("-o", "--out", required=True)
+    p.add_argument("--loads", type=float, nargs="+", default=[0.3, 0.6, 0.9, 1.2])
+    p.add_argument("-n", type=int, default=150, help="requests per load")
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--capacity-requests", type=int, default=96)
+    p.add_argument("--tiny", action="store_true", help="a minimal sweep (pipeline tests)")
+    p.add_argument("--hardware", default="cpu")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--vocab-size", type=int, default=32000)
+    p.add_argument("--first-token-id", type=int, default=1000)
+    p.add_argument("--request-timeout", type=float, default=300.0)
+    p.add_argument("--max-duration", type=float, default=1800.0)
+    p.set_defaults(func=_cmd_calibrate)
 
     p = subparsers.add_parser("engine-workload", help="held-out workload at a fraction of measured capacity")
     p.add_argument("--fit", required=True, help="fit.json of profile-engine")
