@@ -17,6 +17,7 @@ SUBCOMMAND_MODULES = [
     "servesim.perf.calibrate",
     "servesim.fleet.cli",
     "servesim.perf.profile_gpu",
+    "servesim.engine.cli",
 ]
 
 
