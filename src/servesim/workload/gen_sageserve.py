@@ -59,17 +59,17 @@ IW_DAY_WEIGHTS = (0.95, 1.0, 1.0, 0.97, 0.88, 0.15, 0.12)
 #: IW-N of Model B grows mid-week (more on Wed/Thu/Fri than Mon/Tue)
 IW_N_B_DAY_WEIGHTS = (0.70, 0.75, 1.0, 1.05, 1.0, 0.15, 0.12)
 #: diurnal bump: floor + (1 - floor) * exp(-((h - peak_hour) / width)^2 / 2), hours on a 24 h circle
-DIURNAL = {"floor": 0.10, "peak_hour": 16.0, "width_h": 3.0}
+DIURNAL = {"floor": 0.10, "peak_hour": 16.0, "width_h": 3.8}
 #: log-normal sigma of the per-minute Cox noise per tier (NIW is bursty at the 1-min scale)
 MINUTE_NOISE = {"IW-F": 0.15, "IW-N": 0.2, "NIW": 1.2}
 #: (tier, model) -> log-normal sigma of hourly noise: IW-N of Model B is less periodic (J §3: 0.3-0.5)
 HOURLY_NOISE = {("IW-N", "bloom-176b"): 0.9}
 #: model -> (prompt median, prompt sigma, prompt max, output median, output sigma, output max)
 LENGTHS = {
-    "llama-2-70b": (2750, 1.1, 32_000, 160, 0.9, 4096),
+    "llama-2-70b": (2950, 1.1, 32_000, 160, 0.9, 4096),
     "bloom-176b": (4000, 1.1, 100_000, 140, 1.15, 8192),
-    "llama-3.1-8b": (1850, 1.0, 32_000, 110, 1.0, 4096),
-    "llama-3.2-3b": (2300, 0.9, 32_000, 130, 0.9, 4096),
+    "llama-3.1-8b": (2000, 1.0, 32_000, 110, 1.0, 4096),
+    "llama-3.2-3b": (2450, 0.9, 32_000, 130, 0.9, 4096),
 }
 #: NIW Model C in Central carries much larger prompts (a batch evaluation app, J §3)
 NIW_C_CENTRAL_PROMPT_FACTOR = 4.0
