@@ -63,7 +63,7 @@ DIURNAL = {"floor": 0.10, "peak_hour": 16.0, "width_h": 3.8}
 #: log-normal sigma of the per-minute Cox noise per tier (NIW is bursty at the 1-min scale)
 MINUTE_NOISE = {"IW-F": 0.15, "IW-N": 0.2, "NIW": 1.2}
 #: (tier, model) -> log-normal sigma of hourly noise: IW-N of Model B is less periodic (J §3: 0.3-0.5)
-HOURLY_NOISE = {("IW-N", "bloom-176b"): 0.9}
+HOURLY_NOISE = {("IW-N", "bloom-176b"): 0.72}
 #: model -> (prompt median, prompt sigma, prompt max, output median, output sigma, output max)
 LENGTHS = {
     "llama-2-70b": (2950, 1.1, 32_000, 160, 0.9, 4096),
