@@ -1,0 +1,85 @@
+"""Which source files a notebook depends on: the transitive closure of its `servesim` imports.
+
+The workflow declares these files as a figure's inputs, so editing `servesim/perf/...` re-runs
+exactly the figures that import it (directly or through another servesim module). Leaf module:
+imports nothing from servesim.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+
+def _module_file(src: Path, mod: str) -> Path | None:
+    parts = mod.split(".")
+    p = src.joinpath(*parts)
+    if (p / "__init__.py").exists():
+        return p / "__init__.py"
+    if p.with_suffix(".py").exists():
+        return p.with_suffix(".py")
+    return None
+
+
+def _package_of(src: Path, file: Path) -> str:
+    rel = file.relative_to(src).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    else:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _imports(tree: ast.AST, package: str | None) -> set[str]:
+    """Absolute module names a parsed file imports (``from a import b`` yields a and a.b)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level and package is not None:
+                base_parts = package.split(".") if package else []
+                base_parts = base_parts[: len(base_parts) - (node.level - 1)] if node.level > 1 else base_parts
+                base = ".".join(base_parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            if base:
+                out.add(base)
+                out.update(f"{base}.{a.name}" for a in node.names if a.name != "*")
+    return out
+
+
+def _code_of_notebook(path: Path) -> str:
+    if path.suffix == ".ipynb":
+        nb = json.loads(path.read_text())
+        cells = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+        text = "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells)
+    else:
+        text = path.read_text()
+    # IPython magics and shell lines are not Python
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(("%", "!")))
+
+
+def closure(entry: str | Path, src: str | Path, root_package: str = "servesim") -> list[Path]:
+    """Sorted source files of ``root_package`` under ``src`` that ``entry`` (a .py or .ipynb) imports,
+    transitively, including the ``__init__`` of every package on the way and the data files in the
+    ``data/`` folder of every package it touches."""
+    src = Path(src)
+    todo = [(ast.parse(_code_of_notebook(Path(entry))), None)]
+    seen: set[Path] = set()
+    while todo:
+        tree, pkg = todo.pop()
+        for mod in _imports(tree, pkg):
+            if mod != root_package and not mod.startswith(root_package + "."):
+                continue
+            parts = mod.split(".")
+            for i in range(1, len(parts) + 1):  # parents' __init__ run first
+                f = _module_file(src, ".".join(parts[:i]))
+                if f is not None and f not in seen:
+                    seen.add(f)
+                    todo.append((ast.parse(f.read_text()), _package_of(src, f)))
+    # data files shipped beside an imported module (``<package>/data/**``) are inputs too
+    data = {f for m in seen for f in (m.parent / "data").rglob("*") if f.is_file() and "__pycache__" not in f.parts}
+    return sorted(seen | data)

@@ -1,0 +1,88 @@
+"""Subcommands of the artifact itself: fetch, data manifest, claims, provenance."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def _fetch(args) -> int:
+    from servesim.data import DataError, fetch, project_root
+
+    root = Path(args.root).resolve() if args.root else project_root()
+    mirror = Path(args.mirror) if args.mirror else None
+    if mirror is not None and not mirror.is_absolute():
+        mirror = (root / mirror).resolve()
+    if mirror is not None and not mirror.is_dir():
+        print(f"servesim fetch: mirror {mirror} does not exist; downloading", file=sys.stderr)
+        mirror = None
+    try:
+        paths = fetch(args.datasets or None, root=root, mirror=mirror, allow_download=not args.no_download)
+    except DataError as exc:
+        print(f"servesim fetch: {exc}", file=sys.stderr)
+        return 1
+    print(f"fetched and verified {len(paths)} file(s) into {root / 'traces' / 'data'}")
+    return 0
+
+
+def _manifest(args) -> int:
+    from servesim.data import project_root, write_manifest
+
+    root = project_root()
+    n = write_manifest(Path(args.mirror), root / "traces" / "datasets.yaml", Path(args.output or root / "traces" / "MANIFEST"))
+    print(f"wrote {n} entries")
+    return 0
+
+
+def _claims(args) -> int:
+    from servesim.analysis.claims import ClaimsError, check_claims, update_readme, write_report
+
+    root = Path(args.root).resolve()
+    md = args.md or root / "results" / args.scale / "claims_report.md"
+    csv = args.csv or root / "results" / args.scale / "claims_report.csv"
+    try:
+        s = write_report(root, args.scale, md, csv)
+    except ClaimsError as exc:
+        print(f"servesim claims: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps({k: v for k, v in s.items() if k != "per_paper"}))
+    if args.readme:
+        update_readme(args.readme, check_claims(root, args.scale), args.scale)
+    return 0
+
+
+def _provenance(args) -> int:
+    from servesim.analysis.provenance import write_provenance
+
+    write_provenance(Path(args.root).resolve(), args.scale, args.seed, args.output)
+    return 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("fetch", help="copy datasets from the local mirror (or download), verify sha256")
+    p.add_argument("datasets", nargs="*", help="dataset folders of traces/MANIFEST (default: all)")
+    p.add_argument("--mirror", help="local mirror directory (default: ../shared/data beside the project)")
+    p.add_argument("--root", help="project root (default: found from the working directory)")
+    p.add_argument("--no-download", action="store_true", help="fail instead of downloading what the mirror lacks")
+    p.set_defaults(func=_fetch)
+
+    p = sub.add_parser("manifest", help="regenerate traces/MANIFEST from a mirror (maintainers)")
+    p.add_argument("--mirror", required=True)
+    p.add_argument("-o", "--output")
+    p.set_defaults(func=_manifest)
+
+    p = sub.add_parser("claims", help="check every paper claim against the metrics the notebooks wrote")
+    p.add_argument("--scale", choices=["quick", "full"], default="quick")
+    p.add_argument("--root", default=".")
+    p.add_argument("--md")
+    p.add_argument("--csv")
+    p.add_argument("--readme", help="also rewrite the claims table of this README (maintainers)")
+    p.set_defaults(func=_claims)
+
+    p = sub.add_parser("provenance", help="write provenance.json (git, packages, machine, data, config, seed)")
+    p.add_argument("--scale", choices=["quick", "full"], default="quick")
+    p.add_argument("--root", default=".")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("-o", "--output", required=True)
+    p.set_defaults(func=_provenance)

@@ -1,0 +1,197 @@
+"""Public data: the MANIFEST, fetching from a local mirror or the web, checksum verification,
+and finding a fetched file at run time.
+
+`traces/MANIFEST` is a tab-separated table, one row per file:
+``dataset  path  sha256  bytes  licence  url  used_by``. ``path`` is relative to the dataset
+folder; a fetched file lands in ``traces/data/<dataset>/<path>``. Nothing fetched is committed.
+This module imports nothing from the rest of servesim, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import shutil
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+MANIFEST_COLUMNS = ("dataset", "path", "sha256", "bytes", "licence", "url", "used_by")
+DEFAULT_MIRROR = "../shared/data"  # relative to the project root
+
+
+class DataError(RuntimeError):
+    """A data file is missing, unlisted or fails its checksum; the message names it."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    dataset: str
+    path: str
+    sha256: str
+    bytes: int
+    licence: str
+    url: str
+    used_by: str
+    line: int  # line number in the MANIFEST, for error messages
+
+    @property
+    def key(self) -> str:
+        return f"{self.dataset}/{self.path}"
+
+
+def project_root() -> Path:
+    """The project root (``SERVESIM_ROOT`` overrides; else found from the cwd, then this file)."""
+    if os.environ.get("SERVESIM_ROOT"):
+        return Path(os.environ["SERVESIM_ROOT"]).resolve()
+    from servesim.analysis.outputs import project_root as find
+
+    try:
+        return find()
+    except FileNotFoundError:
+        return find(Path(__file__).parent)
+
+
+def read_manifest(path: str | os.PathLike | None = None) -> list[Entry]:
+    """Parse the MANIFEST; a malformed row is an error naming the file and line."""
+    path = Path(path) if path else project_root() / "traces" / "MANIFEST"
+    if not path.exists():
+        raise DataError(f"{path}: MANIFEST not found")
+    entries: list[Entry] = []
+    seen: set[str] = set()
+    with open(path, newline="") as fh:
+        rows = csv.reader(fh, delimiter="\t")
+        header = next(rows, None)
+        if tuple(header or ()) != MANIFEST_COLUMNS:
+            raise DataError(f"{path}:1: header must be {MANIFEST_COLUMNS}, got {header}")
+        for lineno, row in enumerate(rows, start=2):
+            if not row or row[0].startswith("#"):
+                continue
+            if len(row) != len(MANIFEST_COLUMNS):
+                raise DataError(f"{path}:{lineno}: expected {len(MANIFEST_COLUMNS)} tab-separated fields, got {len(row)}")
+            d = dict(zip(MANIFEST_COLUMNS, row))
+            if len(d["sha256"]) != 64:
+                raise DataError(f"{path}:{lineno}: sha256 of {d['dataset']}/{d['path']} is not 64 hex digits")
+            try:
+                size = int(d["bytes"])
+            except ValueError:
+                raise DataError(f"{path}:{lineno}: bytes={d['bytes']!r} is not an integer") from None
+            e = Entry(d["dataset"], d["path"], d["sha256"].lower(), size, d["licence"], d["url"], d["used_by"], lineno)
+            if e.key in seen:
+                raise DataError(f"{path}:{lineno}: {e.key} is listed twice")
+            seen.add(e.key)
+            entries.append(e)
+    return entries
+
+
+def sha256_of(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def data_dir(root: Path | None = None) -> Path:
+    return (root or project_root()) / "traces" / "data"
+
+
+def mirror_dir(root: Path | None = None) -> Path | None:
+    """The local mirror: ``SERVESIM_DATA_MIRROR`` if set, else ``../shared/data`` beside the root."""
+    env = os.environ.get("SERVESIM_DATA_MIRROR")
+    m = Path(env) if env else (root or project_root()) / DEFAULT_MIRROR
+    return m.resolve() if m.is_dir() else None
+
+
+def fetch_entry(e: Entry, dest_root: Path, mirror: Path | None, *, allow_download: bool = True) -> Path:
+    """Copy one file from the mirror (or download it), verify its checksum, return its path."""
+    dest = dest_root / e.dataset / e.path
+    if dest.exists() and dest.stat().st_size == e.bytes and sha256_of(dest) == e.sha256:
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".part")
+    src = mirror / e.dataset / e.path if mirror else None
+    if src is not None and src.exists():
+        shutil.copyfile(src, tmp)
+        origin = str(src)
+    elif allow_download:
+        try:
+            with urllib.request.urlopen(e.url, timeout=60) as r, open(tmp, "wb") as out:
+                shutil.copyfileobj(r, out)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise DataError(f"MANIFEST line {e.line}: {e.key}: not in the mirror ({mirror}) and download from {e.url} failed: {exc}") from None
+        origin = e.url
+    else:
+        raise DataError(f"MANIFEST line {e.line}: {e.key}: not in the mirror ({mirror}) and downloads are off")
+    got = sha256_of(tmp)
+    if got != e.sha256:
+        tmp.unlink(missing_ok=True)
+        raise DataError(f"MANIFEST line {e.line}: {e.key}: checksum mismatch for {origin}: expected {e.sha256}, got {got}")
+    os.replace(tmp, dest)
+    return dest
+
+
+def fetch(datasets: list[str] | None = None, *, root: Path | None = None, manifest: Path | None = None,
+          mirror: Path | None = None, allow_download: bool = True) -> list[Path]:
+    """Fetch and verify every MANIFEST file of ``datasets`` (all when None)."""
+    root = root or project_root()
+    entries = read_manifest(manifest or root / "traces" / "MANIFEST")
+    known = sorted({e.dataset for e in entries})
+    if datasets:
+        unknown = [d for d in datasets if d not in known]
+        if unknown:
+            raise DataError(f"dataset(s) {unknown} not in the MANIFEST; known: {known}")
+        entries = [e for e in entries if e.dataset in datasets]
+    mirror = mirror if mirror is not None else mirror_dir(root)
+    return [fetch_entry(e, data_dir(root), mirror, allow_download=allow_download) for e in entries]
+
+
+def locate(key: str, *, root: Path | None = None) -> Path:
+    """Path of a data file by ``<dataset>/<path>``: the fetched copy under ``traces/data``, else the
+    local mirror (so a notebook opened before any fetch still runs). Missing -> DataError naming it."""
+    root = root or project_root()
+    for base in (data_dir(root), mirror_dir(root)):
+        if base is not None and (base / key).exists():
+            return base / key
+    raise DataError(f"data file {key!r} not found under {data_dir(root)} or the mirror {mirror_dir(root)}; "
+                    f"run `snakemake fetch` (or `servesim fetch`) first, and check traces/MANIFEST lists it")
+
+
+def _url_for(rel: str, rules: list) -> str:
+    for prefix, template in rules:
+        if rel.startswith(prefix):
+            return template.format(path=rel[len(prefix):], name=rel.rsplit("/", 1)[-1])
+    raise DataError(f"no url rule matches {rel!r}")
+
+
+def build_manifest_rows(mirror: Path, datasets: dict[str, dict]) -> list[list[str]]:
+    """MANIFEST rows for every file of the given datasets in a mirror.
+
+    ``datasets`` maps a dataset folder to ``{"licence", "url": [[prefix, template], ...], "used_by"}``
+    (the layout of ``traces/datasets.yaml``).
+    """
+    rows = []
+    for ds, meta in sorted(datasets.items()):
+        base = mirror / ds
+        if not base.is_dir():
+            raise DataError(f"{base}: dataset folder not in the mirror")
+        for f in sorted(p for p in base.rglob("*") if p.is_file()):
+            rel = f.relative_to(base).as_posix()
+            rows.append([ds, rel, sha256_of(f), str(f.stat().st_size), meta["licence"],
+                         _url_for(rel, meta["url"]), meta["used_by"]])
+    return rows
+
+
+def write_manifest(mirror: Path, datasets_yaml: Path, out: Path) -> int:
+    """Regenerate the MANIFEST from a mirror; returns the number of files listed."""
+    import yaml
+
+    datasets = yaml.safe_load(Path(datasets_yaml).read_text())
+    rows = build_manifest_rows(Path(mirror), datasets)
+    with open(out, "w", newline="") as fh:
+        w = csv.writer(fh, delimiter="\t", lineterminator="\n")
+        w.writerow(MANIFEST_COLUMNS)
+        w.writerows(rows)
+    return len(rows)

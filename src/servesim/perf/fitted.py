@@ -1,0 +1,153 @@
+"""Few-coefficient step-time models fitted by least squares from a measurement table.
+
+    prefill-containing step:  a_p + b_pt*prefill_tokens + c_pc*prefill_ctx + b_ds*decode_seqs + c_dc*decode_ctx
+    decode-only step:         a_d + b_ds*decode_seqs + c_dc*decode_ctx
+
+(the decode terms of a mixed batch add to the prefill terms; one intercept per step because a
+step is one forward pass). Communication terms for tensor parallelism (ring all-reduce volume
+factor f_tp = 2(tp-1)/tp) and pipeline parallelism (f_pp = pp-1) scale per-token and per-step
+costs; they are fitted only when the table spans several tp / pp values, and folded into the
+six coefficients above for the replica's (tp, pp) at construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import nnls
+
+from .base import StepTimeModel
+from .measurements import AGGREGATES, MeasurementError
+
+BASE_COEFS = ("a_p", "a_d", "b_pt", "c_pc", "b_ds", "c_dc")
+COMM_COEFS = ("k_tp_tok", "k_tp_step", "k_pp_tok", "k_pp_step")
+COEFS = BASE_COEFS + COMM_COEFS
+
+
+def tp_factor(tp) -> float:
+    return 2.0 * (tp - 1) / tp
+
+
+@dataclass
+class FittedStepTime(StepTimeModel):
+    """The fitted few-coefficient model (coefficients in seconds per unit)."""
+
+    a_p: float = 0.0
+    a_d: float = 0.0
+    b_pt: float = 0.0
+    c_pc: float = 0.0
+    b_ds: float = 0.0
+    c_dc: float = 0.0
+    k_tp_tok: float = 0.0
+    k_tp_step: float = 0.0
+    k_pp_tok: float = 0.0
+    k_pp_step: float = 0.0
+    tp: int = 1
+    pp: int = 1
+    name: str = "fitted"
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        ft, fp = tp_factor(self.tp), float(self.pp - 1)
+        step = self.k_tp_step * ft + self.k_pp_step * fp
+        tok = self.k_tp_tok * ft + self.k_pp_tok * fp
+        # effective coefficients for this replica; the hot path reads only these
+        self._e = (self.a_p + step, self.a_d + step, self.b_pt + tok, self.c_pc, self.b_ds + tok, self.c_dc)
+        ap, ad, bpt, cpc, bds, cdc = self._e
+        vector = FittedStepTime.step_time.__get__(self)
+        ndarray = np.ndarray
+
+        def step_time(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
+            # scalar fast path as a closure (installed on the instance); same arithmetic as below
+            if type(prefill_tokens) is ndarray or type(decode_seqs) is ndarray:
+                return vector(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
+            if prefill_tokens > 0:
+                a = ap
+            elif decode_seqs > 0:
+                a = ad
+            else:
+                return 0.0
+            return float(a + bpt * float(prefill_tokens) + cpc * float(prefill_ctx) + bds * float(decode_seqs) + cdc * float(decode_ctx))
+
+        self.step_time = step_time
+
+    def coefficients(self) -> dict:
+        return {k: float(getattr(self, k)) for k in COEFS}
+
+    def with_parallelism(self, tp: int = 1, pp: int = 1) -> "FittedStepTime":
+        return FittedStepTime(**self.coefficients(), tp=tp, pp=pp, name=self.name, meta=dict(self.meta))
+
+    def step_time(self, prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
+        ap, ad, bpt, cpc, bds, cdc = self._e
+        if type(prefill_tokens) is np.ndarray or type(decode_seqs) is np.ndarray:
+            pt = np.asarray(prefill_tokens, dtype=float)
+            ds = np.asarray(decode_seqs, dtype=float)
+            a = np.where(pt > 0, ap, np.where(ds > 0, ad, 0.0))
+            t = a + bpt * pt + cpc * np.asarray(prefill_ctx, float) + bds * ds + cdc * np.asarray(decode_ctx, float)
+            return np.where((pt > 0) | (ds > 0), t, 0.0)
+        # scalar fast path: the same operations in the same order as above (bit-identical)
+        if prefill_tokens > 0:
+            a = ap
+        elif decode_seqs > 0:
+            a = ad
+        else:
+            return 0.0
+        return float(a + bpt * float(prefill_tokens) + cpc * float(prefill_ctx) + bds * float(decode_seqs) + cdc * float(decode_ctx))
+
+
+def design(df: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+    """Feature matrix of a measurement table and the coefficient names of its columns."""
+    pt, pc, ds, dc = (df[c].to_numpy(float) for c in AGGREGATES)
+    P = (pt > 0).astype(float)
+    D = ((pt == 0) & (ds > 0)).astype(float)
+    cols = {"a_p": P, "a_d": D, "b_pt": pt, "c_pc": pc, "b_ds": ds, "c_dc": dc}
+    tok, step = pt + ds, np.ones(len(df))
+    for col, fn, pre in (("tp", tp_factor, "k_tp"), ("pp", lambda v: v - 1.0, "k_pp")):
+        if col in df.columns and df[col].nunique() > 1:
+            f = fn(df[col].to_numpy(float))
+            cols[f"{pre}_tok"] = f * tok
+            cols[f"{pre}_step"] = f * step
+    # drop features that are identically zero (e.g. no decode rows): they cannot be identified
+    names = [k for k, v in cols.items() if np.any(v != 0)]
+    return np.column_stack([cols[k] for k in names]), names
+
+
+def fit(df: pd.DataFrame, weighting: str = "relative", tp: int | None = None, pp: int | None = None,
+        name: str = "fitted") -> FittedStepTime:
+    """Least-squares fit (non-negative coefficients) of `FittedStepTime` to a measurement table.
+
+    ``weighting="relative"`` minimises squared relative error (each row divided by its measured
+    time, which matches the MAPE we report); ``"absolute"`` minimises squared seconds (matches R²).
+    The returned model is for ``tp``/``pp`` (default: the table's value when it has a single one).
+    """
+    if len(df) == 0:
+        raise MeasurementError("cannot fit a step-time model to an empty table")
+    X, names = design(df)
+    y = df["step_s"].to_numpy(float)
+    if weighting == "relative":
+        w = 1.0 / y
+    elif weighting == "absolute":
+        w = np.ones_like(y)
+    else:
+        raise ValueError(f"weighting must be 'relative' or 'absolute', got {weighting!r}")
+    scale = np.abs(X).max(axis=0)  # column scaling keeps NNLS well conditioned
+    coef, _ = nnls(X * w[:, None] / scale, y * w, maxiter=50 * X.shape[1])
+    coef = coef / scale
+    vals = dict(zip(names, coef.tolist()))
+
+    def single(col, default):
+        if col in df.columns and df[col].nunique() == 1:
+            return int(df[col].iloc[0])
+        return default
+
+    tp = tp if tp is not None else single("tp", 1)
+    pp = pp if pp is not None else single("pp", 1)
+    if "tp" in df.columns and df["tp"].nunique() == 1 and tp != int(df["tp"].iloc[0]):
+        raise MeasurementError(f"the table holds only tp={int(df['tp'].iloc[0])}; it cannot predict tp={tp}")
+    if "pp" in df.columns and df["pp"].nunique() == 1 and pp != int(df["pp"].iloc[0]):
+        raise MeasurementError(f"the table holds only pp={int(df['pp'].iloc[0])}; it cannot predict pp={pp}")
+    # a single-tp table has no comm features (k_* = 0): its comm cost is inside the base terms
+    return FittedStepTime(**vals, tp=int(tp), pp=int(pp), name=name,
+                          meta={"fitted_on_rows": int(len(df)), "weighting": weighting, "features": names})

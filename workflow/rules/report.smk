@@ -1,0 +1,31 @@
+# The claims report (the project's progress meter) and provenance, per scale.
+
+
+rule claims_report:
+    input:
+        metrics=lambda wc: [f for f in all_figure_outputs(wc.scale) if f.endswith("metrics.json")],
+        claims=sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workflow/claims").glob("*.yaml")),
+    output:
+        md="results/{scale}/claims_report.md",
+        csv="results/{scale}/claims_report.csv",
+    wildcard_constraints:
+        scale="quick|full",
+    shell:
+        "{RUN_ENV} {PY} -m servesim.cli claims"
+        " --scale {wildcards.scale} --root {ROOT:q} --md {output.md} --csv {output.csv}"
+
+
+rule provenance:
+    input:
+        "results/{scale}/claims_report.csv",
+        "traces/MANIFEST",
+        "workflow/config.yaml",
+    output:
+        "results/{scale}/provenance.json",
+    params:
+        seed=config["seed"],
+    wildcard_constraints:
+        scale="quick|full",
+    shell:
+        "{RUN_ENV} {PY} -m servesim.cli provenance"
+        " --scale {wildcards.scale} --root {ROOT:q} --seed {params.seed} -o {output}"
