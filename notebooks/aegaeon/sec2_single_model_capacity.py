@@ -34,7 +34,6 @@ seed = 0
 gpu = "H800"
 models = ["qwen2_5_7b", "yi1_5_9b_chat", "llama2_13b_chat"]
 claim_model = "qwen2_5_7b"     # the model the claim's metric reads (the artifact's most common one)
-prefill_token_cap = 4096       # as in appa2_latency_model
 production_rps_per_gpu = 0.1   # §2.2 "< 0.1 RPS per GPU" (the paper's number: the baseline of the headroom)
 
 # %%
@@ -44,7 +43,7 @@ import pandas as pd
 
 from servesim.analysis.aegaeon_workloads import sharegpt_pairs
 from servesim.analysis.capacity import capacity, steady_state
-from servesim.analysis.latency_model import fit_phase, phase_table, screen
+from servesim.analysis.latency_model import fit_phase, phase_table
 from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.catalog import get_model
 from servesim.perf.sources import aegaeon
@@ -56,8 +55,7 @@ pairs = sharegpt_pairs(1.0, 1.0)
 rows, curves = [], []
 for m in models:
     key = get_model(m).key
-    raw = aegaeon(m, gpu)
-    df = screen(raw, key, gpu, prefill_token_cap).query("dropped == ''")
+    raw = df = aegaeon(m, gpu)        # the valid profiles (artifact's rule), as in appa2_latency_model
     pre = fit_phase(phase_table(df, "prefill"), key, "prefill")
     dec = fit_phase(phase_table(df, "decode"), key, "decode", batch_term=True)
     L_max = float((phase_table(raw, "prefill").t2 / phase_table(raw, "prefill").t).max())
