@@ -105,7 +105,6 @@ r = res.set_index("model").loc[get_model(claim_model).key]
 metrics = {
     "single_model_rps_per_gpu": float(r.capacity_rps),
     "headroom_vs_0p1_rps": float(r.capacity_rps / production_rps_per_gpu),
-    "single_model_rps_per_gpu_min_over_models": float(res.capacity_rps.min()),
 }
 print(res[["model", "capacity_rps", "running", "gap_s", "binding"]].round(3).to_string(index=False))
 out = FigureOutputs("aegaeon", "sec2_single_model_capacity", scale=scale, root=root)
