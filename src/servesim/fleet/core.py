@@ -97,6 +97,9 @@ class Fleet:
     region_capacity: ``{region: max instances held (billed + pooled)}``; absent = unlimited.
     pool: ``{region: {model: n}}`` instances in the region's pool at time 0.
     scale_in_to: where scaled-in instances go once drained: ``release`` or the region's ``pool``.
+    requeue_on_drain: a draining instance hands back the requests its engine has not admitted
+        yet, which are routed again; it only finishes its running requests. False: it serves
+        everything already sent to it.
     window_s: look-back window for arrival rates in `EndpointStats`.
     """
 
@@ -113,6 +116,7 @@ class Fleet:
         region_capacity: dict[str, int] | None = None,
         pool: dict[str, dict[str, int]] | None = None,
         scale_in_to: str = "release",
+        requeue_on_drain: bool = True,
         window_s: float = 60.0,
     ) -> None:
         self.kernel = kernel
@@ -132,6 +136,9 @@ class Fleet:
         if scale_in_to not in ("release", "pool"):
             raise ValueError(f"scale_in_to must be 'release' or 'pool', got {scale_in_to!r}")
         self.scale_in_to = scale_in_to
+        self.requeue_on_drain = requeue_on_drain
+        self.requeued = 0  # requests taken back from draining instances and routed again
+        self._handles: dict[int, Any] = {}  # request -> engine request object to resume elsewhere
 
         w = workload
         self.n = len(w)
@@ -240,9 +247,27 @@ class Fleet:
         if inst.state is State.READY:
             ep.router.remove(inst)
             self._to(inst, State.DRAINING)
+            if self.requeue_on_drain:
+                self._requeue(inst, ep)
         inst.after_drain, inst.move_to = after, move_to
         if inst.state is State.DRAINING and inst.outstanding == 0:
             self._finish_drain(inst)
+
+    def _requeue(self, inst: FleetInstance, ep: Endpoint) -> None:
+        """Take the requests `inst`'s engine has not admitted yet and route them again (ahead
+        of the endpoint's queue: they arrived earlier)."""
+        taken = inst.engine.take_waiting()
+        back = []
+        for i, handle in taken:
+            self._unsend(i, inst, ep)
+            self._handles[i] = handle
+            target = ep.router.select(i)
+            if target is None:
+                back.append(i)
+            else:
+                self._send(i, target, ep)
+        ep.queue.extendleft(reversed(back))
+        self.requeued += len(taken)
 
     def _finish_drain(self, inst: FleetInstance) -> None:
         ep = self.eps[(inst.model, inst.region)]
@@ -415,6 +440,14 @@ class Fleet:
         while ep.recent and ep.recent[0][0] <= lo:
             ep.recent_tokens -= ep.recent.popleft()[1]
 
+    def _unsend(self, i: int, inst: FleetInstance, ep: Endpoint) -> None:
+        del self._inst_of_req[i]
+        inst.outstanding -= 1
+        inst.pending_tokens -= int(self.prompt[i]) + 1
+        ep.outstanding -= 1
+        ep.pending_tokens -= int(self.prompt[i]) + 1
+        self.instance_of[i] = ""
+
     def _send(self, i: int, inst: FleetInstance, ep: Endpoint) -> None:
         inst.outstanding += 1
         inst.pending_tokens += int(self.prompt[i]) + 1
@@ -423,7 +456,7 @@ class Fleet:
         ep.router.update(inst)
         self.instance_of[i] = inst.id
         self._inst_of_req[i] = inst
-        inst.engine.submit(i)
+        inst.engine.submit(i, self._handles.pop(i, None))
 
     def _dispatch_queue(self, ep: Endpoint) -> None:
         while ep.queue:

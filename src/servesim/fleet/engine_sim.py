@@ -36,9 +36,14 @@ class _Engine(InstanceListener):
         self.on_end(r.idx, _STATE[r.state], r.reason, {})
 
     # fleet Engine protocol
-    def submit(self, ridx: int) -> None:
+    def submit(self, ridx: int, handle: Req | None = None) -> None:
         o = self.owner
-        self.inst.submit(Req(ridx, o.arrival[ridx], o.prompt[ridx], o.output[ridx], o.model[ridx], o.rid[ridx]))
+        r = handle if handle is not None else Req(ridx, o.arrival[ridx], o.prompt[ridx], o.output[ridx],
+                                                  o.model[ridx], o.rid[ridx])
+        self.inst.submit(r)
+
+    def take_waiting(self) -> list[tuple[int, Any]]:
+        return [(r.idx, r) for r in self.inst.take_waiting()]
 
     def kv_util(self) -> float:
         return self.inst.kv_usage()

@@ -154,6 +154,7 @@ def summarise(sc: Scenario, seed: int, req: pd.DataFrame, hours: pd.DataFrame, e
             "by_endpoint": {f"{m}@{r}": float(v) for (m, r), v in per_ep.items()},
         },
         "scale_denied": int(fleet.scale_denied),
+        "requeued_on_drain": int(fleet.requeued),
     }
 
 
@@ -179,7 +180,8 @@ def build_fleet(sc: Scenario, kernel: Any, workload: pd.DataFrame, engine_factor
                  latency_s={k: dict(v) for k, v in sc.latency_s.items()},
                  region_capacity={r.name: r.capacity for r in sc.regions if r.capacity is not None},
                  pool={r.name: dict(r.pool) for r in sc.regions if r.pool},
-                 scale_in_to=sc.scale_in_to, window_s=sc.output.window_s)
+                 scale_in_to=sc.scale_in_to, requeue_on_drain=sc.requeue_on_drain,
+                 window_s=sc.output.window_s)
 
 
 def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = False,

@@ -258,6 +258,8 @@ class Scenario(Strict):
     global_router: GlobalRouterCfg = GlobalRouterCfg()
     autoscaler: ReactiveCfg | None = None
     scale_in_to: Literal["release", "pool"] = "release"
+    #: a draining instance hands its not-yet-admitted requests back for re-routing
+    requeue_on_drain: bool = True
     #: servesim.sim Instance mode: "fast" (decode runs in one event) or "reference" (per iteration)
     mode: Literal["fast", "reference"] = "fast"
     output: OutputCfg = OutputCfg()
