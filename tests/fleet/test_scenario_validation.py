@@ -3,7 +3,12 @@ import copy
 import numpy as np
 import pytest
 
-from servesim.fleet.scenario import ScenarioError, build_workload, parse_duration, parse_scenario
+from servesim.fleet.scenario import (
+    ScenarioError,
+    build_workload,
+    parse_duration,
+    parse_scenario,
+)
 
 BASE = {
     "name": "t",

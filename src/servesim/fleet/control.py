@@ -7,8 +7,9 @@ every ``period_s`` seconds (first at ``start_s``, default one period in) with a 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, Union
+from typing import Protocol
 
 from .lifecycle import State
 
@@ -43,7 +44,7 @@ class Move:
     model: str
 
 
-Action = Union[Scale, Drain, Move]
+Action = Scale | Drain | Move
 
 
 @dataclass(frozen=True)

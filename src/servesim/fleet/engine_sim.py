@@ -12,7 +12,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..sim import Instance, InstanceConfig, InstanceListener, Kernel, Req, RequestLog, request_frame
+from ..sim import (
+    Instance,
+    InstanceConfig,
+    InstanceListener,
+    Kernel,
+    Req,
+    RequestLog,
+    request_frame,
+)
 from ..sim.request import DROPPED, FINISHED, REJECTED
 from .protocols import EndCallback
 from .scenario import Scenario
@@ -23,9 +31,9 @@ _STATE = {FINISHED: "finished", REJECTED: "rejected", DROPPED: "error"}
 class _Engine(InstanceListener):
     """One sim `Instance` plus the glue to the fleet's end callback."""
 
-    __slots__ = ("inst", "owner", "on_end")
+    __slots__ = ("inst", "on_end", "owner")
 
-    def __init__(self, owner: "SimEngines", inst_factory, on_end: EndCallback) -> None:
+    def __init__(self, owner: SimEngines, inst_factory, on_end: EndCallback) -> None:
         self.owner = owner
         self.on_end = on_end
         self.inst: Instance = inst_factory(self)

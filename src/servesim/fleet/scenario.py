@@ -12,13 +12,21 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
 import yaml
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationError,
-                      model_validator)
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    model_validator,
+)
 
 from ..workload.schema import WorkloadError, make, validate
 
@@ -37,7 +45,7 @@ def parse_duration(v: Any) -> Any:
             raise ValueError(f"unknown time unit {unit!r} in {v!r}; use one of {sorted(_UNITS)}")
         return num * _UNITS[unit]
     if isinstance(v, bool):
-        raise ValueError("a duration cannot be a boolean")
+        raise ValueError("a duration cannot be a boolean")  # noqa: TRY004 (pydantic reports ValueError)
     return v
 
 
@@ -133,8 +141,7 @@ def _workload_kind(v: Any) -> str:
 
 #: a file (key ``file``), the built-in Poisson generator (``generator: poisson``) or a named
 #: workload generator; tagged so errors name one branch
-Workload = Annotated[Union[Annotated[FileWorkload, Tag("file")], Annotated[GeneratedWorkload, Tag("poisson")],
-                           Annotated[NamedGenerator, Tag("named")]],
+Workload = Annotated[Annotated[FileWorkload, Tag("file")] | Annotated[GeneratedWorkload, Tag("poisson")] | Annotated[NamedGenerator, Tag("named")],
                      Discriminator(_workload_kind)]
 
 
@@ -422,4 +429,4 @@ def _poisson_times(rng: np.random.Generator, s: Stream, duration: float) -> np.n
     return np.concatenate(out) if out else np.zeros(0)
 
 
-__all__ = ["Scenario", "ScenarioError", "load_scenario", "parse_scenario", "build_workload", "parse_duration"]
+__all__ = ["Scenario", "ScenarioError", "build_workload", "load_scenario", "parse_duration", "parse_scenario"]
