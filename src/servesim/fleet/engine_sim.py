@@ -99,7 +99,7 @@ class SimEngines:
                 num_blocks=max(1, e.kv_capacity_tokens // e.block_size), block_size=e.block_size,
                 max_num_seqs=e.max_num_seqs, max_num_batched_tokens=e.max_num_batched_tokens,
                 max_model_len=e.max_model_len, policy=e.policy, model=name)
-            self._step[name] = m.step_time.build()
+            self._step[name] = m.build_step_time(name)
 
     def factory(self, model: str, region: str, name: str, on_end: EndCallback) -> _Engine:
         index = len(self.names)
