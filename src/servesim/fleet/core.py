@@ -74,6 +74,9 @@ class Endpoint:
         self.queue: deque[int] = deque()  # request indices waiting for a ready instance
         self.recent: deque[tuple[float, int]] = deque()  # (arrival at endpoint, prompt tokens)
         self.recent_tokens = 0  # sum of prompt tokens in `recent`
+        self.arrived = 0  # requests that reached this endpoint (cumulative)
+        self.arrived_tokens = 0
+        self._sampled = (0, 0)  # (arrived, arrived_tokens) at the previous sample
         self.outstanding = 0
         self.pending_tokens = 0
 
@@ -429,6 +432,8 @@ class Fleet:
         now = self.kernel.now
         ep.recent.append((now, int(self.prompt[i])))
         ep.recent_tokens += int(self.prompt[i])
+        ep.arrived += 1
+        ep.arrived_tokens += int(self.prompt[i])
         self._trim(ep, now)
         inst = ep.router.select(i)
         if inst is None:
@@ -606,6 +611,9 @@ class Fleet:
             row["running"] = running
             row["outstanding"] = ep.outstanding
             row["kv_util"] = kv / nkv if nkv else 0.0
+            row["arrivals"] = ep.arrived - ep._sampled[0]  # since the previous sample
+            row["prompt_tokens_in"] = ep.arrived_tokens - ep._sampled[1]
+            ep._sampled = (ep.arrived, ep.arrived_tokens)
             rows.append(row)
         return rows
 
