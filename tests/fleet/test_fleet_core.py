@@ -228,3 +228,26 @@ def test_drain_requeues_waiting_requests(requeue):
     else:
         assert any(starts[i] > 5.0 for i in on0) and released > 6.0
         assert f.requeued == 0
+
+
+def test_actors_get_a_read_only_view():
+    w = make(np.arange(0, 20, 1.0), 10, 5, model="m", region="r")
+    f, k = make_fleet(w, [EndpointConfig("m", "r", instances=1)])
+    seen = []
+
+    class Peek:
+        period_s = 5.0
+
+        def act(self, view):
+            st = view.endpoint("m", "r")
+            seen.append((view.now, st.ready, st.arrivals_rate, view.endpoints()))
+            assert not hasattr(view, "apply") and not hasattr(view, "eps")
+            with pytest.raises(AttributeError):
+                view.x = 1
+            return []
+
+    f.add_actor(Peek())
+    f.start(); k.run()
+    assert [s[0] for s in seen[:3]] == [5.0, 10.0, 15.0]
+    # at t=10 the window is [0, 10] (shorter than window_s at start): 11 arrivals, 1 per second + 1
+    assert seen[1][1] == 1 and seen[1][2] == pytest.approx(11 / 10.0) and seen[0][3] == [("m", "r")]

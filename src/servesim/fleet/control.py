@@ -79,7 +79,7 @@ class EndpointStats:
 
 
 class FleetView(Protocol):
-    """What an actor may read. Implemented by `servesim.fleet.Fleet`."""
+    """What an actor may read (`servesim.fleet.core.ReadOnlyView` over a `Fleet`)."""
 
     @property
     def now(self) -> float: ...
@@ -91,6 +91,14 @@ class FleetView(Protocol):
     def pooled(self, region: str) -> dict[str, int]:
         """Pooled instances in `region` by the model whose weights they hold."""
         ...
+
+    def kv_util(self, model: str, region: str) -> float:
+        """Mean KV utilisation of the endpoint's ready and draining instances."""
+        ...
+
+    def regions(self) -> list[str]: ...
+
+    def instance_state(self, iid: str) -> State: ...
 
 
 class Actor(Protocol):

@@ -562,10 +562,12 @@ class Fleet:
         if period <= 0:
             raise ValueError(f"{type(actor).__name__}: period_s must be > 0, got {period}")
 
+        view = ReadOnlyView(self)
+
         def tick(_: Any) -> None:
             if self.done:
                 return
-            for a in actor.act(self) or ():
+            for a in actor.act(view) or ():
                 self.apply(a)
             self.kernel.after(period, tick, None, PRIO_CONTROL)
 
@@ -635,3 +637,34 @@ class Fleet:
 
     def billed_hours(self) -> float:
         return sum(sec for (_, _, s), sec in self.ledger.seconds.items() if s in BILLED) / 3600.0
+
+
+class ReadOnlyView:
+    """What a control actor gets: the `FleetView` queries of a fleet, nothing that mutates it."""
+
+    __slots__ = ("_f",)
+
+    def __init__(self, fleet: Fleet) -> None:
+        self._f = fleet
+
+    @property
+    def now(self) -> float:
+        return self._f.kernel.now
+
+    def endpoints(self) -> list[EndpointKey]:
+        return self._f.endpoints()
+
+    def endpoint(self, model: str, region: str) -> EndpointStats:
+        return self._f.endpoint(model, region)
+
+    def kv_util(self, model: str, region: str) -> float:
+        return self._f.kv_util(model, region)
+
+    def pooled(self, region: str) -> dict[str, int]:
+        return self._f.pooled(region)
+
+    def regions(self) -> list[str]:
+        return list(self._f.regions)
+
+    def instance_state(self, iid: str) -> State:
+        return self._f.instance_state(iid)
