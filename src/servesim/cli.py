@@ -16,6 +16,8 @@ SUBCOMMAND_MODULES = [
     "servesim.cli_data",
     "servesim.perf.calibrate",
     "servesim.fleet.cli",
+    "servesim.perf.profile_gpu",
+    "servesim.engine.cli",
 ]
 
 
