@@ -55,7 +55,12 @@ class FakeEngine:
         self.slots, self.base, self.per_token = slots, base, per_token
         self.wait, self.run_ = [], set()
 
-    def submit(self, i):
+    def take_waiting(self):
+        out = [(i, None) for i in self.wait]
+        self.wait = []
+        return out
+
+    def submit(self, i, handle=None):
         from servesim.fleet.lifecycle import State
 
         # invariant: only ready instances receive requests (draining ones take no new work)

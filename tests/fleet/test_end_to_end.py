@@ -47,6 +47,10 @@ def test_one_region_example(one_region):
     assert len(both) >= 2 and np.allclose(rdy_t[both] - req_t[both], 120.0)
     assert ts.loc[ts.time_s.between(480, 600), "n_ready"].max() > ts.loc[ts.time_s < 300, "n_ready"].max()
     assert ts["kv_util"].between(0, 1).all()
+    # after the step (10 min) the scaler drains instances again, one per cooldown (15 s) at most
+    drains = np.sort(log.loc[(log.to_state == "draining") & (log.time_s >= 600), "time_s"].to_numpy())
+    assert len(drains) >= 2 and (np.diff(drains) >= 15 - 1e-9).all()
+    assert ts["n_ready"].iloc[-1] < ts.loc[ts.time_s.between(480, 600), "n_ready"].max()
     # every request's engine is an instance that was ready when the request was sent
     rdy = log[log.to_state == "ready"].groupby("instance")["time_s"].min()
     assert (req["scheduled_s"].to_numpy() >= rdy.loc[req["instance"]].to_numpy()).all()

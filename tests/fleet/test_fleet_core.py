@@ -205,3 +205,49 @@ def test_random_control_actions_keep_invariants(seed):
     check_invariants(f, k)
     held = sum(1 for i in f._by_id.values())
     assert held <= 9 and held == f._held["r"]
+
+
+@pytest.mark.parametrize("requeue", [True, False])
+def test_drain_requeues_waiting_requests(requeue):
+    # one slot per engine so requests queue inside the engines; drain i0 at t=5
+    w = make(np.arange(0, 6, 0.25), 10, 5, model="m", region="r")
+    f, k = make_fleet(w, [EndpointConfig("m", "r", instances=2)], router="round-robin", slots=1, base=1.0,
+                      requeue_on_drain=requeue)
+    k.schedule(5.0, lambda: f.apply(Drain("r/i0")))
+    f.start(); k.run()
+    check_invariants(f, k)
+    assert (f.state == "finished").all()
+    starts = {i: f.records[i]["scheduled_s"] for i in range(len(w))}
+    on0 = [i for i in range(len(w)) if f.instance_of[i] == "r/i0"]
+    log = f.ledger.log_table()
+    released = log[(log.instance == "r/i0") & (log.to_state == "released")].time_s.iloc[0]
+    if requeue:
+        # i0 keeps only what it had started by t=5; everything else moved to i1
+        assert all(starts[i] <= 5.0 for i in on0) and released <= 6.0
+        assert f.requeued > 0
+    else:
+        assert any(starts[i] > 5.0 for i in on0) and released > 6.0
+        assert f.requeued == 0
+
+
+def test_actors_get_a_read_only_view():
+    w = make(np.arange(0, 20, 1.0), 10, 5, model="m", region="r")
+    f, k = make_fleet(w, [EndpointConfig("m", "r", instances=1)])
+    seen = []
+
+    class Peek:
+        period_s = 5.0
+
+        def act(self, view):
+            st = view.endpoint("m", "r")
+            seen.append((view.now, st.ready, st.arrivals_rate, view.endpoints()))
+            assert not hasattr(view, "apply") and not hasattr(view, "eps")
+            with pytest.raises(AttributeError):
+                view.x = 1
+            return []
+
+    f.add_actor(Peek())
+    f.start(); k.run()
+    assert [s[0] for s in seen[:3]] == [5.0, 10.0, 15.0]
+    # at t=10 the window is [0, 10] (shorter than window_s at start): 11 arrivals, 1 per second + 1
+    assert seen[1][1] == 1 and seen[1][2] == pytest.approx(11 / 10.0) and seen[0][3] == [("m", "r")]

@@ -4,7 +4,13 @@ import numpy as np
 import pytest
 
 from servesim.policies import ROUTERS, HeapRouter, register_router
-from servesim.policies.routers import JSQTokens, LeastOutstanding, PowerOfTwo, RandomRouter, RoundRobin
+from servesim.policies.routers import (
+    JSQTokens,
+    LeastOutstanding,
+    PowerOfTwo,
+    RandomRouter,
+    RoundRobin,
+)
 
 
 @dataclass(eq=False)

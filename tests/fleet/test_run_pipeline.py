@@ -5,7 +5,6 @@ import hashlib
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -35,7 +34,9 @@ def test_pipeline_invariants(name, tmp_path):
     assert res.instance_hours["hours"].sum() == pytest.approx((last - first).sum() / 3600)
     ts = res.timeseries
     assert ts["time_s"].is_monotonic_increasing
-    assert {"kv_util", "endpoint_queue", "running", "n_ready", "n_loading"} <= set(ts.columns)
+    assert {"kv_util", "endpoint_queue", "running", "n_ready", "n_loading", "arrivals"} <= set(ts.columns)
+    # arrivals per sample interval add up to the requests that reached an endpoint
+    assert ts["arrivals"].sum() == len(req) - req["reason"].str.startswith("no endpoint").sum()
     from servesim.sim import REQUEST_COLUMNS
 
     assert list(req.columns[: len(REQUEST_COLUMNS)]) == list(REQUEST_COLUMNS)

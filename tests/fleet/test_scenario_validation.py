@@ -3,7 +3,12 @@ import copy
 import numpy as np
 import pytest
 
-from servesim.fleet.scenario import ScenarioError, build_workload, parse_duration, parse_scenario
+from servesim.fleet.scenario import (
+    ScenarioError,
+    build_workload,
+    parse_duration,
+    parse_scenario,
+)
 
 BASE = {
     "name": "t",
@@ -102,3 +107,23 @@ def test_file_workload_relative_path_and_bad_file(tmp_path):
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(d))
     with pytest.raises(ScenarioError, match="absent.parquet does not exist"):
         build_workload(load_scenario(tmp_path / "s.yaml"), np.random.default_rng(0))
+
+
+def test_other_perf_backends_by_name_and_their_errors():
+    d = copy.deepcopy(BASE)
+    d["models"] = {"llama-2-7b": {"engine": {"kv_capacity_tokens": 10000}, "hardware": "a100-80gb",
+                                  "step_time": {"backend": "roofline", "eff_compute": 0.5}}}
+    d["workload"]["streams"][0]["model"] = "llama-2-7b"
+    d["endpoints"][0]["model"] = "llama-2-7b"
+    sc = parse_scenario(copy.deepcopy(d))
+    st = sc.models["llama-2-7b"].build_step_time("llama-2-7b")
+    assert st.name == "roofline" and st.step_time(100, 100 * 100, 0, 0) > 0
+    d["models"]["llama-2-7b"]["step_time"]["colour"] = 1
+    with pytest.raises(ScenarioError, match=r"models.llama-2-7b.step_time: .*unknown option\(s\) colour"):
+        parse_scenario(copy.deepcopy(d), "s.yaml")
+    d["models"]["llama-2-7b"]["step_time"] = {"backend": "warp-drive"}
+    with pytest.raises(ScenarioError, match="unknown step-time backend 'warp-drive'"):
+        parse_scenario(copy.deepcopy(d), "s.yaml")
+    d["models"]["llama-2-7b"]["step_time"] = {"backend": "linear", "c9": 1}
+    with pytest.raises(ScenarioError, match=r"models.llama-2-7b.step_time.c9: unknown key"):
+        parse_scenario(copy.deepcopy(d), "s.yaml")

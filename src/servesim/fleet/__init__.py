@@ -25,6 +25,22 @@ def run_scenario(*args, **kwargs):
     return _run(*args, **kwargs)
 
 
-__all__ = ["Fleet", "EndpointConfig", "LeadTimes", "State", "ALLOWED", "InstanceLedger", "LifecycleError",
-           "Scale", "Drain", "Move", "EndpointStats", "FleetView", "Scenario", "ScenarioError", "load_scenario",
-           "parse_scenario", "run_scenario"]
+__all__ = [
+    "ALLOWED",
+    "Drain",
+    "EndpointConfig",
+    "EndpointStats",
+    "Fleet",
+    "FleetView",
+    "InstanceLedger",
+    "LeadTimes",
+    "LifecycleError",
+    "Move",
+    "Scale",
+    "Scenario",
+    "ScenarioError",
+    "State",
+    "load_scenario",
+    "parse_scenario",
+    "run_scenario",
+]

@@ -7,8 +7,9 @@ every ``period_s`` seconds (first at ``start_s``, default one period in) with a 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, Union
+from typing import Protocol
 
 from .lifecycle import State
 
@@ -43,7 +44,7 @@ class Move:
     model: str
 
 
-Action = Union[Scale, Drain, Move]
+Action = Scale | Drain | Move
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class EndpointStats:
 
 
 class FleetView(Protocol):
-    """What an actor may read. Implemented by `servesim.fleet.Fleet`."""
+    """What an actor may read (`servesim.fleet.core.ReadOnlyView` over a `Fleet`)."""
 
     @property
     def now(self) -> float: ...
@@ -90,6 +91,14 @@ class FleetView(Protocol):
     def pooled(self, region: str) -> dict[str, int]:
         """Pooled instances in `region` by the model whose weights they hold."""
         ...
+
+    def kv_util(self, model: str, region: str) -> float:
+        """Mean KV utilisation of the endpoint's ready and draining instances."""
+        ...
+
+    def regions(self) -> list[str]: ...
+
+    def instance_state(self, iid: str) -> State: ...
 
 
 class Actor(Protocol):

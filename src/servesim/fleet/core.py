@@ -13,8 +13,9 @@ walk instances, and they run at fixed periods.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -73,6 +74,9 @@ class Endpoint:
         self.queue: deque[int] = deque()  # request indices waiting for a ready instance
         self.recent: deque[tuple[float, int]] = deque()  # (arrival at endpoint, prompt tokens)
         self.recent_tokens = 0  # sum of prompt tokens in `recent`
+        self.arrived = 0  # requests that reached this endpoint (cumulative)
+        self.arrived_tokens = 0
+        self._sampled = (0, 0)  # (arrived, arrived_tokens) at the previous sample
         self.outstanding = 0
         self.pending_tokens = 0
 
@@ -97,6 +101,9 @@ class Fleet:
     region_capacity: ``{region: max instances held (billed + pooled)}``; absent = unlimited.
     pool: ``{region: {model: n}}`` instances in the region's pool at time 0.
     scale_in_to: where scaled-in instances go once drained: ``release`` or the region's ``pool``.
+    requeue_on_drain: a draining instance hands back the requests its engine has not admitted
+        yet, which are routed again; it only finishes its running requests. False: it serves
+        everything already sent to it.
     window_s: look-back window for arrival rates in `EndpointStats`.
     """
 
@@ -113,6 +120,7 @@ class Fleet:
         region_capacity: dict[str, int] | None = None,
         pool: dict[str, dict[str, int]] | None = None,
         scale_in_to: str = "release",
+        requeue_on_drain: bool = True,
         window_s: float = 60.0,
     ) -> None:
         self.kernel = kernel
@@ -132,6 +140,9 @@ class Fleet:
         if scale_in_to not in ("release", "pool"):
             raise ValueError(f"scale_in_to must be 'release' or 'pool', got {scale_in_to!r}")
         self.scale_in_to = scale_in_to
+        self.requeue_on_drain = requeue_on_drain
+        self.requeued = 0  # requests taken back from draining instances and routed again
+        self._handles: dict[int, Any] = {}  # request -> engine request object to resume elsewhere
 
         w = workload
         self.n = len(w)
@@ -240,9 +251,27 @@ class Fleet:
         if inst.state is State.READY:
             ep.router.remove(inst)
             self._to(inst, State.DRAINING)
+            if self.requeue_on_drain:
+                self._requeue(inst, ep)
         inst.after_drain, inst.move_to = after, move_to
         if inst.state is State.DRAINING and inst.outstanding == 0:
             self._finish_drain(inst)
+
+    def _requeue(self, inst: FleetInstance, ep: Endpoint) -> None:
+        """Take the requests `inst`'s engine has not admitted yet and route them again (ahead
+        of the endpoint's queue: they arrived earlier)."""
+        taken = inst.engine.take_waiting()
+        back = []
+        for i, handle in taken:
+            self._unsend(i, inst, ep)
+            self._handles[i] = handle
+            target = ep.router.select(i)
+            if target is None:
+                back.append(i)
+            else:
+                self._send(i, target, ep)
+        ep.queue.extendleft(reversed(back))
+        self.requeued += len(taken)
 
     def _finish_drain(self, inst: FleetInstance) -> None:
         ep = self.eps[(inst.model, inst.region)]
@@ -403,6 +432,8 @@ class Fleet:
         now = self.kernel.now
         ep.recent.append((now, int(self.prompt[i])))
         ep.recent_tokens += int(self.prompt[i])
+        ep.arrived += 1
+        ep.arrived_tokens += int(self.prompt[i])
         self._trim(ep, now)
         inst = ep.router.select(i)
         if inst is None:
@@ -415,6 +446,14 @@ class Fleet:
         while ep.recent and ep.recent[0][0] <= lo:
             ep.recent_tokens -= ep.recent.popleft()[1]
 
+    def _unsend(self, i: int, inst: FleetInstance, ep: Endpoint) -> None:
+        del self._inst_of_req[i]
+        inst.outstanding -= 1
+        inst.pending_tokens -= int(self.prompt[i]) + 1
+        ep.outstanding -= 1
+        ep.pending_tokens -= int(self.prompt[i]) + 1
+        self.instance_of[i] = ""
+
     def _send(self, i: int, inst: FleetInstance, ep: Endpoint) -> None:
         inst.outstanding += 1
         inst.pending_tokens += int(self.prompt[i]) + 1
@@ -423,7 +462,7 @@ class Fleet:
         ep.router.update(inst)
         self.instance_of[i] = inst.id
         self._inst_of_req[i] = inst
-        inst.engine.submit(i)
+        inst.engine.submit(i, self._handles.pop(i, None))
 
     def _dispatch_queue(self, ep: Endpoint) -> None:
         while ep.queue:
@@ -523,10 +562,12 @@ class Fleet:
         if period <= 0:
             raise ValueError(f"{type(actor).__name__}: period_s must be > 0, got {period}")
 
+        view = ReadOnlyView(self)
+
         def tick(_: Any) -> None:
             if self.done:
                 return
-            for a in actor.act(self) or ():
+            for a in actor.act(view) or ():
                 self.apply(a)
             self.kernel.after(period, tick, None, PRIO_CONTROL)
 
@@ -572,6 +613,9 @@ class Fleet:
             row["running"] = running
             row["outstanding"] = ep.outstanding
             row["kv_util"] = kv / nkv if nkv else 0.0
+            row["arrivals"] = ep.arrived - ep._sampled[0]  # since the previous sample
+            row["prompt_tokens_in"] = ep.arrived_tokens - ep._sampled[1]
+            ep._sampled = (ep.arrived, ep.arrived_tokens)
             rows.append(row)
         return rows
 
@@ -593,3 +637,34 @@ class Fleet:
 
     def billed_hours(self) -> float:
         return sum(sec for (_, _, s), sec in self.ledger.seconds.items() if s in BILLED) / 3600.0
+
+
+class ReadOnlyView:
+    """What a control actor gets: the `FleetView` queries of a fleet, nothing that mutates it."""
+
+    __slots__ = ("_f",)
+
+    def __init__(self, fleet: Fleet) -> None:
+        self._f = fleet
+
+    @property
+    def now(self) -> float:
+        return self._f.kernel.now
+
+    def endpoints(self) -> list[EndpointKey]:
+        return self._f.endpoints()
+
+    def endpoint(self, model: str, region: str) -> EndpointStats:
+        return self._f.endpoint(model, region)
+
+    def kv_util(self, model: str, region: str) -> float:
+        return self._f.kv_util(model, region)
+
+    def pooled(self, region: str) -> dict[str, int]:
+        return self._f.pooled(region)
+
+    def regions(self) -> list[str]:
+        return list(self._f.regions)
+
+    def instance_state(self, iid: str) -> State:
+        return self._f.instance_state(iid)

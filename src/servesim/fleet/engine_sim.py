@@ -12,7 +12,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..sim import Instance, InstanceConfig, InstanceListener, Kernel, Req, RequestLog, request_frame
+from ..sim import (
+    Instance,
+    InstanceConfig,
+    InstanceListener,
+    Kernel,
+    Req,
+    RequestLog,
+    request_frame,
+)
 from ..sim.request import DROPPED, FINISHED, REJECTED
 from .protocols import EndCallback
 from .scenario import Scenario
@@ -23,9 +31,9 @@ _STATE = {FINISHED: "finished", REJECTED: "rejected", DROPPED: "error"}
 class _Engine(InstanceListener):
     """One sim `Instance` plus the glue to the fleet's end callback."""
 
-    __slots__ = ("inst", "owner", "on_end")
+    __slots__ = ("inst", "on_end", "owner")
 
-    def __init__(self, owner: "SimEngines", inst_factory, on_end: EndCallback) -> None:
+    def __init__(self, owner: SimEngines, inst_factory, on_end: EndCallback) -> None:
         self.owner = owner
         self.on_end = on_end
         self.inst: Instance = inst_factory(self)
@@ -36,9 +44,14 @@ class _Engine(InstanceListener):
         self.on_end(r.idx, _STATE[r.state], r.reason, {})
 
     # fleet Engine protocol
-    def submit(self, ridx: int) -> None:
+    def submit(self, ridx: int, handle: Req | None = None) -> None:
         o = self.owner
-        self.inst.submit(Req(ridx, o.arrival[ridx], o.prompt[ridx], o.output[ridx], o.model[ridx], o.rid[ridx]))
+        r = handle if handle is not None else Req(ridx, o.arrival[ridx], o.prompt[ridx], o.output[ridx],
+                                                  o.model[ridx], o.rid[ridx])
+        self.inst.submit(r)
+
+    def take_waiting(self) -> list[tuple[int, Any]]:
+        return [(r.idx, r) for r in self.inst.take_waiting()]
 
     def kv_util(self) -> float:
         return self.inst.kv_usage()
@@ -86,7 +99,7 @@ class SimEngines:
                 num_blocks=max(1, e.kv_capacity_tokens // e.block_size), block_size=e.block_size,
                 max_num_seqs=e.max_num_seqs, max_num_batched_tokens=e.max_num_batched_tokens,
                 max_model_len=e.max_model_len, policy=e.policy, model=name)
-            self._step[name] = m.step_time.build()
+            self._step[name] = m.build_step_time(name)
 
     def factory(self, model: str, region: str, name: str, on_end: EndCallback) -> _Engine:
         index = len(self.names)

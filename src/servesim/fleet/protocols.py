@@ -5,7 +5,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 
 class Kernel(Protocol):
@@ -30,8 +31,13 @@ EndCallback = Callable[[int, str, str, dict[str, Any]], None]
 class Engine(Protocol):
     """One serving engine replica (a model loaded on an instance)."""
 
-    def submit(self, ridx: int) -> None:
-        """Start serving workload row `ridx` now (it joins the engine's waiting queue)."""
+    def submit(self, ridx: int, handle: Any = None) -> None:
+        """Start serving workload row `ridx` now (it joins the engine's waiting queue);
+        `handle` is the request object another engine gave back (`take_waiting`) to resume."""
+        ...
+
+    def take_waiting(self) -> list[tuple[int, Any]]:
+        """Remove the requests not yet admitted to a batch: (request index, handle) each."""
         ...
 
     def kv_util(self) -> float:

@@ -12,9 +12,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,7 +24,7 @@ from ..policies.autoscalers import ReactiveAutoscaler
 from ..policies.global_routers import LocalRouter, PreferenceRouter
 from ..policies.registry import ROUTERS
 from .core import EndpointConfig, Fleet, LeadTimes
-from .lifecycle import BILLED, State
+from .lifecycle import BILLED
 from .scenario import Scenario, build_workload
 
 
@@ -123,7 +124,7 @@ def summarise(sc: Scenario, seed: int, req: pd.DataFrame, hours: pd.DataFrame, e
     by_tier = {}
     for tier, g in req.groupby("tier", sort=True):
         f = g[g["state"] == "finished"]
-        by_tier[str(tier)] = {"requests": int(len(g)), "finished": int(len(f)),
+        by_tier[str(tier)] = {"requests": len(g), "finished": len(f),
                               "ttft_p90_s": _pct(f["ttft_s"].to_numpy(np.float64), 90)}
     # deadline_s is absolute: a TTFT deadline for IW tiers, a completion deadline for NIW
     dl = req["deadline_s"].to_numpy(np.float64)
@@ -142,7 +143,7 @@ def summarise(sc: Scenario, seed: int, req: pd.DataFrame, hours: pd.DataFrame, e
         "scenario": sc.name,
         "seed": seed,
         "end_s": end_s,
-        "requests": int(len(req)),
+        "requests": len(req),
         "states": {str(k): int(v) for k, v in req["state"].value_counts().sort_index().items()},
         "partial": bool(req["partial"].any()),
         "latency": lat,
@@ -154,6 +155,7 @@ def summarise(sc: Scenario, seed: int, req: pd.DataFrame, hours: pd.DataFrame, e
             "by_endpoint": {f"{m}@{r}": float(v) for (m, r), v in per_ep.items()},
         },
         "scale_denied": int(fleet.scale_denied),
+        "requeued_on_drain": int(fleet.requeued),
     }
 
 
@@ -179,7 +181,8 @@ def build_fleet(sc: Scenario, kernel: Any, workload: pd.DataFrame, engine_factor
                  latency_s={k: dict(v) for k, v in sc.latency_s.items()},
                  region_capacity={r.name: r.capacity for r in sc.regions if r.capacity is not None},
                  pool={r.name: dict(r.pool) for r in sc.regions if r.pool},
-                 scale_in_to=sc.scale_in_to, window_s=sc.output.window_s)
+                 scale_in_to=sc.scale_in_to, requeue_on_drain=sc.requeue_on_drain,
+                 window_s=sc.output.window_s)
 
 
 def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = False,
@@ -195,7 +198,9 @@ def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = Fals
       ``kernel``, ``factory`` (an `EngineFactory`) and ``attach(fleet)``; default: `servesim.sim`.
     """
     if engines is None:
-        from .engine_sim import SimEngines as engines  # servesim.sim behind the Engine protocol
+        from .engine_sim import (
+            SimEngines as engines,  # servesim.sim behind the Engine protocol
+        )
 
     seed = sc.seed if seed is None else int(seed)
     wl_seed = np.random.SeedSequence([seed, 1])

@@ -12,13 +12,21 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
 import yaml
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationError,
-                      model_validator)
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    model_validator,
+)
 
 from ..workload.schema import WorkloadError, make, validate
 
@@ -37,7 +45,7 @@ def parse_duration(v: Any) -> Any:
             raise ValueError(f"unknown time unit {unit!r} in {v!r}; use one of {sorted(_UNITS)}")
         return num * _UNITS[unit]
     if isinstance(v, bool):
-        raise ValueError("a duration cannot be a boolean")
+        raise ValueError("a duration cannot be a boolean")  # noqa: TRY004 (pydantic reports ValueError)
     return v
 
 
@@ -133,9 +141,11 @@ def _workload_kind(v: Any) -> str:
 
 #: a file (key ``file``), the built-in Poisson generator (``generator: poisson``) or a named
 #: workload generator; tagged so errors name one branch
-Workload = Annotated[Union[Annotated[FileWorkload, Tag("file")], Annotated[GeneratedWorkload, Tag("poisson")],
-                           Annotated[NamedGenerator, Tag("named")]],
-                     Discriminator(_workload_kind)]
+Workload = Annotated[
+    Annotated[FileWorkload, Tag("file")] | Annotated[GeneratedWorkload, Tag("poisson")]
+    | Annotated[NamedGenerator, Tag("named")],
+    Discriminator(_workload_kind),
+]
 
 
 # ---------------------------------------------------------------- fleet
@@ -153,6 +163,30 @@ class StepTimeCfg(Strict):
         from ..perf import LinearStepTime
 
         return LinearStepTime(c0=self.c0, c_pt=self.c_pt, c_pc=self.c_pc, c_ds=self.c_ds, c_dc=self.c_dc)
+
+
+class BackendCfg(BaseModel):
+    """Any other `servesim.perf` backend: ``backend: <name>`` plus that backend's options
+    (roofline, fitted, table, splitwise, aegaeon, vidur, file; see `servesim.perf.registry`).
+    Options are checked by `servesim.perf.build` when the scenario is validated."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    backend: str
+
+    def spec(self) -> dict[str, Any]:
+        return {"backend": self.backend, **(self.model_extra or {})}
+
+
+def _step_kind(v: Any) -> str:
+    if isinstance(v, dict):
+        return "linear" if v.get("backend", "linear") == "linear" else "other"
+    return "linear" if isinstance(v, StepTimeCfg) else "other"
+
+
+#: the typed linear model, or any registered perf backend by name
+StepTime = Annotated[Annotated[StepTimeCfg, Tag("linear")] | Annotated[BackendCfg, Tag("other")],
+                     Discriminator(_step_kind)]
 
 
 class EngineCfg(Strict):
@@ -187,9 +221,33 @@ class LeadCfg(Strict):
 
 
 class ModelCfg(Strict):
+    """One model's replica: engine limits, step-time model, lead times. ``catalog`` is the
+    `servesim.catalog` model key the step-time backend uses (default: the model's name);
+    ``hardware``/``tp``/``pp`` the replica's shape (needed by roofline/table backends)."""
+
     engine: EngineCfg
-    step_time: StepTimeCfg = StepTimeCfg()
+    step_time: StepTime = StepTimeCfg()
     lead: LeadCfg = LeadCfg()
+    catalog: str | None = None
+    hardware: str | None = None
+    tp: int = Field(1, ge=1)
+    pp: int = Field(1, ge=1)
+
+    def build_step_time(self, name: str):
+        """The `servesim.perf.StepTimeModel` for model `name` (cached per config)."""
+        if isinstance(self.step_time, StepTimeCfg):
+            return self.step_time.build()
+        from ..perf import build
+
+        key = (name, repr(sorted(self.step_time.spec().items())), self.catalog, self.hardware, self.tp, self.pp)
+        if key not in _STEP_CACHE:
+            _STEP_CACHE[key] = build(self.step_time.spec(), model=self.catalog or name, hardware=self.hardware,
+                                     tp=self.tp, pp=self.pp)
+        return _STEP_CACHE[key]
+
+
+#: built backends (tables and profiles are read once per process)
+_STEP_CACHE: dict[tuple, Any] = {}
 
 
 class RouterCfg(Strict):
@@ -258,6 +316,8 @@ class Scenario(Strict):
     global_router: GlobalRouterCfg = GlobalRouterCfg()
     autoscaler: ReactiveCfg | None = None
     scale_in_to: Literal["release", "pool"] = "release"
+    #: a draining instance hands its not-yet-admitted requests back for re-routing
+    requeue_on_drain: bool = True
     #: servesim.sim Instance mode: "fast" (decode runs in one event) or "reference" (per iteration)
     mode: Literal["fast", "reference"] = "fast"
     output: OutputCfg = OutputCfg()
@@ -287,6 +347,11 @@ class Scenario(Strict):
                 errs.append(f"endpoints.{i}.router.name: unknown router {ep.router.name!r}; known: {sorted(ROUTERS)}")
         if self.router.name not in ROUTERS:
             errs.append(f"router.name: unknown router {self.router.name!r}; known: {sorted(ROUTERS)}")
+        for name, m in self.models.items():
+            try:
+                m.build_step_time(name)
+            except (ValueError, KeyError, OSError) as exc:
+                errs.append(f"models.{name}.step_time: {exc}")
         for i, r in enumerate(self.regions):
             for m in r.pool:
                 if m not in self.models:
@@ -333,6 +398,7 @@ def _format(exc: ValidationError, source: str) -> str:
             msg = "unknown key (not allowed here)"
         # the workload union's tag (file / generator) is not a key: drop it from the path
         loc = re.sub(r"^workload\.(file|poisson|named)\b", "workload", loc)
+        loc = re.sub(r"\.step_time\.(linear|other)\b", ".step_time", loc)
         for part in msg.split("\n"):
             lines.append(f"{source}: {loc}: {part}" if loc else f"{source}: {part}")
     return "\n".join(lines)
@@ -420,4 +486,4 @@ def _poisson_times(rng: np.random.Generator, s: Stream, duration: float) -> np.n
     return np.concatenate(out) if out else np.zeros(0)
 
 
-__all__ = ["Scenario", "ScenarioError", "load_scenario", "parse_scenario", "build_workload", "parse_duration"]
+__all__ = ["Scenario", "ScenarioError", "build_workload", "load_scenario", "parse_duration", "parse_scenario"]

@@ -2,10 +2,41 @@
 
 from .autoscalers import ReactiveAutoscaler
 from .global_routers import LocalRouter, PreferenceRouter
-from .registry import CONTROLLERS, GLOBAL_ROUTERS, ROUTERS, register_controller, register_global_router, register_router
-from .routers import (HeapRouter, JSQTokens, LeastOutstanding, ListRouter, PowerOfTwo, RandomRouter, RoundRobin,
-                      Router)
+from .registry import (
+                      CONTROLLERS,
+                      GLOBAL_ROUTERS,
+                      ROUTERS,
+                      register_controller,
+                      register_global_router,
+                      register_router,
+)
+from .routers import (
+                      HeapRouter,
+                      JSQTokens,
+                      LeastOutstanding,
+                      ListRouter,
+                      PowerOfTwo,
+                      RandomRouter,
+                      RoundRobin,
+                      Router,
+)
 
-__all__ = ["Router", "ListRouter", "HeapRouter", "RoundRobin", "RandomRouter", "PowerOfTwo", "LeastOutstanding",
-           "JSQTokens", "ReactiveAutoscaler", "LocalRouter", "PreferenceRouter", "ROUTERS", "GLOBAL_ROUTERS",
-           "CONTROLLERS", "register_router", "register_global_router", "register_controller"]
+__all__ = [
+                      "CONTROLLERS",
+                      "GLOBAL_ROUTERS",
+                      "ROUTERS",
+                      "HeapRouter",
+                      "JSQTokens",
+                      "LeastOutstanding",
+                      "ListRouter",
+                      "LocalRouter",
+                      "PowerOfTwo",
+                      "PreferenceRouter",
+                      "RandomRouter",
+                      "ReactiveAutoscaler",
+                      "RoundRobin",
+                      "Router",
+                      "register_controller",
+                      "register_global_router",
+                      "register_router",
+]

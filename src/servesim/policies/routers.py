@@ -199,5 +199,13 @@ class JSQTokens(HeapRouter):
         return inst.pending_tokens
 
 
-__all__ = ["Router", "ListRouter", "HeapRouter", "RoundRobin", "RandomRouter", "PowerOfTwo",
-           "LeastOutstanding", "JSQTokens"]
+__all__ = [
+    "HeapRouter",
+    "JSQTokens",
+    "LeastOutstanding",
+    "ListRouter",
+    "PowerOfTwo",
+    "RandomRouter",
+    "RoundRobin",
+    "Router",
+]
