@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from servesim.sim import Cluster, InstanceConfig
-from simutil import DYADIC, GENERIC, workload
+from .simutil import DYADIC, GENERIC, workload
 
 POLICIES = [("vllm-v1", {}), ("vllm-v1", {"chunked_prefill": False}), ("vllm-v0", {}),
             ("orca", {}), ("orca", {"reserve": "incremental"})]
@@ -55,7 +55,7 @@ def simulate(w, cfg, step, k, router, until, mode, sample=None):
     return cl.run(w, until=until)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario())
 def test_fast_equals_reference(sc):
     w, cfg, step, k, router, until = sc
@@ -127,7 +127,7 @@ def run_with_controls(w, cfg, actions, mode):
     return cl.run(w)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(control_scenario())
 def test_fast_equals_reference_with_switches_and_pauses(sc):
     w, cfg, actions = sc

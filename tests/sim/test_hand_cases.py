@@ -10,7 +10,7 @@ import pytest
 
 from servesim.perf import LinearStepTime
 from servesim.sim import InstanceConfig, REQUEST_COLUMNS
-from simutil import run, workload
+from .simutil import run, workload
 
 STEP = LinearStepTime(c0=1.0, c_pt=0.0625, c_pc=0.0, c_ds=0.5, c_dc=0.0)
 MODES = ("fast", "reference")

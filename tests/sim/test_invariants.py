@@ -5,11 +5,11 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 
 from servesim.sim import Cluster, InstanceConfig, Instance, Kernel, Req
-from simutil import GENERIC, Recorder, workload
-from test_fast_equals_reference import scenario
+from .simutil import GENERIC, Recorder, workload
+from .test_fast_equals_reference import scenario
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario())
 def test_every_request_ends_once_and_times_are_causal(sc):
     w, cfg, step, k, router, until = sc

@@ -4,7 +4,7 @@ import numpy as np
 
 from servesim.perf import LinearStepTime
 from servesim.sim import Cluster, InstanceConfig
-from simutil import workload
+from .simutil import workload
 
 STEP = LinearStepTime()  # defaults: 5 ms overhead, 0.1 ms per prompt token, ...
 
