@@ -110,7 +110,8 @@ class Kernel:
         streams = self._streams
         n = 0
         while True:
-            # choose the earliest stream arrival (ties: stream order)
+            # the earliest stream arrival (ties: stream order); a stream wins ties with the heap
+            # because every event priority is >= PRIO_ARRIVAL
             sbest = None
             st = math.inf
             for s in streams:
@@ -118,23 +119,26 @@ class Kernel:
                 if i < len(s[0]) and s[0][i] < st:
                     st = s[0][i]
                     sbest = s
-            if heap:
+            ns = len(streams)
+            restart = False
+            while heap:
                 top = heap[0]
                 ht = top[0]
-                if sbest is not None and (st < ht or (st == ht and top[1] >= PRIO_ARRIVAL)):
-                    pass  # stream first
-                else:
-                    if ht > until:
-                        break
-                    pop(heap)
-                    if dead and top[2] in dead:
-                        dead.discard(top[2])
-                        continue
-                    self.now = ht
-                    self.prio = top[1]
-                    n += 1
-                    top[3](top[4])
+                if ht >= st or ht > until:
+                    break
+                pop(heap)
+                if dead and top[2] in dead:
+                    dead.discard(top[2])
                     continue
+                self.now = ht
+                self.prio = top[1]
+                n += 1
+                top[3](top[4])
+                if len(streams) != ns:  # a callback added a stream: re-pick the next arrival
+                    restart = True
+                    break
+            if restart:
+                continue
             if sbest is None or st > until:
                 break
             i = sbest[1]

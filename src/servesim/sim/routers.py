@@ -88,7 +88,7 @@ class LeastOutstanding(Router):
     def _push(self, idx):
         heap = self.heap
         heapq.heappush(heap, (self.load[idx], idx))
-        if len(heap) > 4 * len(self.pool) + 64:  # compact: drop stale entries
+        if len(heap) > 2 * len(self.pool) + 64:  # compact: drop stale entries
             self.heap = [(l, j) for j, l in self.load.items()]
             heapq.heapify(self.heap)
 
