@@ -148,6 +148,51 @@ class Instance:
     :meth:`kv_used_blocks` / :meth:`kv_usage`, ``queued_prefill_tokens``, ``busy``.
     """
 
+    __slots__ = (
+        "kernel",
+        "cfg",
+        "step_model",
+        "name",
+        "index",
+        "mode",
+        "fast",
+        "listener",
+        "policy",
+        "_reserved",
+        "_role_prefill",
+        "model",
+        "num_blocks",
+        "used",
+        "ds",
+        "waiting",
+        "running",
+        "prefilling",
+        "parked",
+        "_adm",
+        "_chunks",
+        "_dec",
+        "busy",
+        "_ver",
+        "_wake",
+        "_gen_end",
+        "_finishing",
+        "_handoffs",
+        "_run",
+        "_k",
+        "_a",
+        "_elog",
+        "_paused",
+        "_blocked_until",
+        "_stopped",
+        "iterations",
+        "events",
+        "switches",
+        "_on_event_cb",
+        "_on_wake_cb",
+        "_pending_ctl",
+        "check_invariants",
+    )
+
     def __init__(self, kernel: Kernel, cfg: InstanceConfig, step_model: StepTimeModel, *,
                  name: str = "i0", index: int = 0, mode: str = "fast",
                  listener: InstanceListener | None = None) -> None:
@@ -198,6 +243,9 @@ class Instance:
         self.events = 0          # instance events handled
         self.switches = 0         # model switches done
         self._on_event_cb = self._on_event
+        self._pending_ctl: list | None = None
+        #: run :meth:`check` after every event (tests; O(n) per event)
+        self.check_invariants = False
         self._on_wake_cb = self._on_wake
 
     # ------------------------------------------------------------------ public queries
@@ -397,10 +445,6 @@ class Instance:
             self._plan()
         if self.check_invariants:
             self.check()
-
-    _pending_ctl: list | None = None
-    #: run :meth:`check` after every event (tests; O(n) per event)
-    check_invariants: bool = False
 
     # ------------------------------------------------------------------ planning
     def _admit(self) -> Req:
