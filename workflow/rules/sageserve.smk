@@ -1,0 +1,31 @@
+# SageServe heavy computation (the sageserve helper's rules). Outputs under results/{scale}/sageserve/.
+
+# Fig 17: forecasters on the synthetic O365 week (per-scale volume and length)
+SAGESERVE_FORECAST = {
+    "quick": {"scale": 1.0, "days": 2},   # full volume: thinner traffic makes per-minute demand noise-dominated
+    "full": {"scale": 1.0, "days": 7},
+    "tiny": {"scale": 0.2, "days": 1},
+}
+
+
+def _sageserve_forecast_args(wc):
+    p = SAGESERVE_FORECAST["tiny" if config.get("tiny") else wc.scale]
+    return f"--scale {p['scale']} --days {p['days']} --seed {int(config['seed'])}"
+
+
+rule sageserve_forecast_eval:
+    """Journal Fig 17: rolling hourly forecasts of every (forecaster, window) pair."""
+    input:
+        [str(f.relative_to(ROOT)) for f in sorted((ROOT / "src/servesim/forecast").glob("*.py"))],
+        "src/servesim/workload/gen_sageserve.py",
+    output:
+        "results/{scale}/sageserve/forecast/fig17_eval.csv",
+        "results/{scale}/sageserve/forecast/fig17_eval_series.csv",
+    params:
+        args=_sageserve_forecast_args,
+    wildcard_constraints:
+        scale="quick|full",
+    benchmark:
+        "results/{scale}/benchmarks/sageserve/forecast_eval.tsv"
+    shell:
+        "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.forecast.evaluate {params.args} -o {output[0]}"
