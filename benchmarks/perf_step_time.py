@@ -8,6 +8,7 @@ fast-forward path). Data-backed backends are skipped (and listed) when their dat
 from __future__ import annotations
 
 import json
+import os
 import platform
 import time
 
@@ -41,7 +42,19 @@ def bench(m, n_scalar=20000, n_vec=100000, seed=0):
     def vector(n):
         st(pt, pc, ds, dc)
 
-    return {"scalar_ns": round(_time(scalar, n_scalar), 1), "vector_ns_per_step": round(_time(vector, n_vec) * 1.0, 2)}
+    r = {"scalar_ns": round(_time(scalar, n_scalar), 1), "vector_ns_per_step": round(_time(vector, n_vec) * 1.0, 2)}
+    # the same calls through the exact memo, all hits (a simulator re-asking for known shapes)
+    c = P.CachedStepTime(m)
+    scalar_c = c.step_time
+    for i in range(n_scalar):
+        scalar_c(sp[i], sc[i], sd[i], sdc[i])
+
+    def cached(n):
+        for i in range(n):
+            scalar_c(sp[i], sc[i], sd[i], sdc[i])
+
+    r["cached_hit_ns"] = round(_time(cached, n_scalar), 1)
+    return r
 
 
 def main():
@@ -65,7 +78,9 @@ def main():
         if hasattr(m, "out_of_grid"):
             r["out_of_grid_frac"] = round(m.out_of_grid / max(m.calls, 1), 4)
         out[name] = r
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     print(json.dumps({"benchmark": "perf_step_time", "python": platform.python_version(), "numpy": np.__version__,
+                      "cpu_count": os.cpu_count(), "loadavg_1min": load,
                       "n_scalar": 20000, "n_vector": 100000, "backends": out, "skipped": skipped}, sort_keys=True))
 
 

@@ -15,6 +15,9 @@ from pathlib import Path
 SUBCOMMAND_MODULES = [
     "servesim.cli_data",
     "servesim.perf.calibrate",
+    "servesim.fleet.cli",
+    "servesim.perf.profile_gpu",
+    "servesim.engine.cli",
 ]
 
 

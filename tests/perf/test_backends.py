@@ -210,3 +210,61 @@ def test_vidur_composition_counts_out_of_grid():
     assert m.step_time(0, 0, 8, 8000) > 0 and m.out_of_grid == 0
     m.step_time(100000, 1e9, 0, 0)
     assert m.out_of_grid == 1
+
+
+def test_cached_is_exact_and_counts_hits():
+    inner = P.RooflineStepTime("llama-2-7b", "a100-80gb")
+    c = P.build({"backend": "roofline", "cache": True}, model="llama-2-7b", hardware="a100-80gb")
+    for args in [(100, 1e4, 0, 0), (0, 0, 8, 4000), (100, 1e4, 0, 0)]:
+        assert c.step_time(*args) == inner.step_time(*args)
+    assert c.hits == 1
+    v = np.array([0.0, 5.0])
+    assert np.array_equal(c.step_time(v, v * v, v + 1, v * 9), inner.step_time(v, v * v, v + 1, v * 9))
+
+
+def test_grid_line_split_holds_out_interior_lines():
+    from servesim.perf.report import grid_line_split
+
+    df = _grid_table()
+    tr, te = grid_line_split(df)
+    assert len(tr) + len(te) == len(df) and len(te) > 0
+    t = TableStepTime(tr)
+    t.step_time(*(te[c].to_numpy(float) for c in M.AGGREGATES))
+    assert t.out_of_grid == 0  # held-out lines lie between training lines
+
+
+@needs_sageserve
+@needs_aegaeon
+@needs_vidur
+@pytest.mark.parametrize("spec,model,hw,tp", [("splitwise", "llama-2-70b", "a100-80gb", 8), ("aegaeon", "qwen2.5-7b", "h800", 1),
+                                              ("vidur", "llama-2-7b", "a100-80gb", 1), ("vidur", "llama-2-70b", "h100-80gb", 4)])
+def test_data_backends_vectorised_equals_scalar(spec, model, hw, tp):
+    m = P.build(spec, model=model, hardware=hw, tp=tp)
+    pt, pc, ds, dc = _shapes(300, seed=3)
+    v = m.step_time(pt, pc, ds, dc)
+    n_vec = m.out_of_grid
+    s = np.array([m.step_time(*x) for x in zip(pt.tolist(), pc.tolist(), ds.tolist(), dc.tolist())])
+    assert np.array_equal(v, s) and m.out_of_grid == 2 * n_vec
+
+
+def test_roofline_pipeline_interval():
+    one = P.RooflineStepTime("llama-2-70b", "h100-80gb", tp=4, pp=1)
+    two = P.RooflineStepTime("llama-2-70b", "h100-80gb", tp=4, pp=2)
+    shape = (0, 0, 64, 64 * 1000)
+    assert two.step_time(*shape) > one.step_time(*shape)  # latency: all stages + a hand-off
+    assert two.pipeline_interval(*shape) < 0.6 * two.step_time(*shape)  # a new step every ~half
+    assert one.pipeline_interval(*shape) == one.step_time(*shape)
+
+
+@needs_aegaeon
+def test_aegaeon_reader_drops_capped_profiles():
+    from servesim.perf import sources
+
+    kept = sources.aegaeon("llama2_7b", "H800")
+    raw = sources.aegaeon("llama2_7b", "H800", filter_invalid=False)
+    assert len(raw) > len(kept)
+    assert kept.prefill_tokens.max() <= 4096  # 4k-context model: steps above the cap were capped
+    dec = kept[kept.decode_seqs > 0]
+    assert (dec.decode_ctx / dec.decode_seqs).max() < 4096
+    bs1 = dec[dec.decode_seqs == 1].step_s.median()
+    assert dec.step_s.min() > 0.5 * bs1  # no sub-millisecond "decodes" left

@@ -33,6 +33,8 @@ def test_sageserve_calibration(week):
     hourly = lambda d: C.counts_per_bin(d["arrival_s"].to_numpy(), 3600, 7 * 86400)
     a = week[week["model"] == "llama-2-70b"]
     assert 0.7 <= C.periodicity(hourly(a[a["tier"] == "IW-F"]), 24) <= 0.95
+    b = week[(week["model"] == "bloom-176b") & (week["tier"] == "IW-N")]
+    assert 0.3 <= C.periodicity(hourly(b), 24) <= 0.5
     niw = C.periodicity(hourly(a[a["tier"] == "NIW"]), 24)
     assert niw <= 0.286
     daily = C.counts_per_bin(iw["arrival_s"].to_numpy(), 86400, 7 * 86400)

@@ -150,4 +150,7 @@ def fit(df: pd.DataFrame, weighting: str = "relative", tp: int | None = None, pp
         raise MeasurementError(f"the table holds only pp={int(df['pp'].iloc[0])}; it cannot predict pp={pp}")
     # a single-tp table has no comm features (k_* = 0): its comm cost is inside the base terms
     return FittedStepTime(**vals, tp=int(tp), pp=int(pp), name=name,
-                          meta={"fitted_on_rows": int(len(df)), "weighting": weighting, "features": names})
+                          meta={"fitted_on_rows": int(len(df)), "weighting": weighting, "features": names,
+                                # a regime absent from the table has unidentified terms (left 0):
+                                # do not use the model for it
+                                "regimes": sorted(set(df["regime"])) if "regime" in df.columns else None})

@@ -49,7 +49,12 @@ def backends() -> list[str]:
 
 def build(spec: dict | str | os.PathLike, model: str | None = None, hardware: str | None = None,
           tp: int = 1, pp: int = 1) -> StepTimeModel:
-    """A step-time model from a spec (see the module docstring)."""
+    """A step-time model from a spec (see the module docstring). A dict spec may add
+    ``cache: true`` to memoise scalar calls (`CachedStepTime`)."""
+    if isinstance(spec, dict) and spec.get("cache"):
+        from .cache import CachedStepTime
+
+        return CachedStepTime(build({k: v for k, v in spec.items() if k != "cache"}, model, hardware, tp, pp))
     if isinstance(spec, (str, os.PathLike)):
         s = str(spec)
         if s.endswith((".yaml", ".yml", ".json")) or os.sep in s:

@@ -84,6 +84,20 @@ class RooflineStepTime(StepTimeModel):
         self._c = c
         self._make_fast()
 
+    def pipeline_interval(self, prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
+        """Seconds between successive steps a pipelined (pp > 1) replica can start: one stage's
+        share of the compute (the slowest stage, all stages being equal here) plus one hand-off.
+        `step_time` is the latency of one step through all stages (sum of stages + hand-offs)."""
+        c = self._c
+        t = self.step_time(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
+        if self.pp == 1:
+            return t
+        tok = np.asarray(prefill_tokens, float) + np.asarray(decode_seqs, float)
+        handoffs = c["pp_tok"] * tok + c["pp_step"]
+        one = (c["pp_tok"] * tok + c["pp_step"]) / (self.pp - 1)
+        r = (t - handoffs - c["overhead"]) / self.pp + c["overhead"] + one
+        return np.where(t > 0, r, 0.0) if np.ndim(r) else (float(r) if t > 0 else 0.0)
+
     def params(self) -> dict:
         return {k: float(getattr(self, k)) for k in PARAMS}
 

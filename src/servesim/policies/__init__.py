@@ -1,1 +1,42 @@
-"""servesim.policies"""
+"""servesim.policies: routers and control policies behind name registries."""
+
+from .autoscalers import ReactiveAutoscaler
+from .global_routers import LocalRouter, PreferenceRouter
+from .registry import (
+                      CONTROLLERS,
+                      GLOBAL_ROUTERS,
+                      ROUTERS,
+                      register_controller,
+                      register_global_router,
+                      register_router,
+)
+from .routers import (
+                      HeapRouter,
+                      JSQTokens,
+                      LeastOutstanding,
+                      ListRouter,
+                      PowerOfTwo,
+                      RandomRouter,
+                      RoundRobin,
+                      Router,
+)
+
+__all__ = [
+                      "CONTROLLERS",
+                      "GLOBAL_ROUTERS",
+                      "ROUTERS",
+                      "HeapRouter",
+                      "JSQTokens",
+                      "LeastOutstanding",
+                      "ListRouter",
+                      "LocalRouter",
+                      "PowerOfTwo",
+                      "PreferenceRouter",
+                      "RandomRouter",
+                      "ReactiveAutoscaler",
+                      "RoundRobin",
+                      "Router",
+                      "register_controller",
+                      "register_global_router",
+                      "register_router",
+]

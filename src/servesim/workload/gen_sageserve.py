@@ -12,7 +12,8 @@ IW region shares            East 42.6 %, Central 29.5 %, West 27.9 %            
 NIW regions                 West negligible (4 %), Central 46 %, East 50 %           J §3 (Jul'25)
 IW shape                    one diurnal peak per day, quiet weekend                 J Figs 3-5
 IW-F periodicity            0.7-0.95 (lag-1-day ACF of hourly counts)               J §3
-IW-N                        periodic; Model B grows Wed-Fri                         J §3
+IW-N                        periodic; Model B grows Wed-Fri and is less periodic    J §3
+                            (0.3-0.5: hourly log-normal noise)
 NIW shape                   flat over the week (periodicity <= 0.286), bursty       J §3
                             at the 1-minute scale (log-normal Cox noise)
 peak 4-h RPS                ~25-30 (aggregate, Nov'24 scale)                        J Fig 3a
@@ -58,15 +59,17 @@ IW_DAY_WEIGHTS = (0.95, 1.0, 1.0, 0.97, 0.88, 0.15, 0.12)
 #: IW-N of Model B grows mid-week (more on Wed/Thu/Fri than Mon/Tue)
 IW_N_B_DAY_WEIGHTS = (0.70, 0.75, 1.0, 1.05, 1.0, 0.15, 0.12)
 #: diurnal bump: floor + (1 - floor) * exp(-((h - peak_hour) / width)^2 / 2), hours on a 24 h circle
-DIURNAL = {"floor": 0.10, "peak_hour": 16.0, "width_h": 3.0}
+DIURNAL = {"floor": 0.10, "peak_hour": 16.0, "width_h": 3.8}
 #: log-normal sigma of the per-minute Cox noise per tier (NIW is bursty at the 1-min scale)
 MINUTE_NOISE = {"IW-F": 0.15, "IW-N": 0.2, "NIW": 1.2}
+#: (tier, model) -> log-normal sigma of hourly noise: IW-N of Model B is less periodic (J §3: 0.3-0.5)
+HOURLY_NOISE = {("IW-N", "bloom-176b"): 0.72}
 #: model -> (prompt median, prompt sigma, prompt max, output median, output sigma, output max)
 LENGTHS = {
-    "llama-2-70b": (2750, 1.1, 32_000, 160, 0.9, 4096),
+    "llama-2-70b": (2950, 1.1, 32_000, 160, 0.9, 4096),
     "bloom-176b": (4000, 1.1, 100_000, 140, 1.15, 8192),
-    "llama-3.1-8b": (1850, 1.0, 32_000, 110, 1.0, 4096),
-    "llama-3.2-3b": (2300, 0.9, 32_000, 130, 0.9, 4096),
+    "llama-3.1-8b": (2000, 1.0, 32_000, 110, 1.0, 4096),
+    "llama-3.2-3b": (2450, 0.9, 32_000, 130, 0.9, 4096),
 }
 #: NIW Model C in Central carries much larger prompts (a batch evaluation app, J §3)
 NIW_C_CENTRAL_PROMPT_FACTOR = 4.0
@@ -126,6 +129,10 @@ def sageserve_week(scale: float = 1.0, seed: int = 0, *, total_requests: float =
     keys, rates = stream_rates(total, days, diurnal_params)
     sig = np.array([MINUTE_NOISE[k[0]] for k in keys])[:, None]
     rates = rates * (np.exp(sig * r_noise.standard_normal(rates.shape) - 0.5 * sig * sig) if sig.any() else 1.0)
+    for i, k in enumerate(keys):
+        sig_h = HOURLY_NOISE.get((k[0], k[2]), 0.0)
+        if sig_h > 0:
+            rates[i] *= np.repeat(lognormal_noise(r_noise, rates.shape[1] // 60, sig_h), 60)
     t, stream = bin_arrivals(r_arr, rates, BIN_S)
     k_tier = np.array([TIERS.index(k[0]) for k in keys], dtype=np.int8)
     k_region = np.array([REGIONS.index(k[1]) for k in keys], dtype=np.int8)

@@ -18,7 +18,7 @@ WordPiece counts are within ~10-20% of LLaMA BPE counts on English text. ``token
 
 from __future__ import annotations
 
-import io
+import itertools
 import json
 import os
 import zipfile
@@ -187,7 +187,7 @@ def load_sharegpt(path: str | os.PathLike | None = None, *, mode: str = "first",
     stats = ReadStats(str(path or default_path()))
     it = iter_conversations(path, stats=stats, lenient=lenient)
     if max_conversations is not None:
-        it = (c for c, _ in zip(it, range(max_conversations)))
+        it = itertools.islice(it, max_conversations)
     df = pairs(it, mode)
     count = token_counter(tokenizer)
     df["prompt_tokens"] = count(df["prompt"].tolist()) if len(df) else np.zeros(0, np.int64)
