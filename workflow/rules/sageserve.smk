@@ -29,3 +29,29 @@ rule sageserve_forecast_eval:
         "results/{scale}/benchmarks/sageserve/forecast_eval.tsv"
     shell:
         "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.forecast.evaluate {params.args} -o {output[0]}"
+
+
+# One job per strategy so a cluster runs them side by side (journal Figs 11-13).
+SAGESERVE_RUN_STRATEGIES = ["reactive", "lt_i", "lt_u", "lt_ua"]
+
+
+rule sageserve_run:
+    """One SageServe strategy on the fleet simulator (preset per scale; paper reading)."""
+    input:
+        [str(f.relative_to(ROOT)) for f in sorted((ROOT / "src/servesim/systems/sageserve").glob("*.py"))],
+    output:
+        summary="results/{scale}/sageserve/runs/{strategy}/summary.json",
+        hours="results/{scale}/sageserve/runs/{strategy}/instance_hours.parquet",
+        ts="results/{scale}/sageserve/runs/{strategy}/timeseries.parquet",
+        requests="results/{scale}/sageserve/runs/{strategy}/requests.parquet",
+    params:
+        preset=lambda wc: "tiny" if config.get("tiny") else wc.scale,
+        seed=lambda wc: int(config["seed"]),
+    wildcard_constraints:
+        scale="quick|full",
+        strategy="|".join(SAGESERVE_RUN_STRATEGIES),
+    benchmark:
+        "results/{scale}/benchmarks/sageserve/run_{strategy}.tsv"
+    shell:
+        "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {wildcards.strategy}"
+        " --preset {params.preset} --seed {params.seed} -o results/{wildcards.scale}/sageserve/runs/{wildcards.strategy}"

@@ -19,12 +19,13 @@ at the global router), only up to the decision time in ``rolling`` mode.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...fleet.control import Scale
-from ...forecast import Arima, insample_one_step
+from ...forecast import Arima, Forecaster, insample_one_step
 from .config import SageServeConfig
 from .ilp import AllocationProblem, solve
 
@@ -53,6 +54,7 @@ class LongTermScaler:
     start_hours: float | None = None  # mean start time in hours for sigma (default model_redeploy_s)
     solver: str = "cbc"
     offset_min: int = 0  # minute of ``demand`` that simulation time 0 corresponds to
+    forecaster: Callable[[], Forecaster] = Arima  # rolling mode: a fresh forecaster per decision
     plans: dict[tuple[str, str], EndpointPlan] = field(default_factory=dict, init=False)
     log: list[dict] = field(default_factory=list, init=False)
     _hour: int = field(default=-1, init=False)
@@ -76,7 +78,7 @@ class LongTermScaler:
         hist = y[max(0, minute - w):minute]
         if hist.size < 8 or not np.any(hist > 0):
             return np.full(hi, float(hist.max()) if hist.size else 0.0)
-        f = Arima().fit(hist)
+        f = self.forecaster().fit(hist)
         self.log.append({"kind": "forecast", "minute": minute, "model": key[0], "region": key[1],
                          "train_s": f.train_time_s})
         return f.predict(hi)
