@@ -52,6 +52,8 @@ class SageServeConfig:
     niw_buffer_beta: float = 0.10         # beta = 10 % of the past hour's NIW load
     niw_buffer_rule: str = "load"         # "load" (paper) | "max_prompt" (code: 0.1 x largest NIW prompt)
     epsilon: float = 1.0
+    theta_source: str = "measured"        # "measured" (benchmark one simulated instance) | "code" (225 500 tok/min)
+    theta_headroom: float = 0.5           # provision at this fraction of the measured saturation throughput
     ilp_global_constraint: bool = True    # code: only constraint (1)
     # --- fleet shape (J §4, §7.1) ---
     start_instances: int = 20             # per model per region (code: 8 for LT runs)
@@ -95,6 +97,7 @@ class SageServeConfig:
             bad("epsilon", "must be in (0, 1]")
         for k, allowed in (("niw_release_rule", ("paper", "code")), ("lt_scale_down", ("deferred", "immediate")),
                            ("forecast_mode", ("rolling", "insample")), ("niw_buffer_rule", ("load", "max_prompt")),
+                           ("theta_source", ("measured", "code")),
                            ("tier_policy", TIER_POLICIES)):
             if getattr(self, k) not in allowed:
                 bad(k, f"must be one of {allowed}")
@@ -118,7 +121,7 @@ class SageServeConfig:
                     lt_u_override_out=0.9, lt_scale_down="immediate", use_locks=True, cooldown_s=0.0,
                     lt_ua_down_ratio=None, lt_ua_window_s=None, forecast_mode="insample",
                     forecast_lo_min=20, niw_buffer_rule="max_prompt", ilp_global_constraint=False,
-                    start_instances=8, chiron_interactive=20, chiron_mixed=10, chiron_batch=10,
+                    theta_source="code", start_instances=8, chiron_interactive=20, chiron_mixed=10, chiron_batch=10,
                     delays_in_sim=False, meta={"preset": "code"})
         base.update(overrides)
         return cls.from_dict(base)

@@ -51,6 +51,8 @@ def main(argv=None) -> None:
     res.write(out)
     s = summarise(res, a.strategy)
     s.update(preset=a.preset, reading=a.reading, seed=a.seed, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
+    if actor:
+        s["theta_tokens_per_min"] = actor.theta
     (out / "summary.json").write_text(json.dumps(s, indent=1, sort_keys=True, default=str) + "\n")
     pd.DataFrame(actor.log if actor else []).to_csv(out / "actor_log.csv", index=False)
 

@@ -99,8 +99,13 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
         niw = {}
         if (full["tier"] == "NIW").any():
             niw = {k: per_minute_demand(full, k[0], k[1], tiers=("NIW",), t_end=t_end) for k in keys}
-        actor = LongTermScaler(mode=strategy, demand=demand, niw_demand=niw, config=c,
-                               theta={m: THETA_TOKENS_PER_MIN[m] for m, _ in keys},
+        if c.theta_source == "code":
+            theta = {m: THETA_TOKENS_PER_MIN[m] for m, _ in keys}
+        else:
+            from .theta import measure_theta
+
+            theta = {m: c.theta_headroom * measure_theta(m, full, seed=seed) for m, _ in keys}
+        actor = LongTermScaler(mode=strategy, demand=demand, niw_demand=niw, config=c, theta=theta,
                                max_instances={k: max_instances for k in keys}, offset_min=int(t0_s // 60))
     res = run_scenario(sc, seed=seed, workload=wl, actors=[actor] if actor else None)
     return res, actor
