@@ -35,12 +35,15 @@ def main(argv=None) -> None:
     ap.add_argument("--preset", default="quick", choices=sorted(PRESETS))
     ap.add_argument("--reading", default="paper", choices=["paper", "code"], help="SageServeConfig preset")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--theta-headroom", type=float, default=None, help="override SageServeConfig.theta_headroom")
     ap.add_argument("-o", "--out", required=True)
     a = ap.parse_args(argv)
     from servesim.workload import sageserve_week
 
     p = PRESETS[a.preset]
     cfg = SageServeConfig.paper() if a.reading == "paper" else SageServeConfig.code()
+    if a.theta_headroom is not None:
+        cfg = cfg.with_(theta_headroom=a.theta_headroom)
     wk = sageserve_week(scale=p["scale"], seed=a.seed, days=p["days"])
     sel = wk[wk["model"].isin(p["models"]) & wk["region"].isin(p["regions"])]
     sel = sel[sel["arrival_s"] < p["to_h"] * 3600].reset_index(drop=True)
@@ -50,7 +53,7 @@ def main(argv=None) -> None:
     out = Path(a.out)
     res.write(out)
     s = summarise(res, a.strategy)
-    s.update(preset=a.preset, reading=a.reading, seed=a.seed, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
+    s.update(preset=a.preset, reading=a.reading, theta_headroom=cfg.theta_headroom, seed=a.seed, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
     if actor:
         s["theta_tokens_per_min"] = actor.theta
     (out / "summary.json").write_text(json.dumps(s, indent=1, sort_keys=True, default=str) + "\n")
