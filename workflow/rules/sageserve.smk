@@ -55,3 +55,24 @@ rule sageserve_run:
     shell:
         "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {wildcards.strategy}"
         " --preset {params.preset} --seed {params.seed} -o results/{wildcards.scale}/sageserve/runs/{wildcards.strategy}"
+
+
+# Journal Fig 16a: the long-term strategies on the burst trace (8x load in the first minute of each hour).
+rule sageserve_burst_run:
+    """One long-term strategy on the burst trace (preset burst_<scale>; paper reading)."""
+    input:
+        [str(f.relative_to(ROOT)) for f in sorted((ROOT / "src/servesim/systems/sageserve").glob("*.py"))],
+    output:
+        summary="results/{scale}/sageserve/runs_burst/{strategy}/summary.json",
+        ts="results/{scale}/sageserve/runs_burst/{strategy}/timeseries.parquet",
+    params:
+        preset=lambda wc: "burst_tiny" if config.get("tiny") else f"burst_{wc.scale}",
+        seed=lambda wc: int(config["seed"]),
+    wildcard_constraints:
+        scale="quick|full",
+        strategy="lt_i|lt_u|lt_ua",
+    benchmark:
+        "results/{scale}/benchmarks/sageserve/burst_{strategy}.tsv"
+    shell:
+        "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {wildcards.strategy}"
+        " --preset {params.preset} --seed {params.seed} -o results/{wildcards.scale}/sageserve/runs_burst/{wildcards.strategy}"

@@ -26,6 +26,13 @@ PRESETS = {
     "full": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["westus", "centralus", "eastus"],
              "from_h": 24.0, "to_h": 48.0},
     "tiny": {"scale": 0.1, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 36.0, "to_h": 37.0},
+    # journal Fig 16a: two hourly bursts over 120 min (Llama-2, East US as in the conference)
+    "burst_quick": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 35.0,
+                    "to_h": 38.0, "bursts": True},
+    "burst_full": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["westus", "centralus", "eastus"],
+                   "from_h": 35.0, "to_h": 38.0, "bursts": True},
+    "burst_tiny": {"scale": 0.1, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 35.0,
+                   "to_h": 36.5, "bursts": True},
 }
 
 
@@ -35,6 +42,7 @@ def main(argv=None) -> None:
     ap.add_argument("--preset", default="quick", choices=sorted(PRESETS))
     ap.add_argument("--reading", default="paper", choices=["paper", "code"], help="SageServeConfig preset")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--burst-factor", type=float, default=8.0, help="load multiple in burst minutes (paper 8, code 9)")
     ap.add_argument("--theta-headroom", type=float, default=None, help="override SageServeConfig.theta_headroom")
     ap.add_argument("-o", "--out", required=True)
     a = ap.parse_args(argv)
@@ -44,7 +52,8 @@ def main(argv=None) -> None:
     cfg = SageServeConfig.paper() if a.reading == "paper" else SageServeConfig.code()
     if a.theta_headroom is not None:
         cfg = cfg.with_(theta_headroom=a.theta_headroom)
-    wk = sageserve_week(scale=p["scale"], seed=a.seed, days=p["days"])
+    wk = sageserve_week(scale=p["scale"], seed=a.seed, days=p["days"], bursts=p.get("bursts", False),
+                        burst_factor=a.burst_factor)
     sel = wk[wk["model"].isin(p["models"]) & wk["region"].isin(p["regions"])]
     sel = sel[sel["arrival_s"] < p["to_h"] * 3600].reset_index(drop=True)
     t = time.perf_counter()
