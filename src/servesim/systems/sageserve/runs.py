@@ -36,8 +36,7 @@ PRESETS = {
 }
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def _add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--strategy", required=True, choices=RUN_STRATEGIES)
     ap.add_argument("--preset", default="quick", choices=sorted(PRESETS))
     ap.add_argument("--reading", default="paper", choices=["paper", "code"], help="SageServeConfig preset")
@@ -45,7 +44,24 @@ def main(argv=None) -> None:
     ap.add_argument("--burst-factor", type=float, default=8.0, help="load multiple in burst minutes (paper 8, code 9)")
     ap.add_argument("--theta-headroom", type=float, default=None, help="override SageServeConfig.theta_headroom")
     ap.add_argument("-o", "--out", required=True)
-    a = ap.parse_args(argv)
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """``servesim sageserve-run``: one SageServe strategy run (see this module's doc)."""
+    p = subparsers.add_parser("sageserve-run", help="run one SageServe strategy on the fleet simulator",
+                              description=__doc__.splitlines()[0])
+    _add_args(p)
+    p.set_defaults(func=run)
+    return p
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    _add_args(ap)
+    run(ap.parse_args(argv))
+
+
+def run(a: argparse.Namespace) -> int:
     from servesim.workload import sageserve_week
 
     p = PRESETS[a.preset]
@@ -67,6 +83,7 @@ def main(argv=None) -> None:
         s["theta_tokens_per_min"] = actor.theta
     (out / "summary.json").write_text(json.dumps(s, indent=1, sort_keys=True, default=str) + "\n")
     pd.DataFrame(actor.log if actor else []).to_csv(out / "actor_log.csv", index=False)
+    return 0
 
 
 if __name__ == "__main__":
