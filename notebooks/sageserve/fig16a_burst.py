@@ -51,29 +51,33 @@ ts, summ = {}, {}
 for s in strategies:
     summ[s] = json.loads((base / s / "summary.json").read_text())
     t = pd.read_parquet(base / s / "timeseries.parquet")
+    t = t.assign(waiting=t["endpoint_queue"] + t["engine_waiting"])
     ts[s] = t.groupby("time_s", as_index=False).agg(kv_util=("kv_util", "mean"), tokens=("prompt_tokens_in", "sum"),
-                                                   ready=("n_ready", "sum"))
+                                                   ready=("n_ready", "sum"), waiting=("waiting", "sum"))
 t0h = summ[strategies[0]]["preset_from_h"]
 
 # %%
-def recovery_minutes(df):
-    """Per burst (top of each hour after the first): minutes until KV util <= pre-burst + 0.05."""
+def recovery_minutes(df, col="kv_util", tol=0.05):
+    """Per burst (top of each hour after the first): minutes until ``col`` <= its pre-burst mean + tol."""
     out = []
     for h in range(1, int(df["time_s"].max() // 3600) + 1):
-        pre = df[(df.time_s >= h * 3600 - 600) & (df.time_s < h * 3600)]["kv_util"]
+        pre = df[(df.time_s >= h * 3600 - 600) & (df.time_s < h * 3600)][col]
         post = df[df.time_s >= h * 3600]
         if pre.empty or post.empty:
             continue
-        ok = post[post.kv_util <= pre.mean() + 0.05]
+        ok = post[post[col] <= pre.mean() + tol]
         out.append((ok.time_s.iloc[0] - h * 3600) / 60.0 if len(ok) else np.nan)
     return out
 
 rec = {s: recovery_minutes(ts[s]) for s in strategies}
+rec_queue = {s: recovery_minutes(ts[s], "waiting", 1.0) for s in strategies}
 d = ts[strategies[0]]
 sample_s = float(np.diff(d["time_s"]).min()) if len(d) > 1 else 60.0
 minute_tokens = d.set_index("time_s")["tokens"]
-top = minute_tokens[(minute_tokens.index % 3600) < sample_s + 1e-9].iloc[1:]
-normal = minute_tokens[(minute_tokens.index % 3600) >= 2 * sample_s]
+# a sample holds the tokens that arrived since the previous one: the burst minute is the sample 60 s past the hour
+phase = (minute_tokens.index.to_numpy() - 1e-6) % 3600
+top = minute_tokens[phase < sample_s]
+normal = minute_tokens[(phase >= 2 * sample_s) & (phase < 3600 - sample_s)]
 pd.DataFrame(rec, index=[f"burst {i + 1}" for i in range(len(next(iter(rec.values()))))])
 
 # %%
@@ -93,6 +97,7 @@ metrics = {"burst_load_multiplier": float(top.mean() / normal.mean()) if len(top
            "burst_factor_param": burst_factor,
            "lt_ua_scaleup_ratio": SageServeConfig().lt_ua_up_ratio,
            **{f"recovery_min_{s}": mean_rec[s] for s in strategies},
+           **{f"queue_recovery_min_{s}": float(np.nanmean(rec_queue[s])) if rec_queue[s] else None for s in strategies},
            **{f"instance_hours_{s}": summ[s]["instance_hours"] for s in strategies}}
 valid = {s: v for s, v in mean_rec.items() if v is not None and np.isfinite(v)}
 metrics["lt_ua_recovers_fastest"] = bool(valid and min(valid, key=valid.get) == "lt_ua"
