@@ -98,3 +98,13 @@ def test_sageserve_format(tmp_path):
     q.write_text(SAGE_HEADER + "1,-1,t,2,s,10,1,201,Z,prod,a,0.5,1,1000,20\n")
     with pytest.raises(WorkloadError, match=r"bad.csv: line 2: bad row \(model_type not in"):
         load_sageserve(q)
+
+
+def test_azure_fast_and_robust_paths_agree(azure_mirror, tmp_path):
+    from servesim.data import locate
+
+    f = locate("azure-llm-2023/AzureLLMInferenceTrace_conv.csv")
+    fast, robust = load_azure(f), load_azure(f, nrows=10**9)  # nrows forces the string-parsing path
+    pd.testing.assert_frame_equal(fast, robust)
+    p = _azure_2024(tmp_path / "z.csv", ["2024-05-10 00:00:00.5+00:00,3,1", "2024-05-10 00:00:02+00:00,4,2"])
+    pd.testing.assert_frame_equal(load_azure(p), load_azure(p, nrows=10))
