@@ -175,7 +175,7 @@ def load_aegaeon(path: str | os.PathLike, *, region: str = "default", tier: str 
     path = Path(path)
     if not path.exists():
         raise WorkloadError(f"{path}: no such workload file")
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    raw = pd.read_csv(path, dtype=str, keep_default_na=False, engine="pyarrow")
     _check_header(path, raw.columns, AEGAEON_COLUMNS)
     t = _parse_clock(raw["Request Time"])
     inp, bad_in = _as_int(raw["Input Length"])
@@ -218,7 +218,7 @@ def load_sageserve(path: str | os.PathLike, *, models: dict[str, str] | None = N
     models = models or SAGESERVE_MODELS
     regions = regions or SAGESERVE_REGIONS
     iw_deadline_s = iw_deadline_s or {"IW-F": 1.0, "IW-N": 60.0}
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    raw = pd.read_csv(path, dtype=str, keep_default_na=False, engine="pyarrow")
     _check_header(path, raw.columns, SAGESERVE_COLUMNS)
     t = pd.to_numeric(raw["arrival_timestamp"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
     p, bad_p = _as_int(raw["prompt_size"])
