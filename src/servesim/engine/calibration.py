@@ -1,0 +1,88 @@
+"""Held-out workloads for simulator-vs-engine comparison, at fractions of measured capacity.
+
+The profiling sweep (:mod:`.profile`) measures the engine's saturation throughput on a request
+mix; the comparison workloads use the same length mix with different seeds (so they are not the
+sweep's requests) and Poisson arrivals at ``load x capacity`` requests per second.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from servesim.engine.profile import request_mix
+
+#: seed offset of held-out workloads: far from the sweep's seeds (plan.seed, plan.seed + 1)
+HELDOUT_SEED = 1000
+
+
+def heldout_workload(fit_json: str | Path, load: float, n_requests: int, seed: int = 0) -> pd.DataFrame:
+    """``n_requests`` of the profile's mix arriving as a Poisson process at ``load`` x capacity."""
+    fit = json.loads(Path(fit_json).read_text())
+    if "capacity_req_s" not in fit:
+        raise ValueError(f"{fit_json}: no capacity_req_s (profile with --capacity-requests > 0)")
+    rate = float(load) * float(fit["capacity_req_s"])
+    ss = np.random.SeedSequence([HELDOUT_SEED + seed, int(round(load * 1000))])
+    arr_rng = np.random.default_rng(ss.spawn(1)[0])
+    arrivals = np.cumsum(arr_rng.exponential(1.0 / rate, n_requests))
+    arrivals -= arrivals[0]
+    return request_mix(n_requests, int(ss.generate_state(1)[0]), tuple(fit["prompt_range"]),
+                       tuple(fit["output_range"]), arrival_s=arrivals)
+
+
+def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, url: str | None = None, plan=None, loads=(0.3, 0.6, 0.9, 1.2),
+                    n_requests: int = 150, seed: int = 0, opts=None, meta: dict | None = None,
+                    start_timeout_s: float = 300.0, request_timeout_s: float = 300.0,
+                    max_duration_s: float = 1800.0) -> dict:
+    """Profile, then replay held-out workloads at each load, on ONE server start.
+
+    Writes ``profile/`` (steps.csv, fit.json, ...), ``workloads/load{x}.parquet`` and
+    ``replay/load{x}/`` (requests.parquet, tokens.parquet, summary.json) under ``out_dir``.
+    The server is configured like the simulated instance and is always stopped at the end;
+    with ``url`` (and ``model=None``) an already running server is used instead.
+    """
+    import contextlib
+    from dataclasses import replace
+
+    from servesim.engine.client import ReplayOptions
+    from servesim.engine.profile import SweepPlan, profile_engine
+    from servesim.engine.replay import _tiny_model_vocab, replay
+    from servesim.engine.server import VLLMServer, vllm_version
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    plan = plan or SweepPlan(seed=seed)
+    if opts is None:
+        vocab = _tiny_model_vocab(model)
+        opts = ReplayOptions(seed=seed) if vocab is None else ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1], seed=seed)
+    opts = replace(opts, request_timeout_s=request_timeout_s, max_duration_s=max_duration_s)
+    meta = {"model": Path(str(model)).name if model else "remote", "hardware": "cpu", "tp": config.tensor_parallel_size, "pp": 1,
+            **(meta or {}), "engine": config.to_dict(), "vllm_version": vllm_version()}
+    results = {}
+    if (model is None) == (url is None):
+        raise ValueError("give exactly one of model (start a server) or url (use a running one)")
+    ctx = VLLMServer(model, config, log_path=out / "server.log", start_timeout_s=start_timeout_s) \
+        if model is not None else contextlib.nullcontext(None)
+    with ctx as srv:
+        if srv is not None:
+            url = srv.url
+            meta.update(kv_blocks=srv.kv_blocks, kv_tokens=srv.kv_tokens, startup_s=srv.startup_s)
+        else:
+            from servesim.engine.replay import _remote_kv_blocks
+            meta.update(kv_blocks=_remote_kv_blocks(url))
+        fit = profile_engine(url, out / "profile", plan=plan, opts=opts, max_num_seqs=config.max_num_seqs,
+                             max_num_batched_tokens=config.max_num_batched_tokens, meta=meta)
+        (out / "workloads").mkdir(exist_ok=True)
+        for x in loads:
+            wl = heldout_workload(out / "profile" / "fit.json", x, n_requests, seed=seed)
+            wl.to_parquet(out / "workloads" / f"load{x}.parquet", index=False)
+            s = replay(wl, out / "replay" / f"load{x}", url=url, config=config, opts=opts, warmup=2)
+            # record the server's real KV capacity (read at start-up)
+            s.update(kv_blocks=meta.get("kv_blocks"), kv_tokens=meta.get("kv_tokens"), model=str(model or url), load=x,
+                     capacity_req_s=fit["capacity_req_s"])
+            (out / "replay" / f"load{x}" / "summary.json").write_text(json.dumps(s, indent=1, default=str) + "\n")
+            results[x] = s
+    return {"fit": fit, "replays": results}

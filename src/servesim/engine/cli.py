@@ -1,0 +1,206 @@
+"""Subcommands of the real-engine path: make-tiny-model, replay, profile-engine,
+engine-workload, compare-engine.
+
+vLLM starts its workers with ``spawn``; everything heavy runs under ``servesim.cli.main``,
+which the console script calls from its ``if __name__ == "__main__"`` guard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _engine_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("engine configuration (mirrors the simulator's instance)")
+    g.add_argument("--max-num-seqs", type=int, default=32)
+    g.add_argument("--max-num-batched-tokens", type=int, default=512)
+    g.add_argument("--block-size", type=int, default=32, help="KV block size in tokens (CPU: multiple of 32)")
+    g.add_argument("--no-chunked-prefill", action="store_true")
+    g.add_argument("--kv-blocks", type=int, default=None, help="pin the number of KV blocks")
+    g.add_argument("--kv-cache-gib", type=int, default=1, help="CPU KV cache GiB (whole number; VLLM_CPU_KVCACHE_SPACE)")
+    g.add_argument("--max-model-len", type=int, default=2048)
+    g.add_argument("--dtype", default="float32", help="float32 on CPU; auto/bfloat16 on a GPU")
+    g.add_argument("--gpu-memory-utilization", type=float, default=None)
+    g.add_argument("--tensor-parallel-size", type=int, default=1)
+    g.add_argument("--start-timeout", type=float, default=300.0, help="seconds to wait for /health")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model", help="model directory: start `vllm serve` on it as a child process")
+    src.add_argument("--url", help="replay against an already running server (e.g. on a GPU node)")
+
+
+def _config(a):
+    from servesim.engine.server import EngineConfig
+
+    return EngineConfig(max_num_seqs=a.max_num_seqs, max_num_batched_tokens=a.max_num_batched_tokens,
+                        block_size=a.block_size, chunked_prefill=not a.no_chunked_prefill,
+                        kv_blocks=a.kv_blocks, kv_cache_gib=a.kv_cache_gib, max_model_len=a.max_model_len,
+                        dtype=a.dtype, gpu_memory_utilization=a.gpu_memory_utilization,
+                        tensor_parallel_size=a.tensor_parallel_size)
+
+
+def _cmd_tiny(a) -> int:
+    from servesim.engine.tiny_model import make_tiny_model
+
+    info = make_tiny_model(a.dir, size=a.size, seed=a.seed, max_model_len=a.max_model_len)
+    print(json.dumps(info.__dict__))
+    return 0
+
+
+def _cmd_replay(a) -> int:
+    from servesim.engine.client import ReplayOptions
+    from servesim.engine.replay import _tiny_model_vocab, replay
+
+    vocab = _tiny_model_vocab(a.model) or (a.vocab_size, a.first_token_id)
+    opts = ReplayOptions(request_timeout_s=a.request_timeout, max_duration_s=a.max_duration,
+                         vocab_size=vocab[0], first_token_id=vocab[1], seed=a.seed)
+    summary = replay(a.workload, a.out, model=a.model, url=a.url, config=_config(a), opts=opts,
+                     start_timeout_s=a.start_timeout)
+    print(json.dumps({k: summary[k] for k in ("n_requests", "states", "partial", "kv_blocks",
+                                              "throughput_req_s", "throughput_out_tok_s")}))
+    return 1 if summary["partial"] else 0
+
+
+def _cmd_profile(a) -> int:
+    from servesim.engine.client import ReplayOptions
+    from servesim.engine.profile import SweepPlan, profile_engine
+    from servesim.engine.replay import _tiny_model_vocab
+    from servesim.engine.server import VLLMServer, vllm_version
+    from pathlib import Path
+
+    vocab = _tiny_model_vocab(a.model) or (a.vocab_size, a.first_token_id)
+    opts = ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1], seed=a.seed)
+    plan = SweepPlan(repeats=a.repeats, capacity_requests=a.capacity_requests, seed=a.seed)
+    cfg = _config(a)
+    meta = {"model": a.model_name or (Path(a.model).name if a.model else "remote"),
+            "hardware": a.hardware, "tp": cfg.tensor_parallel_size, "pp": 1,
+            "engine": cfg.to_dict(), "vllm_version": vllm_version()}
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if a.url:
+        res = profile_engine(a.url, out, plan=plan, opts=opts, max_num_seqs=cfg.max_num_seqs,
+                             max_num_batched_tokens=cfg.max_num_batched_tokens, meta=meta)
+    else:
+        with VLLMServer(a.model, cfg, log_path=out / "server.log", start_timeout_s=a.start_timeout) as srv:
+            meta.update(kv_blocks=srv.kv_blocks, kv_tokens=srv.kv_tokens)
+            res = profile_engine(srv.url, out, plan=plan, opts=opts, max_num_seqs=cfg.max_num_seqs,
+                                 max_num_batched_tokens=cfg.max_num_batched_tokens, meta=meta)
+    held = {r["regime"]: round(r["mape_pct"], 2) for r in res["heldout_error"]}
+    print(json.dumps({"rows": res["n_rows"], "heldout_mape_pct": held,
+                      "capacity_req_s": res.get("capacity_req_s"), "kv_blocks": res.get("kv_blocks")}))
+    return 0
+
+
+def _cmd_heldout(a) -> int:
+    from servesim.engine.calibration import heldout_workload
+
+    wl = heldout_workload(a.fit, a.load, a.n, seed=a.seed)
+    wl.to_parquet(a.out, index=False)
+    print(json.dumps({"requests": len(wl), "duration_s": float(wl.arrival_s.iloc[-1])}))
+    return 0
+
+
+def _cmd_compare(a) -> int:
+    from servesim.engine.compare import compare_run
+
+    table, sim = compare_run(a.replay_dir, a.fit, frontend_overhead=not a.no_frontend_overhead)
+    if a.out:
+        table.to_csv(a.out, index=False)
+    print(table.to_string(index=False))
+    return 0
+
+
+def _cmd_calibrate(a) -> int:
+    from servesim.engine.calibration import run_calibration
+    from servesim.engine.client import ReplayOptions
+    from servesim.engine.profile import SweepPlan
+    from servesim.engine.replay import _tiny_model_vocab
+
+    vocab = _tiny_model_vocab(a.model) or (a.vocab_size, a.first_token_id)
+    opts = ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1], seed=a.seed)
+    plan = SweepPlan(repeats=a.repeats, capacity_requests=a.capacity_requests, seed=a.seed)
+    if a.tiny:  # the pipeline tests: a few shapes only
+        plan = SweepPlan(decode_batches=(1, 4, 16), decode_contexts=(32, 256), decode_tokens=16,
+                         prefill_lengths=(32, 128, 384), mixed_batches=(4,), repeats=1,
+                         capacity_requests=a.capacity_requests, seed=a.seed)
+    res = run_calibration(a.model, a.out, _config(a), url=a.url, plan=plan, loads=a.loads, n_requests=a.n,
+                          seed=a.seed, opts=opts, meta={"hardware": a.hardware},
+                          start_timeout_s=a.start_timeout, request_timeout_s=a.request_timeout,
+                          max_duration_s=a.max_duration)
+    print(json.dumps({"capacity_req_s": res["fit"]["capacity_req_s"], "kv_blocks": res["fit"].get("kv_blocks"),
+                      "partial": {str(x): s["partial"] for x, s in res["replays"].items()}}))
+    return 1 if any(s["partial"] for s in res["replays"].values()) else 0
+
+
+def add_parser(subparsers) -> None:
+    """Register the engine subcommands on ``servesim``'s subparsers."""
+    p = subparsers.add_parser("make-tiny-model", help="build a random-weight Llama model + tokenizer locally")
+    p.add_argument("dir")
+    p.add_argument("--size", default="tiny", choices=["tiny", "small", "base"])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-model-len", type=int, default=4096)
+    p.set_defaults(func=_cmd_tiny)
+
+    p = subparsers.add_parser("engine-calibrate",
+                              help="one server: profile, then replay held-out workloads at several loads")
+    _engine_args(p)
+    p.add_argument("-o", "--out", required=True)
+    p.add_argument("--loads", type=float, nargs="+", default=[0.3, 0.6, 0.9, 1.2])
+    p.add_argument("-n", type=int, default=150, help="requests per load")
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--capacity-requests", type=int, default=96)
+    p.add_argument("--tiny", action="store_true", help="a minimal sweep (pipeline tests)")
+    p.add_argument("--hardware", default="cpu")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--vocab-size", type=int, default=32000)
+    p.add_argument("--first-token-id", type=int, default=1000)
+    p.add_argument("--request-timeout", type=float, default=300.0)
+    p.add_argument("--max-duration", type=float, default=1800.0)
+    p.set_defaults(func=_cmd_calibrate)
+
+    p = subparsers.add_parser("engine-workload", help="held-out workload at a fraction of measured capacity")
+    p.add_argument("--fit", required=True, help="fit.json of profile-engine")
+    p.add_argument("--load", type=float, required=True)
+    p.add_argument("-n", type=int, default=200)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("-o", "--out", required=True, help="workload .parquet")
+    p.set_defaults(func=_cmd_heldout)
+
+    p = subparsers.add_parser("compare-engine", help="simulate a replay's workload; engine vs sim percentiles")
+    p.add_argument("replay_dir")
+    p.add_argument("--fit", required=True, help="fit.json of profile-engine")
+    p.add_argument("--no-frontend-overhead", action="store_true")
+    p.add_argument("-o", "--out", default=None, help="comparison CSV")
+    p.set_defaults(func=_cmd_compare)
+
+    for name, func, helptext in (
+            ("replay", _cmd_replay, "replay a workload against a real vLLM server, record every token"),
+            ("profile-engine", _cmd_profile, "measure step times of a real vLLM server and fit servesim.perf")):
+        p = subparsers.add_parser(name, help=helptext)
+        _engine_args(p)
+        p.add_argument("-o", "--out", required=True, help="output directory")
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--vocab-size", type=int, default=32000, help="token-id range of prompts (non-tiny models)")
+        p.add_argument("--first-token-id", type=int, default=1000)
+        if name == "replay":
+            p.add_argument("--workload", required=True, help="request table (.parquet or .csv)")
+            p.add_argument("--request-timeout", type=float, default=120.0)
+            p.add_argument("--max-duration", type=float, default=3600.0)
+        else:
+            p.add_argument("--repeats", type=int, default=2)
+            p.add_argument("--capacity-requests", type=int, default=96)
+            p.add_argument("--hardware", default="cpu")
+            p.add_argument("--model-name", default=None, help="model key recorded in the table")
+        p.set_defaults(func=func)
+
+
+def main(argv=None) -> int:  # pragma: no cover - convenience for `python -m servesim.engine.cli`
+    parser = argparse.ArgumentParser(prog="servesim-engine")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    a = parser.parse_args(argv)
+    return a.func(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Simulator vs real engine on the same requests: latency percentiles and their relative error.
+
+The simulator runs one :class:`servesim.sim.Instance` configured like the engine (same
+max_num_seqs, max_num_batched_tokens, block size, and the KV blocks the server really
+allocated) with the step-time model fitted from the engine's profile. The client-observed
+frontend overhead measured by the profile (HTTP, tokenisation, hand-off; see
+:mod:`servesim.engine.profile`) is modelled as a delay before the request reaches the engine
+(``frontend_overhead=True``, the default); times are reported from the workload's arrivals.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from servesim.engine.server import EngineConfig
+from servesim.perf.base import StepTimeModel
+
+METRICS = (("ttft", "ttft_s"), ("tbt", "tbt_mean_s"), ("e2e", "e2e_s"))
+QUANTILES = (50, 90, 99)
+
+
+def simulate(workload: pd.DataFrame, model: StepTimeModel, config: EngineConfig, kv_blocks: int,
+             overhead_s: float = 0.0, mode: str = "fast") -> pd.DataFrame:
+    """The simulator's per-request table for ``workload`` on an instance like the engine's."""
+    from servesim.sim import Cluster, InstanceConfig
+
+    cfg = InstanceConfig(num_blocks=int(kv_blocks), block_size=config.block_size,
+                         max_num_seqs=config.max_num_seqs,
+                         max_num_batched_tokens=config.max_num_batched_tokens,
+                         max_model_len=config.max_model_len, policy="vllm-v1")
+    wl = workload.copy()
+    wl["arrival_s"] = wl["arrival_s"] + overhead_s
+    df = Cluster.uniform(1, cfg, model, mode=mode).run(wl).requests
+    # report against the workload's own arrival times (the overhead is part of the latency)
+    df["arrival_s"] = df["arrival_s"] - overhead_s
+    df["ttft_s"] = df["first_token_s"] - df["arrival_s"]
+    df["e2e_s"] = df["finish_s"] - df["arrival_s"]
+    return df
+
+
+def latency_summary(df: pd.DataFrame) -> dict[str, float]:
+    """P50/P90/P99 of TTFT, TBT (per-request mean gap) and E2E over finished requests, and
+    throughput (finished requests per second from the first arrival to the last finish)."""
+    fin = df[df["state"] == "finished"]
+    out: dict[str, float] = {}
+    for name, col in METRICS:
+        v = fin[col].dropna().to_numpy(float)
+        for q in QUANTILES:
+            out[f"{name}_p{q}"] = float(np.percentile(v, q)) if v.size else float("nan")
+    span = float(fin["finish_s"].max() - df["arrival_s"].min()) if len(fin) else float("nan")
+    out["throughput_req_s"] = len(fin) / span if len(fin) else float("nan")
+    out["finished"] = float(len(fin))
+    return out
+
+
+def compare_tables(engine: pd.DataFrame, sim: pd.DataFrame, label: str = "") -> pd.DataFrame:
+    """Long table: metric, engine, sim, rel_err (= sim/engine - 1) for one workload."""
+    e, s = latency_summary(engine), latency_summary(sim)
+    rows = [{"label": label, "metric": k, "engine": e[k], "sim": s[k],
+             "rel_err": (s[k] / e[k] - 1.0) if e[k] else float("nan")} for k in e]
+    return pd.DataFrame(rows)
+
+
+def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhead: bool = True,
+                label: str = "") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Simulate the workload of a finished replay with the fitted profile; return
+    (comparison table, simulator request table)."""
+    from servesim.engine.profile import load_fitted
+
+    d = Path(replay_dir)
+    summary = json.loads((d / "summary.json").read_text())
+    engine = pd.read_parquet(d / "requests.parquet")
+    eng_cfg = summary["engine"]
+    config = EngineConfig(**{k: (tuple(v) if k == "extra_args" else v) for k, v in eng_cfg.items()})
+    kv_blocks = summary.get("kv_blocks") or config.kv_blocks
+    if kv_blocks is None:
+        raise ValueError(f"{d / 'summary.json'}: no kv_blocks recorded; cannot size the simulated KV cache")
+    model, overhead = load_fitted(fit_json)
+    wl = engine[["request_id", "arrival_s", "prompt_tokens", "output_tokens", "model", "region", "tier"]].copy()
+    wl["app"] = "default"
+    wl["deadline_s"] = np.nan
+    sim = simulate(wl, model, config, kv_blocks, overhead if frontend_overhead else 0.0)
+    return compare_tables(engine, sim, label), sim

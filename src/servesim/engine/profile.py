@@ -1,0 +1,286 @@
+"""`servesim profile-engine`: measure a real vLLM server's step times on controlled batch shapes.
+
+Step times come from the engine's own clock, not from token arrival times at the client (on
+a loaded machine the frontend delivers several steps' tokens in one burst): vLLM's
+``/metrics`` histograms ``vllm:request_prefill_time_seconds`` (first token - scheduled, engine
+core timestamps) and ``vllm:request_decode_time_seconds`` (last token - first token) are read
+before and after each controlled run, and their ``_sum``/``_count`` deltas give:
+
+- prefill-heavy: a lone request of prompt L <= max_num_batched_tokens and one output token is
+  prefilled in exactly one step: that step's time is its prefill time.
+- decode-heavy: B requests of prompt C generate N tokens together; total decode time / total
+  decode tokens is the mean step of a B-sequence decode batch whose context grows linearly
+  (``decode_ctx = B*(C + N/2)``). Shapes with B*C > 4*max_num_batched_tokens are skipped (their
+  staggered chunked prefills would make too many of the steps mixed).
+- mixed: while B background requests decode, a probe of prompt L (one output token) is sent;
+  its prefill time is the one mixed step (``prefill_tokens=L, decode_seqs=B``).
+
+The per-request frontend overhead (HTTP, tokenisation, hand-off to the engine core, streaming
+back) is the median over lone requests of client-side TTFT - engine-side (queue + prefill).
+The output is the step-time measurement table of shared_contracts.md (perf reads it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pandas as pd
+
+from servesim.engine.client import ReplayOptions, prompt_ids, replay_async
+from servesim.engine.records import request_table
+from servesim.workload import schema
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """The batch shapes of a profiling sweep (defaults: about a minute on a CPU tiny model)."""
+
+    decode_batches: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+    decode_contexts: tuple[int, ...] = (32, 128, 512, 1024)
+    decode_tokens: int = 32
+    prefill_lengths: tuple[int, ...] = (16, 64, 128, 256, 384, 512)
+    mixed_batches: tuple[int, ...] = (2, 8, 24)
+    mixed_context: int = 16
+    repeats: int = 2
+    #: requests of the saturation-throughput burst (0 to skip)
+    capacity_requests: int = 96
+    seed: int = 0
+
+
+_HISTS = ("vllm:request_prefill_time_seconds", "vllm:request_decode_time_seconds",
+          "vllm:request_queue_time_seconds")
+
+
+def histogram_totals(metrics_text: str, names=_HISTS) -> dict[str, tuple[float, float]]:
+    """(sum, count) of each named Prometheus histogram, summed over label sets."""
+    out = {n: [0.0, 0.0] for n in names}
+    for line in metrics_text.splitlines():
+        if line.startswith("#"):
+            continue
+        for n in names:
+            for suffix, i in (("_sum", 0), ("_count", 1)):
+                if line.startswith(n + suffix):
+                    rest = line[len(n + suffix):]
+                    if rest[:1] in ("{", " "):
+                        out[n][i] += float(line.rsplit(" ", 1)[1])
+    return {n: (v[0], v[1]) for n, v in out.items()}
+
+
+class _Meter:
+    """Deltas of the engine-side histograms between two /metrics reads."""
+
+    def __init__(self, client, url):
+        self.client, self.url = client, url
+
+    async def read(self) -> dict[str, tuple[float, float]]:
+        return histogram_totals((await self.client.get(self.url + "/metrics")).text)
+
+    async def quiet(self, timeout_s: float = 5.0) -> dict[str, tuple[float, float]]:
+        """Wait until the histograms stop moving (stats of just-finished requests are
+        recorded a moment after the client sees their end), then return them."""
+        t_end = time.perf_counter() + timeout_s
+        last = await self.read()
+        while True:
+            await asyncio.sleep(0.05)
+            now = await self.read()
+            if now == last or time.perf_counter() > t_end:
+                return now
+            last = now
+
+    async def delta(self, before, expect_count: int, timeout_s: float = 5.0):
+        t_end = time.perf_counter() + timeout_s
+        while True:
+            now = await self.read()
+            d = {n: (now[n][0] - before[n][0], now[n][1] - before[n][1]) for n in now}
+            if d["vllm:request_prefill_time_seconds"][1] >= expect_count or time.perf_counter() > t_end:
+                return d
+            await asyncio.sleep(0.02)
+
+
+async def _complete(client, url, ids, n_out, opts, t0) -> float:
+    """Send one streaming request, wait for its end; return the client-side TTFT."""
+    body = {"model": opts.model_name, "prompt": ids, "max_tokens": n_out, "min_tokens": n_out,
+            "ignore_eos": True, "temperature": 0.0, "stream": True}
+    first = float("nan")
+    async with client.stream("POST", url + "/v1/completions", json=body) as resp:
+        if resp.status_code != 200:
+            raise RuntimeError(f"profiling request failed: HTTP {resp.status_code}: "
+                               f"{(await resp.aread()).decode(errors='replace')[:300]}")
+        async for line in resp.aiter_lines():
+            if line.startswith("data:") and '"error"' in line:
+                raise RuntimeError(f"profiling request failed: {line[:300]}")
+            if first != first and line.startswith("data:") and '"text"' in line:
+                first = time.perf_counter() - t0
+    return first
+
+
+def _ids(rng, n, opts):
+    return rng.integers(opts.first_token_id, opts.vocab_size, size=int(n)).tolist()
+
+
+async def _prefill_point(client, meter, url, L, opts, rng) -> tuple[dict, dict]:
+    before = await meter.quiet()
+    t0 = time.perf_counter()
+    ttft = await _complete(client, url, _ids(rng, L, opts), 1, opts, t0)
+    d = await meter.delta(before, 1)
+    pre = d["vllm:request_prefill_time_seconds"][0]
+    queue = d["vllm:request_queue_time_seconds"][0]
+    row = {"prefill_tokens": L, "prefill_ctx": L * L, "decode_seqs": 0, "decode_ctx": 0,
+           "step_s": pre, "regime": "prefill-heavy"}
+    return row, {"prompt_tokens": L, "ttft_s": ttft, "engine_queue_s": queue, "engine_prefill_s": pre}
+
+
+async def _decode_point(client, meter, url, B, C, N, opts, rng) -> dict | None:
+    before = await meter.quiet()
+    t0 = time.perf_counter()
+    await asyncio.gather(*(_complete(client, url, _ids(rng, C, opts), N, opts, t0) for _ in range(B)))
+    d = await meter.delta(before, B)
+    dec_sum, dec_n = d["vllm:request_decode_time_seconds"]
+    if dec_n < B or dec_sum <= 0:
+        return None
+    return {"prefill_tokens": 0, "prefill_ctx": 0, "decode_seqs": B,
+            "decode_ctx": B * (C + N / 2.0), "step_s": dec_sum / (B * (N - 1)),
+            "regime": "decode-heavy"}
+
+
+async def _mixed_point(client, meter, url, B, C, L, opts, rng) -> dict | None:
+    N = 128
+    await meter.quiet()
+    t0 = time.perf_counter()
+    bg = [asyncio.create_task(_complete(client, url, _ids(rng, C, opts), N, opts, t0)) for _ in range(B)]
+    # let the background batch prefill and start decoding (engine-side: first tokens out)
+    await asyncio.sleep(0.1)
+    before = await meter.read()
+    await _complete(client, url, _ids(rng, L, opts), 1, opts, time.perf_counter())
+    d = await meter.delta(before, 1)
+    done_early = any(t.done() for t in bg)
+    await asyncio.gather(*bg)
+    pre_sum, pre_n = d["vllm:request_prefill_time_seconds"]
+    if pre_n != 1 or done_early:
+        return None  # background requests finished inside the window: not a clean mixed step
+    # the background sequences are a few tokens in; their context is close to C
+    return {"prefill_tokens": L, "prefill_ctx": L * L, "decode_seqs": B, "decode_ctx": B * (C + 4),
+            "step_s": pre_sum, "regime": "mixed"}
+
+
+async def sweep_async(url: str, plan: SweepPlan, opts: ReplayOptions, max_num_seqs: int,
+                      max_num_batched_tokens: int) -> tuple[pd.DataFrame, pd.DataFrame, float]:
+    """Run the sweep; return (step-time table, lone-request table, frontend overhead s)."""
+    rng = np.random.default_rng(plan.seed)
+    rows, lone = [], []
+    timeout = httpx.Timeout(120.0, connect=10.0)
+    async with httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_connections=512)) as client:
+        meter = _Meter(client, url)
+        for _ in range(3):  # warm-up (first requests pay one-off costs)
+            await _prefill_point(client, meter, url, 16, opts, rng)
+        for _rep in range(plan.repeats):
+            for L in plan.prefill_lengths:
+                if L <= max_num_batched_tokens:
+                    row, lo = await _prefill_point(client, meter, url, L, opts, rng)
+                    rows.append(row)
+                    lone.append(lo)
+            for C in plan.decode_contexts:
+                for B in plan.decode_batches:
+                    if B <= max_num_seqs and B * C <= 4 * max_num_batched_tokens:
+                        r = await _decode_point(client, meter, url, B, C, plan.decode_tokens, opts, rng)
+                        if r is not None:
+                            rows.append(r)
+            for B in plan.mixed_batches:
+                for L in plan.prefill_lengths:
+                    if B < max_num_seqs and L + B <= max_num_batched_tokens \
+                            and B * plan.mixed_context <= max_num_batched_tokens:
+                        r = await _mixed_point(client, meter, url, B, plan.mixed_context, L, opts, rng)
+                        if r is not None:
+                            rows.append(r)
+    steps, lone = pd.DataFrame(rows), pd.DataFrame(lone)
+    if steps.empty:
+        raise RuntimeError("profiling produced no usable measurement (all runs failed)")
+    overhead = float(np.median(lone["ttft_s"] - lone["engine_queue_s"] - lone["engine_prefill_s"]))
+    return steps, lone, max(overhead, 0.0)
+
+
+def request_mix(n: int, seed: int, prompt_range=(16, 512), output_range=(8, 128),
+                arrival_s=None) -> pd.DataFrame:
+    """Requests with uniform prompt/output lengths (the calibration workloads' mix)."""
+    rng = np.random.default_rng(seed)
+    arr = np.zeros(n) if arrival_s is None else arrival_s
+    return schema.make(arr, rng.integers(prompt_range[0], prompt_range[1] + 1, n),
+                       rng.integers(output_range[0], output_range[1] + 1, n))
+
+
+def measure_capacity(url: str, n: int, opts: ReplayOptions, seed: int,
+                     prompt_range=(16, 512), output_range=(8, 128)) -> dict:
+    """Saturation throughput: ``n`` requests of the mix all at t=0; finished / makespan."""
+    wl = request_mix(n, seed, prompt_range, output_range)
+    recs = asyncio.run(replay_async(url, wl, opts))
+    df = request_table(wl, recs)
+    fin = df[df.state == "finished"]
+    span = float(fin["finish_s"].max())
+    return {"capacity_req_s": len(fin) / span, "capacity_out_tok_s": float(fin.output_tokens.sum()) / span,
+            "capacity_requests": n, "capacity_finished": int(len(fin)), "capacity_span_s": span,
+            "prompt_range": list(prompt_range), "output_range": list(output_range)}
+
+
+def fit_and_evaluate(table: pd.DataFrame, seed: int = 0):
+    """Fit the perf fitted model on 80% of rows, report its error on the held-out 20%,
+    then refit on all rows. Returns (model, held-out error table, in-sample error table)."""
+    from servesim.perf import fitted, measurements
+
+    train, test = measurements.split(table, 0.2, seed)
+    held = measurements.evaluate(fitted.fit(train), test)
+    model = fitted.fit(table)
+    return model, held, measurements.evaluate(model, table)
+
+
+def profile_engine(url: str, out_dir: str | Path, *, plan: SweepPlan = SweepPlan(),
+                   opts: ReplayOptions = ReplayOptions(), max_num_seqs: int = 32,
+                   max_num_batched_tokens: int = 512, meta: dict | None = None) -> dict:
+    """Profile the server at ``url``; write steps.csv (median per shape; steps_raw.csv every
+    run), lone_ttft.csv and fit.json (coefficients, errors, frontend overhead, capacity)."""
+    from servesim.perf import measurements
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    steps, lone, overhead = asyncio.run(sweep_async(url, plan, opts, max_num_seqs, max_num_batched_tokens))
+    for k, v in (meta or {}).items():
+        if k in ("model", "hardware", "tp", "pp"):
+            steps[k] = v
+    steps["source"] = "servesim profile-engine"
+    steps.to_csv(out / "steps_raw.csv", index=False)
+    # one row per batch shape: the median over repeats damps scheduling noise of a shared host
+    keys = [c for c in ("prefill_tokens", "prefill_ctx", "decode_seqs", "decode_ctx", "regime",
+                        "model", "hardware", "tp", "pp", "source") if c in steps.columns]
+    steps = steps.groupby(keys, as_index=False, sort=False).agg(step_s=("step_s", "median"),
+                                                                 repeats=("step_s", "size"))
+    measurements.write(steps, out / "steps.csv")
+    lone.to_csv(out / "lone_ttft.csv", index=False)
+    model, held, insample = fit_and_evaluate(measurements.read(out / "steps.csv"), plan.seed)
+    result = {
+        "coefficients": model.coefficients(),
+        "frontend_overhead_s": overhead,
+        "heldout_error": held.to_dict(orient="records"),
+        "insample_error": insample.to_dict(orient="records"),
+        "n_rows": int(len(steps)),
+        "plan": asdict(plan),
+        **(meta or {}),
+    }
+    if plan.capacity_requests:
+        result.update(measure_capacity(url, plan.capacity_requests, opts, plan.seed + 1))
+    result["sweep_wall_s"] = time.perf_counter() - t0
+    (out / "fit.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+    return result
+
+
+def load_fitted(fit_json: str | Path):
+    """The FittedStepTime and frontend overhead stored in a profile's fit.json."""
+    from servesim.perf.fitted import FittedStepTime
+
+    d = json.loads(Path(fit_json).read_text())
+    return FittedStepTime(**d["coefficients"], name="vllm-profile"), float(d["frontend_overhead_s"])

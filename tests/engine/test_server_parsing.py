@@ -1,0 +1,53 @@
+"""Reading KV capacity and engine-side histograms from vLLM's log and /metrics."""
+
+import pytest
+
+from servesim.engine.profile import histogram_totals
+from servesim.engine.server import (EngineConfig, EngineStartError, VLLMServer, kv_blocks_from_metrics,
+                                    kv_tokens_from_log, log_tail)
+
+METRICS = '''# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig
+vllm:cache_config_info{block_size="32",engine="0",num_gpu_blocks="256",num_gpu_blocks_override="256"} 1.0
+vllm:request_prefill_time_seconds_sum{engine="0",model_name="servesim"} 0.25
+vllm:request_prefill_time_seconds_count{engine="0",model_name="servesim"} 5.0
+vllm:request_prefill_time_seconds_bucket{engine="0",le="0.3",model_name="servesim"} 5.0
+vllm:request_decode_time_seconds_sum{engine="0",model_name="servesim"} 1.5
+vllm:request_decode_time_seconds_count{engine="0",model_name="servesim"} 5.0
+'''
+
+
+def test_kv_blocks_from_metrics_and_log():
+    assert kv_blocks_from_metrics(METRICS) == 256
+    assert kv_blocks_from_metrics("nothing here") is None
+    log = "INFO [kv_cache_utils.py:2327] CPU KV cache size: 8,192 tokens, Maximum concurrency ...\n"
+    assert kv_tokens_from_log(log) == 8192
+    assert kv_tokens_from_log("GPU KV cache size: 1,234,560 tokens") == 1234560
+    assert kv_tokens_from_log("no kv line") is None
+
+
+def test_histogram_totals_sum_and_count_only():
+    h = histogram_totals(METRICS)
+    assert h["vllm:request_prefill_time_seconds"] == (0.25, 5.0)
+    assert h["vllm:request_decode_time_seconds"] == (1.5, 5.0)
+    assert h["vllm:request_queue_time_seconds"] == (0.0, 0.0)
+
+
+def test_engine_cli_args_mirror_instance_config():
+    args = EngineConfig(max_num_seqs=8, max_num_batched_tokens=256, block_size=32, kv_blocks=100,
+                        chunked_prefill=False).cli_args()
+    s = " ".join(args)
+    for part in ("--max-num-seqs 8", "--max-num-batched-tokens 256", "--block-size 32",
+                 "--num-gpu-blocks-override 100", "--no-enable-chunked-prefill", "--no-enable-prefix-caching"):
+        assert part in s
+
+
+def test_missing_model_dir_is_a_clear_error(tmp_path):
+    with pytest.raises(EngineStartError, match="does not exist"):
+        VLLMServer(tmp_path / "nope", log_path=tmp_path / "log").start()
+
+
+def test_log_tail(tmp_path):
+    p = tmp_path / "log"
+    p.write_text("\n".join(f"line {i}" for i in range(100)))
+    assert log_tail(p, 3) == "line 97\nline 98\nline 99"
+    assert log_tail(tmp_path / "missing") == "<no log>"

@@ -1,0 +1,112 @@
+"""The real engine: vLLM serving a locally built tiny model (no downloads, no mock).
+
+Skipped only when vLLM (servesim[engine-cpu] / [engine-gpu]) is not importable.
+"""
+
+import importlib.util
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytestmark = [
+    pytest.mark.engine,
+    pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
+                       reason="vLLM is not installed (pip install servesim[engine-cpu])"),
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    from servesim.engine.tiny_model import make_tiny_model
+
+    d = tmp_path_factory.mktemp("tiny-model")
+    make_tiny_model(d, "tiny", seed=0, max_model_len=2048)
+    return d
+
+
+def _procs_with(needle: str) -> list[int]:
+    """PIDs whose command line mentions ``needle`` (a unique temp path)."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if needle in (p / "cmdline").read_bytes().decode(errors="replace"):
+                    out.append(int(p.name))
+            except OSError:
+                pass
+    return out
+
+
+def _workload(n, seed, max_out=24):
+    from servesim.workload import schema
+
+    rng = np.random.default_rng(seed)
+    return schema.make(np.cumsum(rng.exponential(0.03, n)), rng.integers(8, 300, n), rng.integers(1, max_out, n))
+
+
+def test_replay_on_real_vllm_then_server_crash_mid_run(tiny_model, tmp_path):
+    from servesim.engine.client import ReplayOptions, replay_async
+    from servesim.engine.records import REQUEST_COLUMNS, check_request_table, request_table, token_table
+    from servesim.engine.replay import replay
+    from servesim.engine.server import EngineConfig, VLLMServer
+    import asyncio
+
+    cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=256, block_size=32, kv_blocks=128,
+                       max_model_len=1024)
+    wl = _workload(30, seed=1)
+    summary = replay(wl, tmp_path / "run", model=tiny_model, config=cfg)
+    # the server allocated exactly the KV blocks asked for, and it is gone afterwards
+    assert summary["kv_blocks"] == 128 and summary["kv_tokens"] == 128 * 32
+    assert not summary["partial"] and summary["states"] == {"finished": 30}
+    assert _procs_with(str(tiny_model)) == []
+    df = pd.read_parquet(tmp_path / "run" / "requests.parquet")
+    assert list(df.columns) == list(REQUEST_COLUMNS)
+    check_request_table(df, wl)
+    assert sorted(df.request_id) == sorted(wl.request_id)
+    assert (df.ttft_s > 0).all() and (df.e2e_s >= df.ttft_s).all()
+    tt = pd.read_parquet(tmp_path / "run" / "tokens.parquet")
+    counts = tt.groupby("request_id").size().reindex(wl.request_id).to_numpy()
+    assert (counts == wl.output_tokens.to_numpy()).all()  # exactly output_tokens tokens each
+    for _, g in tt.groupby("request_id"):
+        assert np.all(np.diff(g.sort_values("token_index").time_s.to_numpy()) >= 0)
+
+    # a server that dies mid-run: the results so far are kept and marked partial
+    long_wl = _workload(40, seed=2, max_out=400)
+    long_wl["output_tokens"] = 300
+    srv = VLLMServer(tiny_model, cfg, log_path=tmp_path / "crash.log")
+    srv.start()
+    try:
+        pgid = os.getpgid(srv.proc.pid)
+        killer = threading.Timer(2.0, lambda: os.killpg(pgid, signal.SIGKILL))
+        killer.start()
+        recs = asyncio.run(replay_async(srv.url, long_wl, ReplayOptions(vocab_size=512), alive=srv.alive))
+        killer.join()
+    finally:
+        srv.stop()
+    crash = request_table(long_wl, recs)
+    check_request_table(crash, long_wl)
+    assert len(crash) == 40 and crash.partial.any()
+    assert crash.loc[crash.partial, "state"].isin(["error", "unfinished"]).all()
+    assert len(token_table(recs)) > 0  # tokens streamed before the crash are kept
+    assert _procs_with(str(tiny_model)) == []
+
+
+def test_bogus_model_dir_fails_with_log_tail(tmp_path):
+    from servesim.engine.server import EngineConfig, EngineStartError, VLLMServer
+
+    bogus = tmp_path / "not-a-model"
+    bogus.mkdir()
+    (bogus / "config.json").write_text("{}")
+    t = time.monotonic()
+    with pytest.raises(EngineStartError) as err:
+        VLLMServer(bogus, EngineConfig(), log_path=tmp_path / "bogus.log", start_timeout_s=120).start()
+    assert "exited with code" in str(err.value) and "last lines" in str(err.value)
+    assert len(str(err.value).splitlines()) > 3  # the log tail is in the message
+    assert time.monotonic() - t < 120
+    assert _procs_with(str(bogus)) == []
