@@ -158,6 +158,19 @@ def load_azure_2023(kind: str = "code", **kw) -> pd.DataFrame:
     return load_azure(locate(f"azure-llm-2023/AzureLLMInferenceTrace_{kind}.csv"), **kw)
 
 
+def load_azure_2024(kind: str = "code", **kw) -> pd.DataFrame:
+    """The 2024 one-week trace (``kind`` = ``code`` or ``conv``), for users who have fetched it into
+    ``traces/data/azure-llm-2024/`` (or a mirror): it is public (GitHub release ``dataset-llm-2024`` of
+    Azure/AzurePublicDataset) but not reachable from this project's machines. t = 0 at midnight UTC
+    of the first day. Missing file -> a DataError naming where it was looked for."""
+    from servesim.data import locate
+
+    if kind not in ("code", "conv"):
+        raise WorkloadError(f"azure-llm-2024: kind={kind!r}; expected 'code' or 'conv'")
+    kw.setdefault("origin", "midnight")
+    return load_azure(locate(f"azure-llm-2024/AzureLLMInferenceTrace_{kind}_1week.csv"), **kw)
+
+
 def _parse_clock(s: pd.Series) -> np.ndarray:
     """``HH:MM:SS.fff`` (hours may exceed 24) -> seconds; NaN where unparseable."""
     parts = s.str.split(":", expand=True)
