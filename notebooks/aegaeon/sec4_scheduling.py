@@ -99,7 +99,6 @@ table
 
 # %%
 metrics = {r.metric: (bool(r.ours) if isinstance(r.ours, (bool, np.bool_)) else float(r.ours)) for r in table.itertuples()}
-metrics["wrr_example_min_slack_s"] = rep.min_slack_s
 out = FigureOutputs("aegaeon", "sec4_scheduling", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(pd.concat([table.assign(kind="claim"), sweep.assign(kind="sweep")], ignore_index=True))

@@ -79,7 +79,6 @@ table
 
 # %%
 metrics = {r.metric: float(r.ours) for r in table.itertuples()}
-metrics["fp16_14b_models_per_80gb_weights_only"] = float(fit_raw)
 out = FigureOutputs("aegaeon", "sec5_scaling_arithmetic", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(table)

@@ -80,7 +80,6 @@ metrics = {
     "completion_case1_s": float(by.completion_s["case1"]),
     "completion_case2_s": float(by.completion_s["case2"]),
     "completion_case3_s": float(by.completion_s["case3"]),
-    "lp_makespan_case1_s": float(by.lp_makespan_s["case1"]),
     "lp_makespan_case3_s": float(by.lp_makespan_s["case3"]),
 }
 out = FigureOutputs("oserve", "fig04_example_deployments", scale=scale, root=root)

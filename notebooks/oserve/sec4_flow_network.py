@@ -104,7 +104,6 @@ table
 
 # %%
 metrics = {r.metric: float(r.ours) for r in table.itertuples()}
-metrics["flow_demo_phi"] = flow.phi
 out = FigureOutputs("oserve", "sec4_flow_network", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(pd.concat([table.assign(kind="claim"), assign.assign(kind="flow_demo")], ignore_index=True))

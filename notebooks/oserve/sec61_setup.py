@@ -52,7 +52,6 @@ table
 
 # %%
 metrics = {r.metric: float(r.ours) for r in table.itertuples()}
-metrics["catalog_nvlink_gbps"] = hw.interconnect_bw / 1e9
 out = FigureOutputs("oserve", "sec61_setup", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(table)

@@ -18,6 +18,7 @@ SUBCOMMAND_MODULES = [
     "servesim.fleet.cli",
     "servesim.perf.profile_gpu",
     "servesim.engine.cli",
+    "servesim.workload.cli",
 ]
 
 

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from servesim.analysis.latency_model import fit_phase, phase_table, score, screen, switch_time_s
-from servesim.catalog import get_hardware, get_model
+from servesim.analysis.latency_model import fit_phase, phase_table, score, switch_time_s
+from servesim.catalog import get_model
 
 
 def _profiles(model="llama-2-13b", noise=0.0, seed=0):
@@ -37,16 +37,6 @@ def test_printed_eq6_cannot_express_a_batch_term():
     dec = fit_phase(phase_table(df, "decode"), "llama-2-13b", "decode", batch_term=False)
     assert dec.names == ("C4", "C5")
     assert score(dec, phase_table(df, "decode")) < 0.999
-
-
-def test_screen_flags_impossible_decode_and_capped_prefill():
-    df = _profiles()
-    floor = get_model("llama-2-13b").param_bytes / get_hardware("h800").mem_bw
-    df.loc[(df.decode_seqs == 2) & (df.decode_ctx == 2048), "step_s"] = floor / 10
-    out = screen(df, "llama-2-13b", "h800", prefill_token_cap=4096)
-    assert (out.dropped.str.startswith("decode faster")).sum() == 1
-    assert set(out[out.dropped.str.startswith("prefill over")].prefill_tokens) == {8192, 16384, 32768}
-    assert (screen(df, "llama-2-13b", "h800").dropped.str.startswith("prefill")).sum() == 0
 
 
 def test_phase_table_and_bad_phase():

@@ -109,25 +109,3 @@ def switch_time_s(model_bytes: float, pcie_bw: float, beta: float) -> float:
         raise ValueError(f"model_bytes, pcie_bw and beta must be positive, got {model_bytes}, {pcie_bw}, {beta}")
     return model_bytes / pcie_bw * beta
 
-
-def screen(df: pd.DataFrame, model: str, hardware: str, prefill_token_cap: float | None = None) -> pd.DataFrame:
-    """Flag measurements that cannot be one engine step of the stated batch (column ``dropped``:
-    "" when kept, else the reason).
-
-    - decode steps faster than reading the weights once from HBM (param_bytes / mem_bw from the
-      catalog): no decode step took place (e.g. the profile's context reached the maximum length);
-    - prefill batches over ``prefill_token_cap`` tokens: the engine's step holds at most that many
-      tokens (the profiles plateau there), so the timing is of a partial batch.
-    """
-    from ..catalog import get_hardware
-
-    floor = get_model(model).param_bytes / get_hardware(hardware).mem_bw
-    out = df.copy()
-    out["dropped"] = ""
-    dec = (out.prefill_tokens == 0) & (out.decode_seqs > 0)
-    out.loc[dec & (out.step_s < floor), "dropped"] = f"decode faster than the HBM weight-read floor {floor * 1e3:.2f} ms"
-    if prefill_token_cap is not None:
-        pre = (out.prefill_tokens > 0) & (out.decode_seqs == 0)
-        out.loc[pre & (out.prefill_tokens > prefill_token_cap), "dropped"] = \
-            f"prefill over the {prefill_token_cap:g}-token step cap"
-    return out
