@@ -39,3 +39,15 @@ def test_same_seed_same_result(small_workload):
 def test_unknown_strategy(small_workload):
     with pytest.raises(ValueError, match="strategy"):
         run_strategy("chiron", small_workload)
+
+
+def test_siloed_serves_niw_from_its_own_pool(small_workload):
+    assert (small_workload.tier == "NIW").any()
+    cfg = SageServeConfig(siloed_iw_instances=3, siloed_niw_instances=1)
+    res, actor = run_strategy("siloed", small_workload, t0_s=13.5 * 3600, config=cfg, seed=0, max_instances=5)
+    assert actor is None
+    req = res.requests
+    niw = req[req["tier"] == "NIW"]
+    assert len(niw) and (niw["model"] == "llama-2-70b@niw").all()
+    assert (req.loc[req["tier"] != "NIW", "model"] == "llama-2-70b").all()
+    assert set(res.instance_hours["model"]) == {"llama-2-70b", "llama-2-70b@niw"}

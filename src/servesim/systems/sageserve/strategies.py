@@ -20,7 +20,9 @@ from ...forecast.series import per_minute_demand
 from .actors import LongTermScaler
 from .config import SageServeConfig
 
-RUN_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua")
+RUN_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua", "siloed")
+#: Siloed: NIW requests of model m are served by a separate endpoint named m + NIW_SUFFIX
+NIW_SUFFIX = "@niw"
 BILLED_STATES = ("requested", "provisioning", "loading", "ready", "draining")
 
 #: Llama-2-70B on one 8xA100 instance (TP 8), a linear step-time fit to the Splitwise profile
@@ -45,6 +47,9 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
     models = sorted(workload["model"].unique())
     regions = sorted(workload["region"].unique())
     c = config
+    base = {m: m.removesuffix(NIW_SUFFIX) for m in models}
+    start = {m: (c.siloed_niw_instances if m.endswith(NIW_SUFFIX) else c.siloed_iw_instances)
+             if strategy == "siloed" else c.start_instances for m in models}
     lead = {"request_s": 0.0, "provision_s": c.spot_switch_s if c.delays_in_sim else 0.0,
             "load_s": c.model_redeploy_s if c.delays_in_sim else 0.0,
             "reclaim_s": c.reclaim_median_s if c.delays_in_sim else 0.0}
@@ -55,17 +60,17 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
             {"model": models[0], "region": regions[0], "rate_rps": 1.0,
              "prompt_tokens": {"mean": 10, "cv": 0.0, "max": 10}, "output_tokens": {"mean": 1, "cv": 0.0, "max": 1}}]},
         "regions": [{"name": r, "capacity": None} for r in regions],
-        "models": {m: {**MODEL_DEFAULTS[m], "lead": lead} for m in models},
-        "endpoints": [{"model": m, "region": r, "instances": c.start_instances, "min_instances": c.min_per_endpoint,
+        "models": {m: {**MODEL_DEFAULTS[base[m]], "lead": lead, "catalog": base[m]} for m in models},
+        "endpoints": [{"model": m, "region": r, "instances": start[m], "min_instances": c.min_per_endpoint,
                        "max_instances": max_instances} for m in models for r in regions],
         "router": {"name": "jsq-tokens"},
         "scale_in_to": "pool",
         "output": {"sample_s": sample_s, "window_s": 60.0},
     }
-    if len(regions) > 1 and (strategy == "reactive" or c.reroute_lt):
+    if len(regions) > 1 and (strategy in ("reactive", "siloed") or c.reroute_lt):
         sc["global_router"] = {"name": "preference", "threshold": c.iw_region_gate,
                                "preferences": {r: [r] + [x for x in regions if x != r] for r in regions}}
-    if strategy == "reactive":
+    if strategy in ("reactive", "siloed"):
         sc["autoscaler"] = {"name": "reactive", "period_s": 5.0, "up": c.reactive_scale_out, "down": c.reactive_scale_in,
                             "cooldown_s": c.cooldown_s, "metric": "kv"}
     return sc
@@ -88,11 +93,16 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
     wl["arrival_s"] -= t0_s
     wl["deadline_s"] -= t0_s
     wl["request_id"] = np.arange(len(wl), dtype=np.int64)
+    if strategy == "siloed":  # NIW gets its own pool per (model, region), served on arrival
+        niw = (wl["tier"] == "NIW").to_numpy()
+        wl["model"] = wl["model"].astype(object)
+        wl.loc[niw, "model"] = wl.loc[niw, "model"] + NIW_SUFFIX
+        wl["model"] = wl["model"].astype("string")
     wl = wl.reset_index(drop=True)
     duration = float(np.ceil((wl["arrival_s"].max() + 1) / 60.0) * 60.0) + drain_s
     sc = parse_scenario(scenario_dict(strategy, wl, c, duration, max_instances))
     actor = None
-    if strategy != "reactive":
+    if strategy not in ("reactive", "siloed"):
         t_end = t0_s + duration
         keys = [(m, r) for m in sorted(wl["model"].unique()) for r in sorted(wl["region"].unique())]
         demand = {k: per_minute_demand(full, k[0], k[1], t_end=t_end) for k in keys}
