@@ -44,6 +44,7 @@ rule sageserve_run:
         hours="results/{scale}/sageserve/runs/{strategy}/instance_hours.parquet",
         ts="results/{scale}/sageserve/runs/{strategy}/timeseries.parquet",
         requests="results/{scale}/sageserve/runs/{strategy}/requests.parquet",
+        lifecycle="results/{scale}/sageserve/runs/{strategy}/lifecycle.parquet",
     params:
         preset=lambda wc: "tiny" if config.get("tiny") else wc.scale,
         seed=lambda wc: int(config["seed"]),
