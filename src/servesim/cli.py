@@ -11,13 +11,15 @@ import importlib
 import sys
 from pathlib import Path
 
-# Modules with add_parser(subparsers); a missing optional part is skipped, a broken one is an error.
+# Modules contributing subcommands through add_parser(subparsers), in the order of `--help`.
 SUBCOMMAND_MODULES = [
     "servesim.cli_data",
     "servesim.perf.calibrate",
     "servesim.fleet.cli",
     "servesim.perf.profile_gpu",
     "servesim.engine.cli",
+    "servesim.systems.sageserve.runs",
+    "servesim.workload.cli",
 ]
 
 

@@ -98,3 +98,26 @@ def test_sageserve_format(tmp_path):
     q.write_text(SAGE_HEADER + "1,-1,t,2,s,10,1,201,Z,prod,a,0.5,1,1000,20\n")
     with pytest.raises(WorkloadError, match=r"bad.csv: line 2: bad row \(model_type not in"):
         load_sageserve(q)
+
+
+def test_azure_fast_and_robust_paths_agree(azure_mirror, tmp_path):
+    from servesim.data import locate
+
+    f = locate("azure-llm-2023/AzureLLMInferenceTrace_conv.csv")
+    fast, robust = load_azure(f), load_azure(f, nrows=10**9)  # nrows forces the string-parsing path
+    pd.testing.assert_frame_equal(fast, robust)
+    p = _azure_2024(tmp_path / "z.csv", ["2024-05-10 00:00:00.5+00:00,3,1", "2024-05-10 00:00:02+00:00,4,2"])
+    pd.testing.assert_frame_equal(load_azure(p), load_azure(p, nrows=10))
+
+
+def test_azure_2024_locate(tmp_path, monkeypatch):
+    from servesim.data import DataError
+    from servesim.workload import load_azure_2024
+
+    monkeypatch.setenv("SERVESIM_DATA_MIRROR", str(tmp_path))
+    with pytest.raises(DataError, match="azure-llm-2024/AzureLLMInferenceTrace_code_1week.csv"):
+        load_azure_2024("code")
+    d = tmp_path / "azure-llm-2024"
+    d.mkdir()
+    _azure_2024(d / "AzureLLMInferenceTrace_conv_1week.csv", ["2024-05-12 01:00:00+00:00,10,2"])
+    assert load_azure_2024("conv")["arrival_s"].tolist() == [3600.0]

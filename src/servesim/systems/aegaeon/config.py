@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from functools import lru_cache
+from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from ..stated import StatedConfig, load_inputs
 
 DATA = Path(__file__).parent / "data" / "paper_inputs.yaml"
 
 
-@lru_cache(maxsize=1)
 def paper_inputs() -> dict:
     """The stated inputs (config, worked example, scaling and production numbers) with sources."""
-    return yaml.safe_load(DATA.read_text())
+    return load_inputs(DATA)
 
 
 @dataclass(frozen=True)
-class AegaeonConfig:
+class AegaeonConfig(StatedConfig):
     """Scheduler, memory, layout and SLO settings (§4, §5.2, §7.1, App. A.2)."""
+
+    DATA = DATA  # the stated inputs; no annotation, so not a dataclass field
+
 
     max_gpsize: int
     prefill_batch_size: int
@@ -38,16 +39,8 @@ class AegaeonConfig:
     slo_scales: tuple
 
     @classmethod
-    def paper(cls, **overrides) -> "AegaeonConfig":
-        """The paper's defaults, with ``overrides`` (unknown keys are an error)."""
-        raw = dict(paper_inputs()["config"])
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(raw) - names) + sorted(set(overrides) - names)
-        if unknown:
-            raise ValueError(f"{DATA}: unknown AegaeonConfig key(s) {unknown}")
-        raw.update(overrides)
-        raw["slo_scales"] = tuple(raw["slo_scales"])
-        return cls(**raw)
+    def _coerce(cls, raw: dict) -> dict:
+        return {**raw, "slo_scales": tuple(raw["slo_scales"])}
 
     def slo(self, scale: float = 1.0) -> tuple[float, float]:
         """(TTFT, TBT) target in seconds at an SLO scale (Fig 13: 0.5, 0.3, 0.2)."""

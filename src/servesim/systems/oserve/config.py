@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from functools import lru_cache
+from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from ..stated import StatedConfig, load_inputs
 
 DATA = Path(__file__).parent / "data" / "paper_inputs.yaml"
 
 
-@lru_cache(maxsize=1)
 def paper_inputs() -> dict:
     """The stated inputs (config, the §4.2/§4.3/App. C examples, §6.3 numbers) with sources."""
-    return yaml.safe_load(DATA.read_text())
+    return load_inputs(DATA)
 
 
 @dataclass(frozen=True)
-class OServeConfig:
+class OServeConfig(StatedConfig):
+    DATA = DATA  # the stated inputs; no annotation, so not a dataclass field
+
     span_s: float
     n_types: int
     search_patience: int
@@ -30,16 +30,6 @@ class OServeConfig:
     nvlink_bytes_per_s: float
     ib_bytes_per_s: float
     kv_headroom_frac: float
-
-    @classmethod
-    def paper(cls, **overrides) -> "OServeConfig":
-        raw = dict(paper_inputs()["config"])
-        names = {f.name for f in fields(cls)}
-        unknown = sorted((set(raw) | set(overrides)) - names)
-        if unknown:
-            raise ValueError(f"{DATA}: unknown OServeConfig key(s) {unknown}")
-        raw.update(overrides)
-        return cls(**raw)
 
     @property
     def total_gpus(self) -> int:

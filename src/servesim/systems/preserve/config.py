@@ -5,23 +5,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from functools import lru_cache
+from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from ..stated import StatedConfig, load_inputs
 
 DATA = Path(__file__).parent / "data" / "paper_inputs.yaml"
 
 
-@lru_cache(maxsize=1)
 def paper_inputs() -> dict:
     """The stated inputs (config, memory examples, Tables 1-2, §5.3-5.5 numbers) with sources."""
-    return yaml.safe_load(DATA.read_text())
+    return load_inputs(DATA)
 
 
 @dataclass(frozen=True)
-class PreServeConfig:
+class PreServeConfig(StatedConfig):
+    DATA = DATA  # the stated inputs; no annotation, so not a dataclass field
+
     window_s: float
     workload_predictor: str
     retrain_period_s: float
@@ -44,16 +44,6 @@ class PreServeConfig:
     n_gpus: int
     gpu: str
     slo_norm_latency_s: float
-
-    @classmethod
-    def paper(cls, **overrides) -> "PreServeConfig":
-        raw = dict(paper_inputs()["config"])
-        names = {f.name for f in fields(cls)}
-        unknown = sorted((set(raw) | set(overrides)) - names)
-        if unknown:
-            raise ValueError(f"{DATA}: unknown PreServeConfig key(s) {unknown}")
-        raw.update(overrides)
-        return cls(**raw)
 
     def tp_for(self, model: str) -> int:
         """GPUs per instance (tensor parallel degree) of a catalog model."""

@@ -1,0 +1,111 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # SageServe Fig 16a — bursts: memory utilisation of LT-I, LT-U and LT-UA
+#
+# Journal Fig 16a / conference Fig 16 (Llama-2, US-East): load is multiplied **8×** for one minute
+# every hour (the authors' notebook copies the first 60 s of each hour 8 more times, i.e. 9×);
+# "LT-UA recovers its memory utilisation fastest"; its scale-up trigger is **5×** the forecast.
+#
+# Ours: the runs of rule `sageserve_burst_run` on the synthetic week with
+# `sageserve_week(bursts=True, burst_factor=8)`, paper reading. Note a conflict in the paper's
+# own design: its LT-UA only follows traffic in the *last 20 minutes* of the hour, while the
+# bursts fall in the *first* minute, so under the paper's reading LT-UA cannot react to them
+# (the authors' code has no 20-minute gate). Recovery time = minutes after a burst until the
+# endpoint's KV utilisation is back below its pre-burst level + 0.05.
+
+# %% tags=["parameters"]
+scale = "quick"
+root = None
+seed = 0
+strategies = ["lt_i", "lt_u", "lt_ua"]
+burst_factor = 8.0
+
+# %%
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.systems.sageserve import SageServeConfig
+
+apply_style()
+base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs_burst"
+ts, summ = {}, {}
+for s in strategies:
+    summ[s] = json.loads((base / s / "summary.json").read_text())
+    t = pd.read_parquet(base / s / "timeseries.parquet")
+    t = t.assign(waiting=t["endpoint_queue"] + t["engine_waiting"])
+    ts[s] = t.groupby("time_s", as_index=False).agg(kv_util=("kv_util", "mean"), tokens=("prompt_tokens_in", "sum"),
+                                                   ready=("n_ready", "sum"), waiting=("waiting", "sum"))
+t0h = summ[strategies[0]]["preset_from_h"]
+
+# %%
+def recovery_minutes(df, col="kv_util", tol=0.05):
+    """Per burst (top of each hour after the first): minutes until ``col`` <= its pre-burst mean + tol."""
+    out = []
+    for h in range(1, int(df["time_s"].max() // 3600) + 1):
+        pre = df[(df.time_s >= h * 3600 - 600) & (df.time_s < h * 3600)][col]
+        post = df[df.time_s >= h * 3600]
+        if pre.empty or post.empty:
+            continue
+        ok = post[post[col] <= pre.mean() + tol]
+        out.append((ok.time_s.iloc[0] - h * 3600) / 60.0 if len(ok) else np.nan)
+    return out
+
+rec = {s: recovery_minutes(ts[s]) for s in strategies}
+rec_queue = {s: recovery_minutes(ts[s], "waiting", 1.0) for s in strategies}
+d = ts[strategies[0]]
+sample_s = float(np.diff(d["time_s"]).min()) if len(d) > 1 else 60.0
+minute_tokens = d.set_index("time_s")["tokens"]
+# a sample holds the tokens that arrived since the previous one: the burst minute is the sample 60 s past the hour
+phase = (minute_tokens.index.to_numpy() - 1e-6) % 3600
+top = minute_tokens[phase < sample_s]
+normal = minute_tokens[(phase >= 2 * sample_s) & (phase < 3600 - sample_s)]
+pd.DataFrame(rec, index=[f"burst {i + 1}" for i in range(len(next(iter(rec.values()))))])
+
+# %%
+fig, ax = plt.subplots()
+ax2 = ax.twinx()
+for s in strategies:
+    ax.plot((ts[s]["time_s"] / 3600 + t0h), ts[s]["kv_util"], label=s.upper().replace("_", "-"))
+ax2.plot(d["time_s"] / 3600 + t0h, d["tokens"] / sample_s * 60 / 1000, color="0.6", lw=0.8, label="prompt TPM (×1000)")
+ax.set(xlabel="Time (h, trace hours)", ylabel="KV memory utilisation", ylim=(0, 1))
+ax2.set_ylabel("prompt tokens / min (×1000)")
+ax2.grid(False)
+ax.legend(loc="upper left")
+
+# %%
+mean_rec = {s: float(np.nanmean(rec[s])) if rec[s] else None for s in strategies}
+metrics = {"burst_load_multiplier": float(top.mean() / normal.mean()) if len(top) and len(normal) else None,
+           "burst_factor_param": burst_factor,
+           "lt_ua_scaleup_ratio": SageServeConfig().lt_ua_up_ratio,
+           **{f"recovery_min_{s}": mean_rec[s] for s in strategies},
+           **{f"queue_recovery_min_{s}": float(np.nanmean(rec_queue[s])) if rec_queue[s] else None for s in strategies},
+           **{f"instance_hours_{s}": summ[s]["instance_hours"] for s in strategies}}
+valid = {s: v for s, v in mean_rec.items() if v is not None and np.isfinite(v)}
+metrics["lt_ua_recovers_fastest"] = bool(valid and min(valid, key=valid.get) == "lt_ua"
+                                         and sum(v == valid["lt_ua"] for v in valid.values()) == 1)
+metrics
+
+# %%
+out = FigureOutputs("sageserve", "fig16a_burst", scale=scale, root=root)
+out.save_figure(fig)
+out.write_data(pd.concat([ts[s].assign(strategy=s) for s in strategies], ignore_index=True))
+out.write_metrics(metrics)

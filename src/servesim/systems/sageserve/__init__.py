@@ -1,0 +1,17 @@
+"""servesim.systems.sageserve: SageServe's control plane (journal POMACS 2025 / conference).
+
+- ``config``: every parameter, the paper's text as defaults, ``SageServeConfig.code()`` = the
+  authors' repository;
+- ``ilp``: the hourly allocation ILP (PuLP on CBC or HiGHS);
+- ``actors``: LT-I / LT-U / LT-UA as fleet control actors (hourly forecast + ILP);
+- ``strategies`` / ``runs``: one strategy on ``servesim.fleet`` (CLI ``servesim sageserve-run``);
+- ``theta``: per-instance throughput by saturating one simulated instance;
+- ``niw`` / ``tiers``: the NIW queue manager and the FCFS / EDF / PF / DPA queue orders;
+- ``illustration``: journal Fig 1's reactive vs ideal scaler.
+"""
+
+from .config import STRATEGIES, TIER_POLICIES, ConfigError, SageServeConfig
+from .ilp import AllocationProblem, AllocationResult, ILPError, solve
+
+__all__ = ["AllocationProblem", "AllocationResult", "ConfigError", "ILPError", "SageServeConfig",
+           "STRATEGIES", "TIER_POLICIES", "solve"]

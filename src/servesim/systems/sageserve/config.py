@@ -1,0 +1,144 @@
+"""SageServe's control-plane parameters: the paper's text as defaults, the authors' code as a preset.
+
+Every paper-vs-code difference of spec §1.7 / §6.3 is a field here, so a run names the reading
+that produced its numbers (``SageServeConfig.paper()`` vs ``SageServeConfig.code()``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, replace
+
+STRATEGIES = ("siloed", "reactive", "lt_i", "lt_u", "lt_ua", "chiron")
+TIER_POLICIES = ("fcfs", "edf", "pf", "dpa")
+
+
+class ConfigError(ValueError):
+    """A wrong key or value in a SageServe config; the message names the key."""
+
+
+@dataclass(frozen=True)
+class SageServeConfig:
+    # --- routing (J §6.1) ---
+    iw_region_gate: float = 0.70          # first preferred region with effective memory util below this
+    reroute_lt: bool = True               # code: LT runs never reroute IW across regions (no_reroute)
+    global_routing_delay_s: float = 0.0   # code: constant 1 s; paper: measured inter-region latency
+    # --- NIW queue manager (J §6.2) ---
+    niw_release_one_below: float = 0.60   # util < 60 % -> release 1 request
+    niw_release_two_below: float = 0.50   # util < 50 % -> release 2
+    niw_release_rule: str = "paper"       # "paper" | "code" (code: (0.5, 0.6] -> 2, <= 0.5 -> 1, on every completion)
+    niw_deadline_s: float = 86_400.0      # 24 h
+    niw_priority_bump_s: float = 36_000.0  # age > 10 h -> priority 0 (as IW)
+    # --- scaling thresholds ---
+    reactive_scale_out: float = 0.70      # code: 0.5
+    reactive_scale_in: float = 0.30       # code: 0.25
+    lt_u_scale_out: float = 0.70          # code: 0.5
+    lt_u_scale_in: float = 0.30           # code: 0.25
+    lt_u_override_out: float | None = None  # code: 0.9 (scale up beyond the target)
+    lt_scale_down: str = "deferred"       # "deferred" (paper) | "immediate" (code: ILP downs at the hour)
+    cooldown_s: float = 15.0              # paper; code uses locks instead (below)
+    use_locks: bool = False               # code: per-model lock after a reclaim / conversion
+    lock_reclaim_s: float = 65.0
+    lock_conversion_s: float = 155.0
+    # --- LT-UA (J §6.4) ---
+    lt_ua_up_ratio: float = 5.0           # observed >= 5x forecast -> keep scaling up
+    lt_ua_down_ratio: float | None = 0.5  # <= 0.5x -> keep scaling down (code: none)
+    lt_ua_window_s: float | None = 1200.0  # only in the last 20 min of the hour (code: always)
+    # --- forecasting and ILP (J §5, §6.3) ---
+    lt_interval_s: float = 3600.0
+    forecast_mode: str = "rolling"        # "rolling" (paper text) | "insample" (code)
+    forecast_window_min: int = 60
+    forecast_lo_min: int = 0              # code: max over [t+20, t+60] min
+    forecast_hi_min: int = 60
+    niw_buffer_beta: float = 0.10         # beta = 10 % of the past hour's NIW load
+    niw_buffer_rule: str = "load"         # "load" (paper) | "max_prompt" (code: 0.1 x largest NIW prompt)
+    epsilon: float = 1.0
+    theta_source: str = "measured"        # "measured" (benchmark one simulated instance) | "code" (225 500 tok/min)
+    theta_headroom: float = 0.5           # provision at this fraction of the measured saturation throughput
+    ilp_global_constraint: bool = True    # code: only constraint (1)
+    # --- fleet shape (J §4, §7.1) ---
+    start_instances: int = 20             # per model per region (code: 8 for LT runs)
+    siloed_iw_instances: int = 16
+    siloed_niw_instances: int = 4
+    min_per_deployment: int = 2
+    max_per_deployment: int = 3
+    min_per_endpoint: int = 2
+    chiron_interactive: int = 10          # code: 20 / 10 / 10
+    chiron_mixed: int = 5
+    chiron_batch: int = 5
+    chiron_theta: float = 0.6
+    # --- provisioning (J §4, §7.1) ---
+    spot_switch_s: float = 60.0           # private <-> spot
+    reclaim_median_s: float = 60.0
+    reclaim_max_s: float = 300.0
+    model_redeploy_s: float = 600.0       # VM changes model, weights local
+    remote_weights_s: float = 7200.0
+    delays_in_sim: bool = True            # code: instances usable at once; delays only in the waste metric
+    scaling_level: int = 2                # 0 off, 1 same-model spot, 2 also convert other models' spot
+    # --- cost (J §7.2.1) ---
+    vm_price_per_hour: float = 98.32      # one 8xH100 cluster
+    # --- instance scheduling (J §6.5) ---
+    tier_policy: str = "fcfs"
+    dpa_tau_n_s: float = 10.0             # not given in the paper
+    dpa_tau_p_s: float = 1.0              # not given in the paper
+    meta: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        def bad(key, why):
+            raise ConfigError(f"SageServeConfig.{key}: {why} (got {getattr(self, key)!r})")
+        for k in ("iw_region_gate", "niw_release_one_below", "niw_release_two_below", "reactive_scale_out",
+                  "reactive_scale_in", "lt_u_scale_out", "lt_u_scale_in", "niw_buffer_beta"):
+            if not 0.0 <= getattr(self, k) <= 1.0:
+                bad(k, "must be a fraction in [0, 1]")
+        if self.reactive_scale_in >= self.reactive_scale_out:
+            bad("reactive_scale_in", "must be below reactive_scale_out")
+        if self.lt_u_scale_in >= self.lt_u_scale_out:
+            bad("lt_u_scale_in", "must be below lt_u_scale_out")
+        if not 0.0 < self.epsilon <= 1.0:
+            bad("epsilon", "must be in (0, 1]")
+        for k, allowed in (("niw_release_rule", ("paper", "code")), ("lt_scale_down", ("deferred", "immediate")),
+                           ("forecast_mode", ("rolling", "insample")), ("niw_buffer_rule", ("load", "max_prompt")),
+                           ("theta_source", ("measured", "code")),
+                           ("tier_policy", TIER_POLICIES)):
+            if getattr(self, k) not in allowed:
+                bad(k, f"must be one of {allowed}")
+        if self.min_per_deployment > self.max_per_deployment:
+            bad("min_per_deployment", "exceeds max_per_deployment")
+        if self.scaling_level not in (0, 1, 2):
+            bad("scaling_level", "must be 0, 1 or 2")
+        if not 0 <= self.forecast_lo_min < self.forecast_hi_min:
+            bad("forecast_lo_min", "need 0 <= forecast_lo_min < forecast_hi_min")
+
+    @classmethod
+    def paper(cls, **overrides) -> "SageServeConfig":
+        """The journal's text (the default)."""
+        return cls.from_dict(overrides)
+
+    @classmethod
+    def code(cls, **overrides) -> "SageServeConfig":
+        """The authors' repository (spec §1.7 'code' column)."""
+        base = dict(reroute_lt=False, global_routing_delay_s=1.0, niw_release_rule="code",
+                    reactive_scale_out=0.5, reactive_scale_in=0.25, lt_u_scale_out=0.5, lt_u_scale_in=0.25,
+                    lt_u_override_out=0.9, lt_scale_down="immediate", use_locks=True, cooldown_s=0.0,
+                    lt_ua_down_ratio=None, lt_ua_window_s=None, forecast_mode="insample",
+                    forecast_lo_min=20, niw_buffer_rule="max_prompt", ilp_global_constraint=False,
+                    theta_source="code", start_instances=8, chiron_interactive=20, chiron_mixed=10, chiron_batch=10,
+                    delays_in_sim=False, meta={"preset": "code"})
+        base.update(overrides)
+        return cls.from_dict(base)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SageServeConfig":
+        """Build from a mapping; an unknown key is an error naming it."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ConfigError(f"SageServeConfig: unknown key(s) {unknown}; known: {sorted(known)}")
+        return cls(**d)
+
+    def with_(self, **kw) -> "SageServeConfig":
+        return replace(self, **kw)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("meta")
+        return d

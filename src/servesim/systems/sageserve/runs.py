@@ -1,0 +1,90 @@
+"""Command line for one SageServe strategy run (the workflow runs one job per strategy).
+
+    python -m servesim.systems.sageserve.runs --strategy lt_ua --preset quick -o results/quick/sageserve/runs/lt_ua
+
+Writes the fleet Result tables (Parquet), ``summary.json`` (instance-hours, IW latency
+percentiles, the config reading) and ``actor_log.csv`` (forecasts, ILP solves, targets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from .config import SageServeConfig
+from .strategies import RUN_STRATEGIES, run_strategy, summarise
+
+#: what each scale simulates: the synthetic O365 week's peak day (day 1, a Tuesday)
+PRESETS = {
+    # a few hours of one region: Llama-2 in East US, 12:00-16:00 of the peak day
+    "quick": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 36.0, "to_h": 40.0},
+    # journal Fig 11: Llama-2 over the three regions, the whole peak day
+    "full": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["westus", "centralus", "eastus"],
+             "from_h": 24.0, "to_h": 48.0},
+    "tiny": {"scale": 0.1, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 36.0, "to_h": 37.0},
+    # journal Fig 16a: two hourly bursts over 120 min (Llama-2, East US as in the conference)
+    "burst_quick": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 35.0,
+                    "to_h": 38.0, "bursts": True},
+    "burst_full": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["westus", "centralus", "eastus"],
+                   "from_h": 35.0, "to_h": 38.0, "bursts": True},
+    "burst_tiny": {"scale": 0.1, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 35.0,
+                   "to_h": 36.5, "bursts": True},
+}
+
+
+def _add_args(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--strategy", required=True, choices=RUN_STRATEGIES)
+    ap.add_argument("--preset", default="quick", choices=sorted(PRESETS))
+    ap.add_argument("--reading", default="paper", choices=["paper", "code"], help="SageServeConfig preset")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--burst-factor", type=float, default=8.0, help="load multiple in burst minutes (paper 8, code 9)")
+    ap.add_argument("--theta-headroom", type=float, default=None, help="override SageServeConfig.theta_headroom")
+    ap.add_argument("-o", "--out", required=True)
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """``servesim sageserve-run``: one SageServe strategy run (see this module's doc)."""
+    p = subparsers.add_parser("sageserve-run", help="run one SageServe strategy on the fleet simulator",
+                              description=__doc__.splitlines()[0])
+    _add_args(p)
+    p.set_defaults(func=run)
+    return p
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    _add_args(ap)
+    run(ap.parse_args(argv))
+
+
+def run(a: argparse.Namespace) -> int:
+    from servesim.workload import sageserve_week
+
+    p = PRESETS[a.preset]
+    cfg = SageServeConfig.paper() if a.reading == "paper" else SageServeConfig.code()
+    if a.theta_headroom is not None:
+        cfg = cfg.with_(theta_headroom=a.theta_headroom)
+    wk = sageserve_week(scale=p["scale"], seed=a.seed, days=p["days"], bursts=p.get("bursts", False),
+                        burst_factor=a.burst_factor)
+    sel = wk[wk["model"].isin(p["models"]) & wk["region"].isin(p["regions"])]
+    sel = sel[sel["arrival_s"] < p["to_h"] * 3600].reset_index(drop=True)
+    t = time.perf_counter()
+    res, actor = run_strategy(a.strategy, sel, t0_s=p["from_h"] * 3600, config=cfg, seed=a.seed)
+    wall = time.perf_counter() - t
+    out = Path(a.out)
+    res.write(out)
+    s = summarise(res, a.strategy)
+    s.update(preset=a.preset, reading=a.reading, theta_headroom=cfg.theta_headroom, seed=a.seed, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
+    if actor:
+        s["theta_tokens_per_min"] = actor.theta
+    (out / "summary.json").write_text(json.dumps(s, indent=1, sort_keys=True, default=str) + "\n")
+    pd.DataFrame(actor.log if actor else []).to_csv(out / "actor_log.csv", index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    main()

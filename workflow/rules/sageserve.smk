@@ -1,0 +1,79 @@
+# SageServe heavy computation (the sageserve helper's rules). Outputs under results/{scale}/sageserve/.
+
+# Fig 17: forecasters on the synthetic O365 week (per-scale volume and length)
+SAGESERVE_FORECAST = {
+    "quick": {"scale": 1.0, "days": 2},   # full volume: thinner traffic makes per-minute demand noise-dominated
+    "full": {"scale": 1.0, "days": 7},
+    "tiny": {"scale": 0.2, "days": 1},
+}
+
+
+def _sageserve_forecast_args(wc):
+    p = SAGESERVE_FORECAST["tiny" if config.get("tiny") else wc.scale]
+    return f"--scale {p['scale']} --days {p['days']} --seed {int(config['seed'])}"
+
+
+rule sageserve_forecast_eval:
+    """Journal Fig 17: rolling hourly forecasts of every (forecaster, window) pair."""
+    input:
+        [str(f.relative_to(ROOT)) for f in sorted((ROOT / "src/servesim/forecast").glob("*.py"))],
+        "src/servesim/workload/gen_sageserve.py",
+    output:
+        "results/{scale}/sageserve/forecast/fig17_eval.csv",
+        "results/{scale}/sageserve/forecast/fig17_eval_series.csv",
+    params:
+        args=_sageserve_forecast_args,
+    wildcard_constraints:
+        scale="quick|full",
+    benchmark:
+        "results/{scale}/benchmarks/sageserve/forecast_eval.tsv"
+    shell:
+        "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.forecast.evaluate {params.args} -o {output[0]}"
+
+
+# One job per strategy so a cluster runs them side by side (journal Figs 11-13).
+SAGESERVE_RUN_STRATEGIES = ["reactive", "lt_i", "lt_u", "lt_ua", "siloed"]
+
+
+rule sageserve_run:
+    """One SageServe strategy on the fleet simulator (preset per scale; paper reading)."""
+    input:
+        [str(f.relative_to(ROOT)) for f in sorted((ROOT / "src/servesim/systems/sageserve").glob("*.py"))],
+    output:
+        summary="results/{scale}/sageserve/runs/{strategy}/summary.json",
+        hours="results/{scale}/sageserve/runs/{strategy}/instance_hours.parquet",
+        ts="results/{scale}/sageserve/runs/{strategy}/timeseries.parquet",
+        requests="results/{scale}/sageserve/runs/{strategy}/requests.parquet",
+        lifecycle="results/{scale}/sageserve/runs/{strategy}/lifecycle.parquet",
+    params:
+        preset=lambda wc: "tiny" if config.get("tiny") else wc.scale,
+        seed=lambda wc: int(config["seed"]),
+    wildcard_constraints:
+        scale="quick|full",
+        strategy="|".join(SAGESERVE_RUN_STRATEGIES),
+    benchmark:
+        "results/{scale}/benchmarks/sageserve/run_{strategy}.tsv"
+    shell:
+        "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {wildcards.strategy}"
+        " --preset {params.preset} --seed {params.seed} -o results/{wildcards.scale}/sageserve/runs/{wildcards.strategy}"
+
+
+# Journal Fig 16a: the long-term strategies on the burst trace (8x load in the first minute of each hour).
+rule sageserve_burst_run:
+    """One long-term strategy on the burst trace (preset burst_<scale>; paper reading)."""
+    input:
+        [str(f.relative_to(ROOT)) for f in sorted((ROOT / "src/servesim/systems/sageserve").glob("*.py"))],
+    output:
+        summary="results/{scale}/sageserve/runs_burst/{strategy}/summary.json",
+        ts="results/{scale}/sageserve/runs_burst/{strategy}/timeseries.parquet",
+    params:
+        preset=lambda wc: "burst_tiny" if config.get("tiny") else f"burst_{wc.scale}",
+        seed=lambda wc: int(config["seed"]),
+    wildcard_constraints:
+        scale="quick|full",
+        strategy="lt_i|lt_u|lt_ua",
+    benchmark:
+        "results/{scale}/benchmarks/sageserve/burst_{strategy}.tsv"
+    shell:
+        "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {wildcards.strategy}"
+        " --preset {params.preset} --seed {params.seed} -o results/{wildcards.scale}/sageserve/runs_burst/{wildcards.strategy}"
