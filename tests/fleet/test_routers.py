@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from servesim.policies import ROUTERS, HeapRouter, register_router
-from servesim.policies.routers import (
+from servesim.policies import (
     JSQTokens,
     LeastOutstanding,
     PowerOfTwo,

@@ -9,7 +9,8 @@ Python API::
 Layout: `lifecycle` (states, allowed edges, instance-hours ledger), `control` (actions and the
 read-only view actors get), `core` (the `Fleet`), `scenario` (typed YAML config), `run`
 (`run_scenario` / `Result`), `engine_sim` (servesim.sim instances as engines), `cli`
-(`servesim simulate`). Routers and autoscalers live in `servesim.policies`.
+(`servesim simulate`). Endpoint routers live in `servesim.sim.routers`
+(re-exported by `servesim.policies`, with the autoscalers and global routers).
 """
 
 from .control import Drain, EndpointStats, FleetView, Move, Scale

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..policies.autoscalers import ReactiveAutoscaler
 from ..policies.global_routers import LocalRouter, PreferenceRouter
-from ..policies.registry import ROUTERS
+from ..sim.routers import ROUTERS
 from .core import EndpointConfig, Fleet, LeadTimes
 from .lifecycle import BILLED
 from .scenario import Scenario, build_workload

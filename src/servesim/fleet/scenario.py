@@ -326,7 +326,7 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _cross_refs(self):
-        from ..policies.registry import ROUTERS
+        from ..sim.routers import ROUTERS
 
         regions = [r.name for r in self.regions]
         errs = []

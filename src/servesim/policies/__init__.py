@@ -1,5 +1,19 @@
-"""servesim.policies: routers and control policies behind name registries."""
+"""servesim.policies: routers and control policies behind name registries.
 
+The endpoint routers are implemented in `servesim.sim.routers` (shared with the Cluster) and
+re-exported here under the same names.
+"""
+
+from ..sim.routers import (
+                      HeapRouter,
+                      JSQTokens,
+                      LeastOutstanding,
+                      ListRouter,
+                      PowerOfTwo,
+                      RandomRouter,
+                      RoundRobin,
+                      Router,
+)
 from .autoscalers import ReactiveAutoscaler
 from .global_routers import LocalRouter, PreferenceRouter
 from .registry import (
@@ -9,16 +23,6 @@ from .registry import (
                       register_controller,
                       register_global_router,
                       register_router,
-)
-from .routers import (
-                      HeapRouter,
-                      JSQTokens,
-                      LeastOutstanding,
-                      ListRouter,
-                      PowerOfTwo,
-                      RandomRouter,
-                      RoundRobin,
-                      Router,
 )
 
 __all__ = [

@@ -7,7 +7,8 @@ Public API:
 - :class:`Req` (live per-request record), :data:`REQUEST_COLUMNS` + :class:`RequestLog` +
   :func:`request_frame` (the result table);
 - :class:`Cluster` (N instances + router + workload driver) returning :class:`SimResult`;
-- routers (:mod:`servesim.sim.routers`) and the time-series :class:`Sampler`.
+- routers (:mod:`servesim.sim.routers`: the one router implementation and its name registry,
+  shared with the fleet) and the time-series :class:`Sampler`.
 """
 
 from .cluster import Cluster, SimResult
@@ -15,7 +16,21 @@ from .instance import MODES, Instance, InstanceConfig, InstanceListener
 from .kernel import PRIO_ARRIVAL, PRIO_CONTROL, PRIO_INSTANCE, PRIO_SAMPLE, Kernel, SimulationError
 from .metrics import REQUEST_COLUMNS, RequestLog, empty_request_frame, request_frame
 from .request import Req
-from .routers import ROUTERS, LeastOutstanding, RandomRouter, RoundRobin, Router, make_router
+from .routers import (
+    ROUTERS,
+    CallableRouter,
+    HeapRouter,
+    InstanceLoad,
+    JSQTokens,
+    LeastOutstanding,
+    ListRouter,
+    PowerOfTwo,
+    RandomRouter,
+    RoundRobin,
+    Router,
+    make_router,
+    register_router,
+)
 from .schedulers import SchedulerPolicy, get_policy, policy_names, register
 from .timeseries import TIMESERIES_COLUMNS, Sampler
 
@@ -23,6 +38,8 @@ __all__ = [
     "Cluster", "SimResult", "Instance", "InstanceConfig", "InstanceListener", "MODES",
     "Kernel", "SimulationError", "PRIO_ARRIVAL", "PRIO_CONTROL", "PRIO_INSTANCE", "PRIO_SAMPLE",
     "REQUEST_COLUMNS", "RequestLog", "request_frame", "empty_request_frame", "Req",
-    "Router", "RoundRobin", "RandomRouter", "LeastOutstanding", "ROUTERS", "make_router",
+    "Router", "ListRouter", "HeapRouter", "RoundRobin", "RandomRouter", "PowerOfTwo",
+    "LeastOutstanding", "JSQTokens", "CallableRouter", "InstanceLoad", "ROUTERS", "make_router",
+    "register_router",
     "SchedulerPolicy", "get_policy", "policy_names", "register", "Sampler", "TIMESERIES_COLUMNS",
 ]

@@ -7,7 +7,7 @@ kernel and instances; this module is what benchmarks, tests and notebooks use di
     from servesim.sim import Cluster, InstanceConfig
 
     cl = Cluster.uniform(4, InstanceConfig(num_blocks=2000), LinearStepTime(),
-                         router="least_outstanding")
+                         router="least-outstanding")
     res = cl.run(workload)          # a servesim.workload.schema DataFrame
     res.requests                    # REQUEST_COLUMNS table
     cl2 = Cluster.uniform(..., sample_interval=1.0); cl2.run(w).timeseries
@@ -16,6 +16,11 @@ P/D disaggregation: give ``roles`` ("prefill"/"decode") per instance (or configs
 requests are routed to the prefill pool, and after their first token handed to the decode pool
 by ``decode_router`` after ``kv_transfer_s(req)`` seconds (default: prompt KV bytes over
 ``kv_transfer_bw``).
+
+Routers are those of :mod:`servesim.sim.routers` (the fleet's too): the cluster keeps one
+:class:`~servesim.sim.routers.InstanceLoad` per instance (``loads``; ``seq`` = instance index,
+``outstanding`` and ``pending_tokens`` counting requests routed to it and not yet finished or
+handed off) and calls the routers' ``update`` whenever those counters change.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from .instance import Instance, InstanceConfig, InstanceListener
 from .kernel import PRIO_ARRIVAL, Kernel
 from .metrics import RequestLog, request_frame
 from .request import Req
-from .routers import Router, make_router
+from .routers import InstanceLoad, Router, make_router
 from .timeseries import Sampler
 
 
@@ -51,7 +56,7 @@ class Cluster(InstanceListener):
     """Instances on one kernel + routers + a workload driver."""
 
     def __init__(self, configs: list[InstanceConfig], step_models: list[StepTimeModel], *,
-                 router="round_robin", decode_router="least_outstanding", mode: str = "fast",
+                 router="round-robin", decode_router="least-outstanding", mode: str = "fast",
                  names: list[str] | None = None, kv_transfer_s: Callable[[Req], float] | None = None,
                  kv_transfer_bw: float = 25e9, sample_interval: float | None = None,
                  tbt_p99: bool = True, check_invariants: bool = False) -> None:
@@ -75,6 +80,7 @@ class Cluster(InstanceListener):
         self.disaggregated = any(c.role != "both" for c in configs)
         if self.disaggregated and not any(c.role == "prefill" for c in configs):
             raise ValueError("role='decode' instances need role='prefill' instances to feed them")
+        self.loads = [InstanceLoad(j) for j in range(len(configs))]
         self.router: Router = make_router(router)
         self.router.bind(self, prefill_pool)
         self.decode_router: Router | None = None
@@ -97,14 +103,31 @@ class Cluster(InstanceListener):
     # ---------------------------------------------------------------- listener
     def on_done(self, inst: Instance, r: Req) -> None:
         self.log.record(r)
-        self.router.on_done(inst.index, r)
-        if self.decode_router is not None:
-            self.decode_router.on_done(inst.index, r)
+        self._release(inst.index, r)
         if self.on_request_done is not None:
             self.on_request_done(r)
 
+    def _release(self, j: int, r: Req) -> None:
+        """``r`` left instance ``j`` (terminal or handed off): update its load record."""
+        rec = self.loads[j]
+        rec.outstanding -= 1
+        rec.pending_tokens -= r.prompt + 1
+        self.router.update(rec)
+        if self.decode_router is not None:
+            self.decode_router.update(rec)
+
+    def _route(self, router: Router, r: Req) -> None:
+        """Send ``r`` to the instance ``router`` picks, counting it in that instance's load."""
+        rec = router.select(r)
+        rec.outstanding += 1
+        rec.pending_tokens += r.prompt + 1
+        self.router.update(rec)
+        if self.decode_router is not None:
+            self.decode_router.update(rec)
+        self.instances[rec.seq].submit(r)
+
     def on_handoff(self, inst: Instance, r: Req) -> None:
-        self.router.on_done(inst.index, r)
+        self._release(inst.index, r)
         r.prefill_inst = inst.index
         delay = self.kv_transfer_time(inst, r)
         self._in_transfer[r.idx] = r
@@ -118,9 +141,7 @@ class Cluster(InstanceListener):
 
     def _deliver(self, r: Req) -> None:
         del self._in_transfer[r.idx]
-        j = self.decode_router.select(r)
-        self.decode_router.on_submit(j, r)
-        self.instances[j].submit(r)
+        self._route(self.decode_router, r)
 
     # ---------------------------------------------------------------- driving
     def run(self, workload: pd.DataFrame, until: float | None = None, *,
@@ -146,11 +167,18 @@ class Cluster(InstanceListener):
         router = self.router
         insts = self.instances
 
-        def arrive(i: int) -> None:
-            r = Req(i, arr_list[i], prompt[i], output[i], models[i] if models else model0, rid[i])
-            j = router.select(r)
-            router.on_submit(j, r)
-            insts[j].submit(r)
+        if self.decode_router is None:  # the hot path, inlined
+            def arrive(i: int) -> None:
+                r = Req(i, arr_list[i], prompt[i], output[i], models[i] if models else model0, rid[i])
+                rec = router.select(r)
+                rec.outstanding += 1
+                rec.pending_tokens += r.prompt + 1
+                router.update(rec)
+                insts[rec.seq].submit(r)
+        else:
+            def arrive(i: int) -> None:
+                self._route(router, Req(i, arr_list[i], prompt[i], output[i],
+                                        models[i] if models else model0, rid[i]))
 
         self.kernel.add_stream(arrival, arrive)
         sampler = None

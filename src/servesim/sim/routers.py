@@ -1,134 +1,337 @@
-"""Minimal request routers for :class:`~servesim.sim.cluster.Cluster` (the fleet layer has more).
+"""Request routers: pick one of a pool's routable instances for each request.
 
-A router is bound to a pool of instance indices and picks one per request. Load-aware routers
-keep their own indexed structures (a lazy-deletion heap keyed by load), updated through
-``on_submit`` / ``on_done``, so a decision costs O(log pool) amortised, never a scan.
-Any callable ``f(cluster, req) -> instance index`` also works as a router.
+One implementation serves both :class:`~servesim.sim.cluster.Cluster` and the fleet
+(``servesim.fleet``; ``servesim.policies`` re-exports everything here). A router holds
+*instance records* that expose the counters its owner keeps for them:
+
+- ``seq``: unique int, the tie-breaker (a Cluster's instance index; the fleet's instance seq);
+- ``outstanding``: requests routed to the instance and not yet ended (or handed off);
+- ``pending_tokens``: sum of ``prompt_tokens + 1`` over those requests (SageServe's
+  ``sched_pending_tokens``).
+
+The owner tells the router when a record becomes routable (`add`), stops being routable
+(`remove`, e.g. the instance starts draining) and when its counters change (`update`, after
+each routed and each ended request). `select` returns a record, or None when none is routable.
+A Cluster binds a router to a pool of its instances with `bind` (it adds the cluster's
+:class:`InstanceLoad` records).
+
+Per-request cost never depends on the pool size by a scan: list routers are O(1), heap routers
+O(log n) with lazy deletion (stale heap entries are skipped and the heap is rebuilt when they
+outnumber live ones).
+
+Names are registered with `register_router`; lookups in `ROUTERS` accept ``-`` and ``_``
+interchangeably (``least-outstanding`` == ``least_outstanding``)::
+
+    @register_router("my-router")
+    class MyRouter(HeapRouter):
+        def key(self, inst): return inst.pending_tokens + 100 * inst.outstanding
 """
 
 from __future__ import annotations
 
 import heapq
-from typing import Callable
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
-
-class Router:
-    """Base class: override ``select``; load hooks are optional."""
-
-    name = "abstract"
-
-    def bind(self, cluster, pool: list[int]) -> None:
-        self.cluster = cluster
-        self.pool = list(pool)
-        if not self.pool:
-            raise ValueError(f"router {self.name}: empty instance pool")
-
-    def select(self, req) -> int:
-        raise NotImplementedError
-
-    def on_submit(self, idx: int, req) -> None:
-        """``req`` was sent to instance ``idx``."""
-
-    def on_done(self, idx: int, req) -> None:
-        """``req`` left instance ``idx`` (terminal or handed off)."""
+T = TypeVar("T")
 
 
-class RoundRobin(Router):
-    """Instances in turn."""
-
-    name = "round_robin"
-
-    def bind(self, cluster, pool):
-        super().bind(cluster, pool)
-        self._i = 0
-
-    def select(self, req) -> int:
-        j = self.pool[self._i]
-        self._i = (self._i + 1) % len(self.pool)
-        return j
+def canonical_name(name: str) -> str:
+    """Registry spelling of a router name: underscores become hyphens."""
+    return name.replace("_", "-")
 
 
-class RandomRouter(Router):
-    """Uniformly at random (seeded)."""
+class RouterRegistry(dict):
+    """``name -> Router class``; keys are stored hyphenated and looked up with ``-`` or ``_``."""
 
-    name = "random"
+    def __getitem__(self, name: str) -> type:
+        return super().__getitem__(canonical_name(name))
 
-    def __init__(self, seed: int = 0) -> None:
-        self.rng = np.random.default_rng(seed)
+    def __setitem__(self, name: str, cls: type) -> None:
+        super().__setitem__(canonical_name(name), cls)
 
-    def select(self, req) -> int:
-        return self.pool[int(self.rng.integers(len(self.pool)))]
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and super().__contains__(canonical_name(name))
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return super().get(canonical_name(name), default) if isinstance(name, str) else default
 
 
-class LeastOutstanding(Router):
-    """Fewest requests outstanding (join-shortest-queue by count); ties to the lowest index.
+ROUTERS: RouterRegistry = RouterRegistry()
 
-    Indexed: a heap of (load, index) entries, stale ones skipped on pop.
+
+def register_class(table: dict[str, type], kind: str, name: str) -> Callable[[type[T]], type[T]]:
+    """Class decorator adding a class to a name registry ``table`` and setting its ``name``.
+
+    Registering a second class under a taken name is an error naming both.
     """
 
-    name = "least_outstanding"
+    def deco(cls: type[T]) -> type[T]:
+        if name in table and table[name] is not cls:
+            raise ValueError(f"{kind} {name!r} is already registered to {table[name].__name__}")
+        table[name] = cls
+        cls.name = name  # type: ignore[attr-defined]
+        return cls
 
-    def bind(self, cluster, pool):
-        super().bind(cluster, pool)
-        self.load = {j: 0 for j in self.pool}
-        self.heap = [(0, j) for j in self.pool]
-        heapq.heapify(self.heap)
-
-    def select(self, req) -> int:
-        heap = self.heap
-        load = self.load
-        while True:
-            l, j = heap[0]
-            if load[j] == l:
-                return j
-            heapq.heappop(heap)
-
-    def _push(self, idx):
-        heap = self.heap
-        heapq.heappush(heap, (self.load[idx], idx))
-        if len(heap) > 2 * len(self.pool) + 64:  # compact: drop stale entries
-            self.heap = [(l, j) for j, l in self.load.items()]
-            heapq.heapify(self.heap)
-
-    def on_submit(self, idx, req):
-        if idx in self.load:
-            self.load[idx] += 1
-            self._push(idx)
-
-    def on_done(self, idx, req):
-        if idx in self.load:
-            self.load[idx] -= 1
-            self._push(idx)
+    return deco
 
 
-ROUTERS: dict[str, Callable[..., Router]] = {
-    "round_robin": RoundRobin,
-    "random": RandomRouter,
-    "least_outstanding": LeastOutstanding,
-}
+def register_router(name: str):
+    """Class decorator: make a router available under `name` (scenario ``router:``,
+    ``Cluster(router=...)``)."""
+    return register_class(ROUTERS, "router", canonical_name(name))
 
 
-def make_router(spec) -> Router:
-    """A Router from a name in ROUTERS, a Router instance, or a callable(cluster, req)."""
+class InstanceLoad:
+    """The load record a :class:`~servesim.sim.cluster.Cluster` keeps per instance."""
+
+    __slots__ = ("seq", "outstanding", "pending_tokens")
+
+    def __init__(self, seq: int, outstanding: int = 0, pending_tokens: int = 0) -> None:
+        self.seq = seq
+        self.outstanding = outstanding
+        self.pending_tokens = pending_tokens
+
+    def __repr__(self) -> str:
+        return f"InstanceLoad(seq={self.seq}, outstanding={self.outstanding}, pending_tokens={self.pending_tokens})"
+
+
+class Router(ABC):
+    """Chooses among a pool's routable instance records."""
+
+    name: str = "abstract"
+
+    def __init__(self, rng: np.random.Generator | None = None) -> None:
+        self.rng = rng if rng is not None else np.random.default_rng(0)
+
+    def bind(self, cluster: Any, pool: list[int]) -> None:
+        """Route among ``cluster``'s instances ``pool`` (indices): add their load records."""
+        if not pool:
+            raise ValueError(f"router {self.name}: empty instance pool")
+        self.cluster = cluster
+        for j in pool:
+            self.add(cluster.loads[j])
+
+    @abstractmethod
+    def add(self, inst: Any) -> None:
+        """`inst` became routable."""
+
+    @abstractmethod
+    def remove(self, inst: Any) -> None:
+        """`inst` is no longer routable (draining, released, moved)."""
+
+    def update(self, inst: Any) -> None:
+        """`inst`'s load counters changed."""
+
+    @abstractmethod
+    def select(self, request: Any) -> Any | None:
+        """The instance for `request`, or None when no instance is routable."""
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """Number of routable instances."""
+
+
+class ListRouter(Router):
+    """Keeps routable instances in a list with O(1) swap-remove; subclasses pick by position."""
+
+    def __init__(self, rng: np.random.Generator | None = None) -> None:
+        super().__init__(rng)
+        self._items: list[Any] = []
+        self._pos: dict[int, int] = {}
+
+    def add(self, inst: Any) -> None:
+        if inst.seq in self._pos:
+            return
+        self._pos[inst.seq] = len(self._items)
+        self._items.append(inst)
+
+    def remove(self, inst: Any) -> None:
+        i = self._pos.pop(inst.seq, None)
+        if i is None:
+            return
+        last = self._items.pop()
+        if i < len(self._items):
+            self._items[i] = last
+            self._pos[last.seq] = i
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+@register_router("round-robin")
+class RoundRobin(ListRouter):
+    """Cycles over routable instances (order = insertion, perturbed by removals)."""
+
+    def __init__(self, rng: np.random.Generator | None = None) -> None:
+        super().__init__(rng)
+        self._next = 0
+
+    def select(self, request: Any) -> Any | None:
+        if not self._items:
+            return None
+        if self._next >= len(self._items):
+            self._next = 0
+        inst = self._items[self._next]
+        self._next += 1
+        return inst
+
+
+@register_router("random")
+class RandomRouter(ListRouter):
+    """Uniformly random routable instance (seeded; default ``default_rng(0)``)."""
+
+    def select(self, request: Any) -> Any | None:
+        if not self._items:
+            return None
+        return self._items[int(self.rng.integers(len(self._items)))]
+
+
+@register_router("power-of-two")
+class PowerOfTwo(ListRouter):
+    """Power of two choices: two distinct random instances, the one with fewer outstanding
+    requests wins (then fewer pending tokens, then lower seq)."""
+
+    def select(self, request: Any) -> Any | None:
+        n = len(self._items)
+        if n == 0:
+            return None
+        if n == 1:
+            return self._items[0]
+        i = int(self.rng.integers(n))
+        j = int(self.rng.integers(n - 1))
+        j = j + 1 if j >= i else j
+        a, b = self._items[i], self._items[j]
+        ka = (a.outstanding, a.pending_tokens, a.seq)
+        kb = (b.outstanding, b.pending_tokens, b.seq)
+        return a if ka <= kb else b
+
+
+class HeapRouter(Router):
+    """Routes to the instance with the smallest ``key(inst)`` (ties: lowest ``seq``).
+
+    Subclasses define `key` from counters that only change when the owner calls `update`.
+    A min-heap with lazy deletion: `update` pushes a fresh entry and bumps the instance's
+    version; entries whose version is stale, or whose instance was removed, are skipped.
+    """
+
+    def __init__(self, rng: np.random.Generator | None = None) -> None:
+        super().__init__(rng)
+        self._heap: list[tuple[Any, int, int, Any]] = []
+        self._version: dict[int, int] = {}  # seq -> current version, only routable instances
+        self._tick = 0  # versions are globally unique so a re-added instance's old entries stay stale
+
+    @abstractmethod
+    def key(self, inst: Any) -> Any:
+        """Load key; smaller is preferred."""
+
+    def _rebuild(self) -> None:
+        live = [e for e in self._heap if self._version.get(e[1]) == e[2]]
+        heapq.heapify(live)
+        self._heap = live
+
+    def add(self, inst: Any) -> None:
+        if inst.seq in self._version:
+            return
+        self._version[inst.seq] = 0
+        self.update(inst)
+
+    def remove(self, inst: Any) -> None:
+        self._version.pop(inst.seq, None)
+
+    def update(self, inst: Any) -> None:
+        seq = inst.seq
+        version = self._version
+        if seq in version:  # push a fresh entry under a new version; older ones go stale
+            self._tick = v = self._tick + 1
+            version[seq] = v
+            heap = self._heap
+            heapq.heappush(heap, (self.key(inst), seq, v, inst))
+            if len(heap) > 4 * len(version) + 64:
+                self._rebuild()
+
+    def select(self, request: Any) -> Any | None:
+        h = self._heap
+        version = self._version
+        while h:
+            _, seq, v, inst = h[0]
+            if version.get(seq) == v:
+                return inst
+            heapq.heappop(h)
+        return None
+
+    def __len__(self) -> int:
+        return len(self._version)
+
+
+@register_router("least-outstanding")
+class LeastOutstanding(HeapRouter):
+    """Fewest outstanding (routed, not yet ended) requests: join-shortest-queue by count."""
+
+    def key(self, inst: Any) -> Any:
+        return inst.outstanding
+
+
+@register_router("jsq-tokens")
+class JSQTokens(HeapRouter):
+    """Join the shortest queue measured in pending tokens (SageServe's endpoint routing)."""
+
+    def key(self, inst: Any) -> Any:
+        return inst.pending_tokens
+
+
+class CallableRouter(ListRouter):
+    """Wraps ``fn(cluster, request) -> instance index``; only meaningful bound to a Cluster."""
+
+    name = "callable"
+
+    def __init__(self, fn: Callable[[Any, Any], int], rng: np.random.Generator | None = None) -> None:
+        super().__init__(rng)
+        self.fn = fn
+
+    def select(self, request: Any) -> Any | None:
+        cluster = getattr(self, "cluster", None)
+        if cluster is None:
+            raise RuntimeError("a callable router picks instance indices; bind it to a Cluster first")
+        return cluster.loads[int(self.fn(cluster, request))]
+
+
+def make_router(spec: Any, rng: np.random.Generator | None = None) -> Router:
+    """A Router from a registered name (``-`` or ``_`` spelling), a Router class or instance,
+    or a callable ``f(cluster, request) -> instance index``."""
     if isinstance(spec, Router):
         return spec
     if isinstance(spec, str):
         try:
-            return ROUTERS[spec]()
+            cls = ROUTERS[spec]
         except KeyError:
             raise ValueError(f"unknown router {spec!r}; known: {sorted(ROUTERS)}") from None
+        return cls(rng)
+    if isinstance(spec, type) and issubclass(spec, Router):
+        return spec(rng)
     if callable(spec):
-        return _CallableRouter(spec)
+        return CallableRouter(spec, rng)
     raise TypeError(f"router must be a name, a Router or a callable, not {type(spec).__name__}")
 
 
-class _CallableRouter(Router):
-    name = "callable"
-
-    def __init__(self, fn):
-        self.fn = fn
-
-    def select(self, req) -> int:
-        return int(self.fn(self.cluster, req))
+__all__ = [
+    "ROUTERS",
+    "CallableRouter",
+    "HeapRouter",
+    "InstanceLoad",
+    "JSQTokens",
+    "LeastOutstanding",
+    "ListRouter",
+    "PowerOfTwo",
+    "RandomRouter",
+    "RoundRobin",
+    "Router",
+    "RouterRegistry",
+    "canonical_name",
+    "make_router",
+    "register_class",
+    "register_router",
+]
