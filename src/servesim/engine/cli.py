@@ -24,6 +24,7 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dtype", default="float32", help="float32 on CPU; auto/bfloat16 on a GPU")
     g.add_argument("--gpu-memory-utilization", type=float, default=None)
     g.add_argument("--tensor-parallel-size", type=int, default=1)
+    g.add_argument("--enforce-eager", action="store_true", help="no torch.compile: faster start-up")
     g.add_argument("--start-timeout", type=float, default=300.0, help="seconds to wait for /health")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--model", help="model directory: start `vllm serve` on it as a child process")
@@ -37,7 +38,7 @@ def _config(a):
                         block_size=a.block_size, chunked_prefill=not a.no_chunked_prefill,
                         kv_blocks=a.kv_blocks, kv_cache_gib=a.kv_cache_gib, max_model_len=a.max_model_len,
                         dtype=a.dtype, gpu_memory_utilization=a.gpu_memory_utilization,
-                        tensor_parallel_size=a.tensor_parallel_size)
+                        tensor_parallel_size=a.tensor_parallel_size, enforce_eager=a.enforce_eager)
 
 
 def _cmd_tiny(a) -> int:

@@ -48,6 +48,8 @@ class EngineConfig:
     dtype: str = "float32"
     gpu_memory_utilization: float | None = None
     tensor_parallel_size: int = 1
+    #: skip torch.compile / graph capture: start-up in seconds instead of minutes (tests, CPU)
+    enforce_eager: bool = False
     seed: int = 0
     extra_args: tuple[str, ...] = ()
 
@@ -67,6 +69,8 @@ class EngineConfig:
             args += ["--num-gpu-blocks-override", str(self.kv_blocks)]
         if self.gpu_memory_utilization is not None:
             args += ["--gpu-memory-utilization", str(self.gpu_memory_utilization)]
+        if self.enforce_eager:
+            args.append("--enforce-eager")
         if self.tensor_parallel_size != 1:
             args += ["--tensor-parallel-size", str(self.tensor_parallel_size)]
         return args + list(self.extra_args)
