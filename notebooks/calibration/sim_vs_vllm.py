@@ -150,3 +150,9 @@ pd.Series(metrics)
 # constant frontend overhead measured in the profile, so per-request frontend jitter (and, on a
 # shared CPU host, interference from other processes) shows up as error. Replays that stopped
 # early are flagged `any_partial_replay`.
+#
+# On a CPU host shared with other work the engine's own speed drifts during the run (the
+# profile, the capacity burst and each replay see different contention), which bounds how close
+# any simulator can get; replaying the same workloads twice (`servesim engine-calibrate` into two
+# folders, then `compare_tables(run1, run2)`) measures that engine-vs-engine noise floor. A
+# dedicated GPU node (`workflow/profiles/gpu`) is the setting the 10 % / 15 % targets are for.
