@@ -14,6 +14,9 @@ from pathlib import Path
 # Modules with add_parser(subparsers); a missing optional part is skipped, a broken one is an error.
 SUBCOMMAND_MODULES = [
     "servesim.cli_data",
+    "servesim.perf.calibrate",
+    "servesim.fleet.cli",
+    "servesim.perf.profile_gpu",
     "servesim.engine.cli",
 ]
 

@@ -154,3 +154,10 @@ def test_readme_claims_table_agrees_with_claims_files(project_root):
     assert int(m.group(2)) == len(nr), "README claims table is stale: regenerate it"
     for c in nr:
         assert f"`{c.id}`" in section, f"{c.id} (NOT-REPRODUCIBLE) missing from the README table"
+
+
+def test_not_reproducible_claim_needs_no_metric(tmp_path):
+    write(tmp_path, [claim(metric="absent", not_reproducible="needs production telemetry")])
+    notebook(tmp_path, "demo", "fig01_x", {"x": 1})
+    [row] = check_claims(tmp_path, "quick")
+    assert row["status"] == "NOT-REPRODUCIBLE" and row["observed"] == ""

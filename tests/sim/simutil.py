@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from servesim.perf import LinearStepTime
-from servesim.sim import Cluster, InstanceConfig, Kernel, Instance, InstanceListener
+from servesim.sim import Cluster, InstanceListener
 from servesim.workload import schema
 
 #: dyadic coefficients: every time is exact in binary, so arrivals often tie with boundaries

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from servesim.sim import PRIO_ARRIVAL, PRIO_CONTROL, PRIO_INSTANCE, PRIO_SAMPLE, Kernel, SimulationError
+from servesim.sim import PRIO_CONTROL, PRIO_INSTANCE, PRIO_SAMPLE, Kernel, SimulationError
 
 
 def test_events_in_time_then_priority_then_insertion_order():

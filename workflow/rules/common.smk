@@ -9,7 +9,11 @@ from jsonschema import Draft202012Validator
 ROOT = Path(workflow.basedir).resolve()
 PY = shlex.quote(sys.executable)  # the interpreter running Snakemake (a venv need not be activated)
 # shell prefix: every job imports this checkout's package
-RUN_ENV = "PYTHONPATH=" + shlex.quote(str(ROOT / "src")) + "${PYTHONPATH:+:$PYTHONPATH} MPLBACKEND=Agg"
+# (and finds the configured data mirror, for notebooks opened before a fetch)
+RUN_ENV = (
+    "PYTHONPATH=" + shlex.quote(str(ROOT / "src")) + "${PYTHONPATH:+:$PYTHONPATH} MPLBACKEND=Agg"
+    + " SERVESIM_DATA_MIRROR=" + shlex.quote(str((ROOT / config["data_mirror"]).resolve()))
+)
 SRC = ROOT / "src"
 if str(SRC) not in sys.path:  # the workflow always runs this checkout's package
     sys.path.insert(0, str(SRC))

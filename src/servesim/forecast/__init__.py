@@ -1,1 +1,30 @@
-"""servesim.forecast"""
+"""servesim.forecast: demand forecasters behind one API (``fit(series)`` / ``predict(horizon)``).
+
+ARIMA (statsmodels), moving average, time-varying AR (recursive least squares with
+forgetting) and a Gaussian HMM (Baum-Welch in numpy), plus rolling evaluation and
+SageServe's hourly peak forecast (honest rolling by default, the authors' in-sample variant
+as ``mode="insample"``).
+"""
+
+from .arima import Arima, insample_one_step
+from .base import Forecaster, ForecastError
+from .hmm import GaussianHMM
+from .moving_average import MovingAverage
+from .rolling import hourly_peak, mape, rolling_forecast, wape
+from .tvar import TVAR
+
+#: name -> class, for configs and notebooks
+FORECASTERS = {"arima": Arima, "moving_average": MovingAverage, "tvar": TVAR, "hmm": GaussianHMM}
+
+
+def make(name: str, **kwargs) -> Forecaster:
+    """A forecaster by registry name, e.g. ``make("arima", order=(3, 1, 2))``."""
+    try:
+        cls = FORECASTERS[name]
+    except KeyError:
+        raise ForecastError(f"unknown forecaster {name!r}; known: {sorted(FORECASTERS)}") from None
+    return cls(**kwargs)
+
+
+__all__ = ["Arima", "Forecaster", "ForecastError", "GaussianHMM", "MovingAverage", "TVAR",
+           "FORECASTERS", "make", "hourly_peak", "insample_one_step", "mape", "rolling_forecast", "wape"]

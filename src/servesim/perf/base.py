@@ -52,6 +52,12 @@ class LinearStepTime(StepTimeModel):
     name: str = "linear"
 
     def step_time(self, prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
+        if type(prefill_tokens) is not np.ndarray and type(decode_seqs) is not np.ndarray:
+            # scalar fast path (the hot loop): same operations in the same order as below
+            if prefill_tokens == 0 and decode_seqs == 0:
+                return 0.0
+            return float(self.c0 + self.c_pt * prefill_tokens + self.c_pc * prefill_ctx
+                         + self.c_ds * decode_seqs + self.c_dc * decode_ctx)
         t = (
             self.c0
             + self.c_pt * prefill_tokens

@@ -55,6 +55,23 @@ class FittedStepTime(StepTimeModel):
         tok = self.k_tp_tok * ft + self.k_pp_tok * fp
         # effective coefficients for this replica; the hot path reads only these
         self._e = (self.a_p + step, self.a_d + step, self.b_pt + tok, self.c_pc, self.b_ds + tok, self.c_dc)
+        ap, ad, bpt, cpc, bds, cdc = self._e
+        vector = FittedStepTime.step_time.__get__(self)
+        ndarray = np.ndarray
+
+        def step_time(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
+            # scalar fast path as a closure (installed on the instance); same arithmetic as below
+            if type(prefill_tokens) is ndarray or type(decode_seqs) is ndarray:
+                return vector(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
+            if prefill_tokens > 0:
+                a = ap
+            elif decode_seqs > 0:
+                a = ad
+            else:
+                return 0.0
+            return float(a + bpt * float(prefill_tokens) + cpc * float(prefill_ctx) + bds * float(decode_seqs) + cdc * float(decode_ctx))
+
+        self.step_time = step_time
 
     def coefficients(self) -> dict:
         return {k: float(getattr(self, k)) for k in COEFS}
@@ -133,4 +150,7 @@ def fit(df: pd.DataFrame, weighting: str = "relative", tp: int | None = None, pp
         raise MeasurementError(f"the table holds only pp={int(df['pp'].iloc[0])}; it cannot predict pp={pp}")
     # a single-tp table has no comm features (k_* = 0): its comm cost is inside the base terms
     return FittedStepTime(**vals, tp=int(tp), pp=int(pp), name=name,
-                          meta={"fitted_on_rows": int(len(df)), "weighting": weighting, "features": names})
+                          meta={"fitted_on_rows": int(len(df)), "weighting": weighting, "features": names,
+                                # a regime absent from the table has unidentified terms (left 0):
+                                # do not use the model for it
+                                "regimes": sorted(set(df["regime"])) if "regime" in df.columns else None})

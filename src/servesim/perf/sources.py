@@ -50,7 +50,8 @@ def splitwise(file: str = "perf_model.csv", model: str | None = None, hardware: 
     A row (prompt_size p, batch_size b, token_size k) gives one prefill step of b prompts of p
     tokens (``prompt_time``) and decode steps of b sequences; their mean context over the
     generation is p + k/2. ``perf_model*.csv`` store ms and per-iteration ``token_time``; the
-    ``Llama-3.*`` files store seconds and the whole decode's time (divided here by k).
+    ``Llama-3.*`` files store seconds and the whole decode's time (divided here by k); their
+    batched prefill rows are dropped (see the comment in the code).
     Rows are filtered to the given model (catalog key or the file's name), hardware and TP.
     """
     unit, per_iter = SPLITWISE_FILES.get(file, ("ms", True))
@@ -62,7 +63,7 @@ def splitwise(file: str = "perf_model.csv", model: str | None = None, hardware: 
     if hardware is not None:
         raw = raw[raw.hardware.str.lower() == hardware.lower()] if hardware.lower() in set(raw.hardware.str.lower()) \
             else raw[[_hw_key(h) == get_hardware(hardware).key for h in raw.hardware]]
-    if tp is not None:
+    if tp is not None and not raw.empty:
         raw = raw[raw.tensor_parallel == tp]
     if raw.empty:
         raise ValueError(f"{path}: no rows for model={model} hardware={hardware} tp={tp}")
@@ -72,6 +73,11 @@ def splitwise(file: str = "perf_model.csv", model: str | None = None, hardware: 
     meta = dict(model=raw.model.to_numpy(), hardware=raw.hardware.to_numpy(), tp=raw.tensor_parallel.to_numpy(),
                 source=f"sageserve/{file}")
     pre = _rows(p * b, p * p * b, 0.0, 0.0, raw.prompt_time.to_numpy(float) * s, **meta)
+    if not per_iter:
+        # In the vLLM-measured Llama-3 files prompt_time is flat (~0.048 s) for batch 2..32 of
+        # 512-token prompts while one 8192-token prompt takes 0.54 s: it is not the batch's
+        # prefill step time, so only batch-1 prefill rows are kept.
+        pre = pre[b == 1]
     dec = _rows(0.0, 0.0, b, b * (p + k / 2), tok, **meta)
     return validate(pd.concat([pre, dec], ignore_index=True), str(path))
 
@@ -124,23 +130,39 @@ def aegaeon_models() -> list[str]:
     return sorted(p.name for p in _locate("aegaeon/profiles").iterdir() if p.is_dir())
 
 
-def aegaeon(model_dir: str, gpu: str, trim: bool = True) -> pd.DataFrame:
+AEGAEON_MAX_LEN = 4096
+
+
+def aegaeon(model_dir: str, gpu: str, trim: bool = True, max_len: int | None = AEGAEON_MAX_LEN,
+            filter_invalid: bool = True) -> pd.DataFrame:
     """Aegaeon's ``profiles/<model>/<GPU>/i<L>b<B>.json`` as a measurement table.
 
     Each file holds 12 timings of a prefill step of B prompts of L tokens and of a decode step of
     B sequences (context L: the profiler decodes right after that prefill). Like the artifact, we
     drop the min and max timing and average the rest (``trim=False``: plain mean).
+
+    Validity (``filter_invalid``), following the artifact's own fit rule (L*B <= max_len and
+    (L+10)*B < 10240): prefill rows need L*B <= max_len and decode rows L < max_len, with max_len
+    = min(model context, ``max_len``). The data show why: with a 4096-token engine limit the
+    prefill time stops growing above 4096 tokens (the step was capped) and decode at L = 4096
+    takes under 1 ms (no token was generated) -- both not step times of the stated batch.
     """
     d = _locate(f"aegaeon/profiles/{model_dir}/{gpu}")
+    spec = get_model(model_dir)
+    limit = min(spec.max_context or max_len or 10**9, max_len or 10**9)
     rows = []
     for f in sorted(d.glob("i*b*.json")):
         L, B = (float(x) for x in f.stem[1:].split("b"))
+        if filter_invalid and (L + 10) * B >= 10240:
+            continue
         rec = json.loads(f.read_text())
         for kind in ("prefill", "decode"):
             xs = np.sort(np.asarray(rec[f"{kind}_latencies"], float))
             if len(xs) == 0:
                 raise ValueError(f"{f}: no {kind}_latencies")
             t = xs[1:-1].mean() if trim and len(xs) > 2 else xs.mean()
+            if filter_invalid and ((kind == "prefill" and L * B > limit) or (kind == "decode" and L >= limit)):
+                continue
             rows.append((L * B, L * L * B, 0.0, 0.0, t) if kind == "prefill" else (0.0, 0.0, B, B * L, t))
     if not rows:
         raise ValueError(f"{d}: no i<L>b<B>.json profiles")

@@ -33,7 +33,7 @@ from ..workload import schema
 from .instance import Instance, InstanceConfig, InstanceListener
 from .kernel import PRIO_ARRIVAL, Kernel
 from .metrics import RequestLog, request_frame
-from .request import SWAPPED, TRANSFER, Req
+from .request import Req
 from .routers import Router, make_router
 from .timeseries import Sampler
 
@@ -129,6 +129,8 @@ class Cluster(InstanceListener):
 
         Requests not terminal when the run stops are reported ``unfinished`` and ``partial``.
         """
+        if self.log is not None:
+            raise RuntimeError("Cluster.run can be called once; build a new Cluster for another run")
         if validate:
             workload = schema.validate(workload, "<Cluster.run workload>")
         n = len(workload)

@@ -27,6 +27,7 @@ PRIO_ARRIVAL = 0
 PRIO_CONTROL = 1
 PRIO_INSTANCE = 2
 PRIO_SAMPLE = 3
+PRIO_AFTER = 9  # not an event: "all events at this instant are done"
 
 
 class SimulationError(RuntimeError):
@@ -45,10 +46,12 @@ class Kernel:
     (['a', 'b'], 2.0)
     """
 
-    __slots__ = ("now", "_heap", "_seq", "_dead", "_streams", "events_processed")
+    __slots__ = ("now", "prio", "_heap", "_seq", "_dead", "_streams", "events_processed")
 
     def __init__(self, start: float = 0.0) -> None:
         self.now: float = float(start)
+        #: priority of the event being processed (PRIO_AFTER when idle after a run)
+        self.prio: int = PRIO_AFTER
         self._heap: list[tuple] = []
         self._seq = 0
         self._dead: set[int] = set()
@@ -128,6 +131,7 @@ class Kernel:
                         dead.discard(top[2])
                         continue
                     self.now = ht
+                    self.prio = top[1]
                     n += 1
                     top[3](top[4])
                     continue
@@ -136,8 +140,10 @@ class Kernel:
             i = sbest[1]
             sbest[1] = i + 1
             self.now = st
+            self.prio = PRIO_ARRIVAL
             n += 1
             sbest[2](i)
         self.events_processed += n
+        self.prio = PRIO_AFTER
         if until != math.inf and until > self.now:
             self.now = until

@@ -106,20 +106,22 @@ class RefDecodeSet:
             del self.members[r]
         return done
 
-    def min_fin(self) -> int:  # pragma: no cover - fast mode only
-        raise NotImplementedError
+    def remaining(self) -> int:
+        """Output tokens the members have still to sample."""
+        return sum(r.output - r.generated for r in self.members)
 
 
 class FastDecodeSet:
     """Implicit decode bookkeeping with O(1)/O(block_size)/O(log n) queries (fast mode)."""
 
-    __slots__ = ("bs", "n", "nh", "csum", "hist", "heap", "D")
+    __slots__ = ("bs", "n", "nh", "csum", "fsum", "hist", "heap", "D")
 
     def __init__(self, block_size: int) -> None:
         self.bs = block_size
         self.n = 0          # members
         self.nh = 0         # members that allocate blocks as they grow (not reserved)
         self.csum = 0       # sum over members of (c0 - d0)
+        self.fsum = 0       # sum over members of fin
         self.hist = [0] * block_size
         self.heap: list = []  # (fin, adm, req) lazily deleted
         self.D = 0
@@ -131,6 +133,7 @@ class FastDecodeSet:
         r.fin = D + (r.output - r.generated)
         self.n += 1
         self.csum += r.c0 - D
+        self.fsum += r.fin
         if reserved:
             r.hkey = -1
         else:
@@ -152,6 +155,7 @@ class FastDecodeSet:
         self.materialize(r)
         self.n -= 1
         self.csum -= r.c0 - r.d0
+        self.fsum -= r.fin
         if r.hkey != -1:
             self.hist[r.hkey] -= 1
             self.nh -= 1
@@ -210,6 +214,10 @@ class FastDecodeSet:
 
     def ctx(self) -> int:
         return self.csum + self.n * (self.D + 1)
+
+    def remaining(self) -> int:
+        """Output tokens the members have still to sample."""
+        return self.fsum - self.n * self.D
 
     def min_fin(self) -> int:
         heap = self.heap

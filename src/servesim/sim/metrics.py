@@ -9,12 +9,11 @@ is ``numpy.percentile(gaps, 99)`` (linear interpolation); NaN with fewer than tw
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pandas as pd
 
-from .request import DROPPED, FINISHED, REJECTED, Req
+from .request import DROPPED, FINISHED, REJECTED, Req  # noqa: F401
 
 #: column -> dtype of the per-request result table (contract shared with servesim.engine)
 REQUEST_COLUMNS: dict[str, str] = {

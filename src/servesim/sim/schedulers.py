@@ -135,6 +135,9 @@ def _ordered_running(inst, budget: int) -> tuple[int, bool]:
     return budget, preempted
 
 
+_TOO_LONG = "recompute prefill exceeds max_num_batched_tokens (whole prompts only)"
+
+
 def _head_tokens(r) -> int:
     return r.num_tokens - r.computed
 
@@ -145,6 +148,13 @@ class VllmV1(SchedulerPolicy):
 
     def __init__(self, chunked_prefill: bool = True) -> None:
         self.chunked = bool(chunked_prefill)
+
+    def never_fits(self, inst, r) -> str:
+        reason = super().never_fits(inst, r)
+        if not reason and not self.chunked and r.prompt > inst.cfg.max_num_batched_tokens:
+            reason = (f"prompt_tokens {r.prompt} > max_num_batched_tokens "
+                      f"{inst.cfg.max_num_batched_tokens} (chunked prefill off)")
+        return reason
 
     def schedule(self, inst) -> None:
         cfg = inst.cfg
@@ -165,6 +175,9 @@ class VllmV1(SchedulerPolicy):
             while W and budget > 0 and len(running) < maxs:
                 r = W[0]
                 ntok = _head_tokens(r)
+                if not self.chunked and ntok > cfg.max_num_batched_tokens:
+                    inst._drop_head(_TOO_LONG)
+                    continue
                 if not self.chunked and ntok > budget:
                     break
                 if ntok > budget:
@@ -191,6 +204,8 @@ class VllmV1(SchedulerPolicy):
             return False
         r = W[0]
         ntok = _head_tokens(r)
+        if not self.chunked and ntok > cfg.max_num_batched_tokens:
+            return True  # it will be dropped: not steady
         if not self.chunked and ntok > budget:
             return False
         ntok = min(ntok, budget)
@@ -237,7 +252,7 @@ class VllmV0(SchedulerPolicy):
                 # a recomputed request outgrew the prompt limit: vLLM V0 ignores it
                 if dry:
                     return True
-                inst._drop_head("recompute prefill exceeds max_num_batched_tokens (vLLM V0 ignores it)")
+                inst._drop_head(_TOO_LONG)
                 continue
             if ntok > budget or seqs >= cfg.max_num_seqs:
                 break
@@ -285,6 +300,13 @@ class Orca(SchedulerPolicy):
             return cdiv(r.prompt + r.output, block_size)
         return super().blocks_needed_max(r, block_size)
 
+    def never_fits(self, inst, r) -> str:
+        reason = super().never_fits(inst, r)
+        b = inst.cfg.max_num_batched_tokens
+        if not reason and b is not None and r.prompt > b:
+            reason = f"prompt_tokens {r.prompt} > max_num_batched_tokens {b} (whole prompts only)"
+        return reason
+
     def _need(self, r, ntok: int, bs: int) -> int:
         if self.reserves_full:
             return cdiv(r.prompt + r.output, bs) - r.held
@@ -309,6 +331,9 @@ class Orca(SchedulerPolicy):
             while W and len(inst.running) < cfg.max_num_seqs:
                 r = W[0]
                 ntok = _head_tokens(r)
+                if ntok > self._budget(inst):
+                    inst._drop_head(_TOO_LONG)
+                    continue
                 if ntok > budget:
                     break
                 need = self._need(r, ntok, cfg.block_size)
@@ -327,6 +352,8 @@ class Orca(SchedulerPolicy):
             return False
         r = W[0]
         ntok = _head_tokens(r)
+        if ntok > self._budget(inst):
+            return True  # it will be dropped: not steady
         if ntok > self._budget(inst) - inst.ds.n:
             return False
         need = self._need(r, ntok, inst.cfg.block_size)

@@ -1,0 +1,163 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Step-time models against every public measurement set
+#
+# `servesim.perf` predicts how long one engine iteration takes. This notebook scores every
+# backend on every public data set it can be checked on, per load regime (prefill-heavy,
+# decode-heavy, mixed where present):
+#
+# | data set | what | model / GPU / TP |
+# |---|---|---|
+# | `sageserve/perf_model.csv` | Splitwise profiles (ms) | Llama-2-70B A100/H100 TP 2/4/8, Bloom-176B TP 8 |
+# | `sageserve/Llama-3.*-tp-*.csv` | vLLM on A100 (s) | Llama-3.1-8B, Llama-3.2-3B, TP 2/4 |
+# | `sageserve/llama-3.1-8B-tp-4-test.csv` | measured prefill | Llama-3.1-8B A100 TP 4 |
+# | `aegaeon/profiles/<model>/<GPU>/` | vLLM prefill/decode iterations | 14 models, H800 and A10, TP 1 |
+# | `vidur-profiling/` | per-operator profiles | used as a backend, scored on the sets above |
+#
+# Backends: **fitted** (few coefficients, least squares; held-out 20 %), **roofline-prior**
+# (catalog + datasheet, uncalibrated; all rows), **roofline-calibrated** (efficiencies fitted;
+# held-out 20 %), **table** (the set's own profile interpolated; Splitwise sets: held-out repeats;
+# Aegaeon sets: every other interior grid line held out, so held-out points lie *between* training
+# points and out-of-grid ones fall back to the fitted model, counted), **vidur** (operator
+# profiles + first-principles attention, uncalibrated overheads; all rows).
+#
+# Cross-checks: a roofline calibrated on one GPU (or TP) and moved to another by the datasheet
+# ratios, scored on the other GPU's measurements, which it never saw.
+
+# %% tags=["parameters"]
+scale = "quick"     # "quick" or "full"; names the output folders (the data are the same at both)
+root = None         # project root; None finds it from the working directory
+seed = 0            # seeds the 80:20 splits
+test_frac = 0.2
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.perf import report
+
+apply_style()
+sets = report.datasets()
+res = report.evaluate_all(sets, test_frac=test_frac, seed=seed)
+allr = res[res.regime == "all"]
+mape = allr.pivot_table(index="dataset", columns="backend", values="mape_pct")
+r2 = allr.pivot_table(index="dataset", columns="backend", values="r2")
+mape.round(1)
+
+# %% [markdown]
+# ## R² per data set and backend
+
+# %%
+r2.round(3)
+
+# %% [markdown]
+# ## Per regime (median over data sets of the held-out MAPE, %)
+
+# %%
+per_regime = res.pivot_table(index="backend", columns="regime", values="mape_pct", aggfunc="median")
+per_regime.round(1)
+
+# %% [markdown]
+# ## Cross-checks: calibrated on one GPU / TP, scored on another
+
+# %%
+pairs = [
+    ("splitwise:llama-2-70b:a100-80gb:tp8", "splitwise:llama-2-70b:h100-80gb:tp8"),
+    ("splitwise:llama-2-70b:a100-80gb:tp8", "splitwise:llama-2-70b:a100-80gb:tp4"),
+    ("splitwise:llama-2-70b:h100-80gb:tp8", "splitwise:llama-2-70b:a100-80gb:tp8"),
+    ("splitwise:bloom-176b:a100-80gb:tp8", "splitwise:bloom-176b:h100-80gb:tp8"),
+    ("aegaeon:qwen2.5-7b:h800:tp1", "aegaeon:qwen2.5-7b:a10:tp1"),
+    ("aegaeon:llama-2-7b:h800:tp1", "aegaeon:llama-2-7b:a10:tp1"),
+    ("aegaeon:yi-1.5-6b:h800:tp1", "aegaeon:yi-1.5-6b:a10:tp1"),
+    ("aegaeon:qwen-7b-chat:h800:tp1", "aegaeon:qwen-7b-chat:a10:tp1"),
+]
+xr = report.cross_hardware(sets, pairs)
+xa = xr[xr.regime == "all"].assign(pair=lambda d: d.note.str.replace("calibrated on ", "") + " -> " + d.dataset)
+transfer = xa[xa.backend == "roofline-transfer"][["dataset", "note", "mape_pct", "r2"]].reset_index(drop=True)
+transfer["prior_mape_pct"] = xa[xa.backend == "roofline-prior"].mape_pct.to_numpy()
+transfer.round(3)
+
+# %% [markdown]
+# ## The figure: held-out MAPE per data set and backend; transfer across GPUs
+
+# %%
+fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 6.5), gridspec_kw={"width_ratios": [1.4, 1]})
+order = ["fitted", "roofline-calibrated", "table", "roofline-prior", "vidur"]
+M_ = mape.reindex(columns=[c for c in order if c in mape.columns])
+im = a1.imshow(np.log10(M_.clip(lower=0.5).to_numpy()), aspect="auto", cmap="viridis_r", vmin=np.log10(0.5), vmax=2)
+a1.set_xticks(range(M_.shape[1]), M_.columns, rotation=30, ha="right")
+a1.set_yticks(range(M_.shape[0]), M_.index, fontsize=6)
+for i in range(M_.shape[0]):
+    for j in range(M_.shape[1]):
+        v = M_.iat[i, j]
+        if np.isfinite(v):
+            a1.text(j, i, f"{v:.0f}" if v >= 10 else f"{v:.1f}", ha="center", va="center", fontsize=5.5,
+                    color="white" if v > 15 else "black")
+a1.set_title("MAPE % (held-out for fitted/calibrated/table)", fontsize=8)
+a1.grid(False)
+y = np.arange(len(transfer))
+a2.barh(y - 0.2, transfer.prior_mape_pct, height=0.4, label="roofline prior", color="0.7")
+a2.barh(y + 0.2, transfer.mape_pct, height=0.4, label="calibrated elsewhere, moved", color="tab:blue")
+a2.set_yticks(y, [f"{n.split(':', 1)[1]} <- {d.split(':')[2]}:{d.split(':')[3]}" for n, d in
+                  zip(transfer.dataset, transfer.note.str.replace("calibrated on ", ""))], fontsize=6)
+a2.set_xlabel("MAPE % on the target set (all rows)")
+a2.legend(fontsize=7, loc="lower right")
+fig.tight_layout()
+
+# %% [markdown]
+# ## What the numbers say
+#
+# * Fitted few-coefficient models and the calibrated roofline reach single-digit held-out MAPE
+#   on most sets; the calibrated roofline is usually at least as good, with parameters tied to
+#   physics (the tables above give the exact numbers for this run).
+# * Transfer works between the HBM data-centre GPUs at the same TP: calibrated on A100 and moved
+#   to H100 by the datasheet ratios (or back), the roofline is 3-4x more accurate than the
+#   uncalibrated prior. It does **not** carry over from H800 to A10 (GDDR6, PCIe-only: no better
+#   than the prior) nor from TP 8 to TP 4 (worse than the prior: a single-TP set cannot separate
+#   the communication terms from compute). Calibrate on the GPU and TP you simulate.
+# * The uncalibrated roofline prior is off by 15–60 %: datasheet peaks are not what vLLM reaches,
+#   and CPU-side per-step and per-sequence overheads dominate small batches.
+# * Vidur's operator profiles, composed without calibrating attention and overheads, under-predict
+#   the Splitwise/vLLM measurements by 25–45 %: the public copy has no attention or CPU-overhead
+#   profiles, so they come from the same uncalibrated prior.
+# * Table interpolation is accurate inside the grid; about a third of Aegaeon's held-out
+#   grid-line points fall outside the staircase-shaped measured grid and are served (and counted)
+#   by the fallback model.
+# * Data caveats, applied by the readers and stated in their docstrings: Aegaeon profiles with
+#   L·B above the engine's 4096-token cap (prefill time stops growing) and decodes at L = 4096
+#   (< 1 ms: no token generated) are dropped; the Llama-3 vLLM files' batched `prompt_time` is not
+#   a batch step time and only batch-1 prefill rows are kept.
+
+# %%
+aeg = allr[allr.dataset.str.startswith("aegaeon") & (allr.backend == "fitted")]
+metrics = {
+    **{f"median_mape_pct_{b.replace('-', '_')}": float(g.mape_pct.median()) for b, g in allr.groupby("backend")},
+    **{f"median_r2_{b.replace('-', '_')}": float(g.r2.median()) for b, g in allr.groupby("backend")},
+    "aegaeon_fitted_r2_min": float(aeg.r2.min()),
+    "aegaeon_fitted_r2_median": float(aeg.r2.median()),
+    "aegaeon_table_out_of_grid_frac": float(allr[allr.dataset.str.startswith("aegaeon") & (allr.backend == "table")].out_of_grid_frac.mean()),
+    **{f"transfer_mape_pct_{i}": float(v) for i, v in enumerate(transfer.mape_pct)},
+    "transfer_a100_to_h100_llama2_70b_tp8_mape_pct": float(transfer.mape_pct.iloc[0]),
+    "n_datasets": int(res.dataset.nunique()),
+}
+out = FigureOutputs("calibration", "perf_models", scale=scale, root=root)
+out.save_figure(fig)
+out.write_data(pd.concat([res, xr], ignore_index=True))
+out.write_metrics(metrics)
+pd.Series(metrics).round(3)

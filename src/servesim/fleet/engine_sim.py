@@ -1,0 +1,106 @@
+"""`servesim.sim` instances behind the fleet's `Engine` protocol.
+
+Each time a fleet instance becomes ready for a model it gets a fresh `servesim.sim.Instance`
+(named after the fleet instance, so the request table's ``instance`` column is the VM id);
+all of them share one kernel and one `RequestLog`, whose rows give the timing columns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..sim import Instance, InstanceConfig, InstanceListener, Kernel, Req, RequestLog, request_frame
+from ..sim.request import DROPPED, FINISHED, REJECTED
+from .protocols import EndCallback
+from .scenario import Scenario
+
+_STATE = {FINISHED: "finished", REJECTED: "rejected", DROPPED: "error"}
+
+
+class _Engine(InstanceListener):
+    """One sim `Instance` plus the glue to the fleet's end callback."""
+
+    __slots__ = ("inst", "owner", "on_end")
+
+    def __init__(self, owner: "SimEngines", inst_factory, on_end: EndCallback) -> None:
+        self.owner = owner
+        self.on_end = on_end
+        self.inst: Instance = inst_factory(self)
+
+    # InstanceListener
+    def on_done(self, inst: Instance, r: Req) -> None:
+        self.owner.log.record(r)
+        self.on_end(r.idx, _STATE[r.state], r.reason, {})
+
+    # fleet Engine protocol
+    def submit(self, ridx: int) -> None:
+        o = self.owner
+        self.inst.submit(Req(ridx, o.arrival[ridx], o.prompt[ridx], o.output[ridx], o.model[ridx], o.rid[ridx]))
+
+    def kv_util(self) -> float:
+        return self.inst.kv_usage()
+
+    def queue_len(self) -> int:
+        return self.inst.num_waiting
+
+    def running(self) -> int:
+        return self.inst.num_running
+
+    def finalize(self, now: float) -> list[tuple[int, dict[str, Any]]]:
+        inst = self.inst
+        inst.sync()
+        live = list(inst.waiting) + list(inst.running)
+        for q in inst.parked.values():
+            live.extend(q)
+        out = []
+        for r in live:
+            if getattr(r, "dec", False):
+                inst.ds.materialize(r)
+            self.owner.log.record(r, partial=True)
+            out.append((r.idx, {}))
+        return out
+
+
+class SimEngines:
+    """Builds sim instances for a scenario; `timing` turns the shared log into columns."""
+
+    def __init__(self, sc: Scenario, workload: pd.DataFrame, seed: int) -> None:
+        self.sc = sc
+        self.kernel = Kernel()
+        self.workload = workload
+        self.log = RequestLog(len(workload))
+        self.arrival = workload["arrival_s"].to_numpy(np.float64).tolist()
+        self.prompt = workload["prompt_tokens"].to_numpy(np.int64).tolist()
+        self.output = workload["output_tokens"].to_numpy(np.int64).tolist()
+        self.model = workload["model"].astype(str).tolist()
+        self.rid = workload["request_id"].to_numpy(np.int64).tolist()
+        self.names: list[str] = []  # sim instance index -> fleet instance id
+        self._cfg: dict[str, InstanceConfig] = {}
+        self._step: dict[str, Any] = {}
+        for name, m in sc.models.items():
+            e = m.engine
+            self._cfg[name] = InstanceConfig(
+                num_blocks=max(1, e.kv_capacity_tokens // e.block_size), block_size=e.block_size,
+                max_num_seqs=e.max_num_seqs, max_num_batched_tokens=e.max_num_batched_tokens,
+                max_model_len=e.max_model_len, policy=e.policy, model=name)
+            self._step[name] = m.step_time.build()
+
+    def factory(self, model: str, region: str, name: str, on_end: EndCallback) -> _Engine:
+        index = len(self.names)
+        self.names.append(name)
+
+        def make(listener):
+            return Instance(self.kernel, self._cfg[model], self._step[model], name=name, index=index,
+                            mode=self.sc.mode, listener=listener)
+
+        return _Engine(self, make, on_end)
+
+    def attach(self, fleet: Any) -> None:
+        """Nothing to wire: engines reach the fleet through their end callbacks."""
+
+    def timing(self) -> pd.DataFrame:
+        """The sim's REQUEST_COLUMNS frame (timings, preemptions, partial) for every row."""
+        return request_frame(self.log, self.workload, self.names)

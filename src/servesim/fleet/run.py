@@ -1,0 +1,249 @@
+"""Run a scenario end to end: build the fleet, simulate, collect tables.
+
+    from servesim.fleet import load_scenario, run_scenario
+    res = run_scenario(load_scenario("examples/scenarios/one_region.yaml"))
+    res.requests            # one row per request (servesim.sim.metrics.REQUEST_COLUMNS)
+    res.timeseries          # per (time, model, region): instances by state, queues, KV use
+    res.summary             # dict: counts, latency percentiles, instance-hours
+    res.write("out/")       # requests.parquet, timeseries.parquet, instance_hours.parquet,
+                            # lifecycle.parquet, summary.json
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from ..policies.autoscalers import ReactiveAutoscaler
+from ..policies.global_routers import LocalRouter, PreferenceRouter
+from ..policies.registry import ROUTERS
+from .core import EndpointConfig, Fleet, LeadTimes
+from .lifecycle import BILLED, State
+from .scenario import Scenario, build_workload
+
+
+@dataclass
+class Result:
+    """Outputs of one run; DataFrames notebooks use directly."""
+
+    scenario: Scenario
+    seed: int
+    requests: pd.DataFrame
+    timeseries: pd.DataFrame
+    instance_hours: pd.DataFrame
+    lifecycle: pd.DataFrame
+    summary: dict[str, Any]
+
+    def write(self, outdir: str | Path) -> Path:
+        """Write the tables as Parquet and the summary as JSON under `outdir`."""
+        out = Path(outdir)
+        out.mkdir(parents=True, exist_ok=True)
+        for name in ("requests", "timeseries", "instance_hours", "lifecycle"):
+            getattr(self, name).to_parquet(out / f"{name}.parquet", index=False)
+        (out / "summary.json").write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
+        return out
+
+
+#: engine timing columns (seconds from the workload start; NaN where not applicable)
+TIMING = ("scheduled_s", "first_token_s", "finish_s", "ttft_s", "e2e_s", "tbt_mean_s", "tbt_max_s", "tbt_p99_s")
+
+
+def request_table(fleet: Fleet, timing: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per-request results in REQUEST_COLUMNS order, plus ``app`` and ``deadline_s``.
+
+    ``state``/``reason``/``instance`` are the fleet's (it also ends requests that never reach an
+    engine: no endpoint, or still queued when the run stopped). Timings come from `timing`
+    (the sim's REQUEST_COLUMNS frame, row-aligned with the workload) or else from the engines'
+    end records (`fleet.records`). ``partial``: the run stopped while the request was in an
+    engine or queued at an endpoint (not for requests that had not arrived yet).
+    """
+    n = fleet.n
+    w = fleet.workload
+    cols: dict[str, Any] = {
+        "request_id": w["request_id"].to_numpy(np.int64),
+        "model": w["model"].astype(str).to_numpy(object),
+        "region": w["region"].astype(str).to_numpy(object),
+        "tier": w["tier"].astype(str).to_numpy(object),
+        "instance": fleet.instance_of.astype(object),
+        "arrival_s": fleet.arrival.copy(),
+        "prompt_tokens": fleet.prompt.copy(),
+        "output_tokens": fleet.output.copy(),
+        "state": fleet.state.astype(object),
+        "reason": fleet.reason.astype(object),
+    }
+    if timing is not None:
+        if len(timing) != n:
+            raise ValueError(f"timing frame has {len(timing)} rows for {n} requests")
+        for c in TIMING:
+            cols[c] = timing[c].to_numpy(np.float64)
+        cols["preemptions"] = timing["preemptions"].to_numpy(np.int64)
+    else:
+        timing_cols = {c: np.full(n, np.nan) for c in TIMING}
+        pre = np.zeros(n, np.int64)
+        for i, rec in fleet.records.items():
+            for c in TIMING:
+                v = rec.get(c)
+                if v is not None:
+                    timing_cols[c][i] = v
+            pre[i] = rec.get("preemptions", 0)
+        cols.update(timing_cols)
+        cols["preemptions"] = pre
+    cols["partial"] = (fleet.state == "unfinished") & (np.arange(n) < fleet._next_arrival)
+    cols["app"] = w["app"].astype(str).to_numpy(object)
+    cols["deadline_s"] = w["deadline_s"].to_numpy(np.float64)
+    df = pd.DataFrame(cols)
+    for c in ("model", "region", "tier", "instance", "state", "reason", "app"):
+        df[c] = df[c].astype("string")
+    return df
+
+
+def _mean(x: np.ndarray) -> float | None:
+    x = x[~np.isnan(x)]
+    return float(x.mean()) if x.size else None
+
+
+def _pct(x: np.ndarray, q: float) -> float | None:
+    x = x[~np.isnan(x)]
+    return float(np.percentile(x, q)) if x.size else None
+
+
+def summarise(sc: Scenario, seed: int, req: pd.DataFrame, hours: pd.DataFrame, end_s: float,
+              fleet: Fleet) -> dict[str, Any]:
+    """Run summary: deterministic (no wall-clock numbers), JSON-ready."""
+    fin = req[req["state"] == "finished"]
+    lat: dict[str, Any] = {}
+    for col in ("ttft_s", "e2e_s", "tbt_mean_s"):
+        x = fin[col].to_numpy(np.float64)
+        lat[col] = {f"p{q}": _pct(x, q) for q in (50, 90, 99)} | {"mean": _mean(x)}
+    by_tier = {}
+    for tier, g in req.groupby("tier", sort=True):
+        f = g[g["state"] == "finished"]
+        by_tier[str(tier)] = {"requests": int(len(g)), "finished": int(len(f)),
+                              "ttft_p90_s": _pct(f["ttft_s"].to_numpy(np.float64), 90)}
+    # deadline_s is absolute: a TTFT deadline for IW tiers, a completion deadline for NIW
+    dl = req["deadline_s"].to_numpy(np.float64)
+    has_dl = ~np.isnan(dl)
+    niw = (req["tier"] == "NIW").to_numpy(bool)
+    at = np.where(niw, req["finish_s"].to_numpy(np.float64), req["first_token_s"].to_numpy(np.float64))
+    met = has_dl & (req["state"].to_numpy() == "finished") & (at <= dl)
+    deadlines = {"with_deadline": int(has_dl.sum()), "met": int(met.sum())}
+    for tier in sorted(set(req["tier"].astype(str))):
+        m = has_dl & (req["tier"] == tier).to_numpy(bool)
+        if m.any():
+            deadlines[f"{tier}_attainment"] = float(met[m].mean())
+    billed = hours[hours["state"].isin([s.value for s in BILLED])]
+    per_ep = billed.groupby(["model", "region"], sort=True)["hours"].sum()
+    return {
+        "scenario": sc.name,
+        "seed": seed,
+        "end_s": end_s,
+        "requests": int(len(req)),
+        "states": {str(k): int(v) for k, v in req["state"].value_counts().sort_index().items()},
+        "partial": bool(req["partial"].any()),
+        "latency": lat,
+        "tiers": by_tier,
+        "deadlines": deadlines,
+        "instance_hours": {
+            "billed": float(billed["hours"].sum()),
+            "by_state": {s: float(v) for s, v in hours.groupby("state", sort=True)["hours"].sum().items()},
+            "by_endpoint": {f"{m}@{r}": float(v) for (m, r), v in per_ep.items()},
+        },
+        "scale_denied": int(fleet.scale_denied),
+    }
+
+
+def build_fleet(sc: Scenario, kernel: Any, workload: pd.DataFrame, engine_factory: Callable,
+                seed: int) -> Fleet:
+    """The `Fleet` a scenario describes, with seeded routers (one RNG per endpoint)."""
+    ss = np.random.SeedSequence([seed, 2])
+    router_rngs = {(e.model, e.region): np.random.default_rng(s)
+                   for e, s in zip(sc.endpoints, ss.spawn(len(sc.endpoints)))}
+    router_names = {(e.model, e.region): (e.router or sc.router).name for e in sc.endpoints}
+
+    def router_factory(model: str, region: str):
+        return ROUTERS[router_names[(model, region)]](router_rngs[(model, region)])
+
+    eps = []
+    for e in sc.endpoints:
+        lead = sc.models[e.model].lead
+        eps.append(EndpointConfig(e.model, e.region, e.instances, e.min_instances, e.max_instances,
+                                  LeadTimes(lead.request_s, lead.provision_s, lead.load_s, lead.reclaim_s)))
+    g = sc.global_router
+    grouter = LocalRouter() if g.name == "local" else PreferenceRouter(g.preferences, g.threshold, g.refresh_s)
+    return Fleet(kernel, workload, eps, engine_factory, router_factory, global_router=grouter,
+                 latency_s={k: dict(v) for k, v in sc.latency_s.items()},
+                 region_capacity={r.name: r.capacity for r in sc.regions if r.capacity is not None},
+                 pool={r.name: dict(r.pool) for r in sc.regions if r.pool},
+                 scale_in_to=sc.scale_in_to, window_s=sc.output.window_s)
+
+
+def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = False,
+                 workload: pd.DataFrame | None = None, actors: list | None = None,
+                 global_router: Any = None, engines: Callable | None = None) -> Result:
+    """Simulate `sc` (optionally with another seed or a given request table).
+
+    actors: extra periodic control actors (objects with ``period_s`` and ``act(view) ->
+      [Scale | Drain | Move]``), run after the scenario's autoscaler at equal times.
+    global_router: an object with ``route(ridx, fleet) -> (model, region) | None`` replacing
+      the scenario's ``global_router``.
+    engines: ``engines(scenario, workload, seed)`` builds the engine side: an object with
+      ``kernel``, ``factory`` (an `EngineFactory`) and ``attach(fleet)``; default: `servesim.sim`.
+    """
+    if engines is None:
+        from .engine_sim import SimEngines as engines  # servesim.sim behind the Engine protocol
+
+    seed = sc.seed if seed is None else int(seed)
+    wl_seed = np.random.SeedSequence([seed, 1])
+    if workload is None:
+        workload = build_workload(sc, np.random.default_rng(wl_seed))
+    engines = engines(sc, workload, seed)
+    fleet = build_fleet(sc, engines.kernel, workload, engines.factory, seed)
+    if global_router is not None:
+        fleet.global_router = global_router
+    engines.attach(fleet)
+    if sc.autoscaler is not None:
+        a = sc.autoscaler
+        fleet.add_actor(ReactiveAutoscaler(period_s=a.period_s, up=a.up, down=a.down, cooldown_s=a.cooldown_s,
+                                           step=a.step, metric=a.metric, target_outstanding=a.target_outstanding,
+                                           count_starting=a.count_starting))
+    for actor in actors or ():
+        fleet.add_actor(actor)
+    samples: list[dict] = []
+    fleet.add_sampler(sc.output.sample_s, samples)
+    fleet.start()
+
+    last_arrival = float(workload["arrival_s"].iloc[-1]) if len(workload) else 0.0
+    horizon = sc.duration_s if sc.duration_s is not None else last_arrival + sc.output.drain_limit_s
+    _run_kernel(engines.kernel, fleet, horizon, progress, span=sc.duration_s or max(last_arrival, 1.0))
+    end_s = float(fleet.done_s) if fleet.done else float(horizon)
+    if not samples or samples[-1]["time_s"] < end_s:
+        samples.extend(fleet.sample(end_s))
+    fleet.finalize(end_s)
+    requests = request_table(fleet, engines.timing() if hasattr(engines, "timing") else None)
+    ts = pd.DataFrame(samples)
+    hours = fleet.ledger.hours_table()
+    summary = summarise(sc, seed, requests, hours, end_s, fleet)
+    return Result(sc, seed, requests, ts, hours, fleet.ledger.log_table(), summary)
+
+
+def _run_kernel(kernel: Any, fleet: Fleet, horizon: float, progress: bool, span: float) -> None:
+    """Advance the clock to `horizon` or until every request has ended; with `progress`, in
+    ~200 chunks of the simulated `span` so a tqdm bar can follow (same events, same order)."""
+    if not progress:
+        kernel.run(until=horizon)
+        return
+    from tqdm import tqdm
+
+    chunk = max(span / 200.0, 1e-3)
+    with tqdm(total=fleet.n, unit="req", desc="simulate", mininterval=0.5) as bar:
+        t = kernel.now
+        while not fleet.done and t < horizon and kernel.pending():
+            t = min(t + chunk, horizon)
+            kernel.run(until=t)
+            bar.update(fleet.ended - bar.n)
+            bar.set_postfix_str(f"t={t:,.0f}s", refresh=False)

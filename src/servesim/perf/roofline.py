@@ -1,0 +1,199 @@
+"""Roofline prior: step time from the catalog's model shape and hardware datasheet.
+
+Per step, for a replica of ``tp`` x ``pp`` GPUs (every GPU holds layers/pp layers at 1/tp width;
+one step passes all stages, so its latency covers all layers):
+
+- GEMMs (QKV/O projections, MLP or the touched MoE experts, LM head): FLOPs 2*tokens*weights,
+  bytes = the weights read once per step; time = max(FLOPs / (F*eff_compute), bytes / (BW*eff_mem)).
+- attention: prefill pairs prefill_ctx/2 (causal), decode pairs decode_ctx; FLOPs 4*q_dim*pairs
+  per layer; bytes = KV read (decode: decode_ctx tokens; prefill: once per 128-query block) and
+  written; its own compute efficiency ``eff_attn``.
+- activations: ~12 reads/writes of tokens*hidden per layer (norms, residuals, activations).
+- TP: 2 ring all-reduces per layer of tokens*hidden*dtype bytes: latency + 2(tp-1)/tp * bytes /
+  (interconnect_bw*eff_net). PP: (pp-1) activation sends.
+- a fixed per-step overhead (launch, scheduling) and a per-sequence one (CPU-side scheduling,
+  sampling, detokenisation of each running sequence: large in vLLM 0.5-era engines).
+
+The efficiencies and overheads are the parameters `fit_roofline` calibrates; defaults are a
+prior (typical dense-GEMM and HBM efficiencies of vLLM-class engines), not measurements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from ..catalog import HardwareSpec, ModelSpec, get_hardware, get_model
+from .base import StepTimeModel
+from .measurements import AGGREGATES
+
+PARAMS = ("eff_compute", "eff_mem", "eff_attn", "eff_net", "overhead_s", "seq_overhead_s", "ar_latency_s")
+BOUNDS = {"eff_compute": (0.02, 1.0), "eff_mem": (0.05, 1.0), "eff_attn": (0.01, 1.0), "eff_net": (0.02, 1.0),
+          "overhead_s": (0.0, 0.2), "seq_overhead_s": (0.0, 2e-3), "ar_latency_s": (0.0, 2e-3)}
+Q_BLOCK = 128  # flash-attention query block: KV of the context is re-read once per block
+
+
+@dataclass
+class RooflineStepTime(StepTimeModel):
+    model: ModelSpec | str
+    hardware: HardwareSpec | str
+    tp: int = 1
+    pp: int = 1
+    eff_compute: float = 0.6
+    eff_mem: float = 0.75
+    eff_attn: float = 0.4
+    eff_net: float = 0.7
+    overhead_s: float = 3e-3
+    seq_overhead_s: float = 2e-5
+    ar_latency_s: float = 1e-5
+    name: str = "roofline"
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.model = get_model(self.model)
+        self.hardware = get_hardware(self.hardware)
+        m, h, tp, pp = self.model, self.hardware, self.tp, self.pp
+        if tp < 1 or pp < 1:
+            raise ValueError("tp and pp must be >= 1")
+        db, L = m.dtype_bytes, m.layers
+        F, BW, NET = h.flops, h.mem_bw, h.interconnect_bw
+        expert = m.mlp_matrices() * m.hidden * m.ffn
+        dense_layer = m.layer_params(active=False) - m.n_experts * expert  # attention + shared expert + router
+        # Per-unit seconds on one GPU (everything divided by tp), folded into a handful of constants.
+        c = {}
+        c["gemm_flop_tok"] = 2.0 * L * m.layer_params(active=True) / tp / (F * self.eff_compute)
+        c["head_flop_seq"] = 2.0 * m.vocab * m.hidden / tp / (F * self.eff_compute)
+        c["w_dense_s"] = (L * dense_layer + m.vocab * m.hidden) * db / tp / (BW * self.eff_mem)
+        c["w_expert_s"] = L * expert * db / tp / (BW * self.eff_mem)  # per distinct expert touched
+        c["n_experts"] = float(m.n_experts)
+        c["k_experts"] = float(m.experts_per_token)
+        c["moe"] = m.is_moe
+        c["attn_flop_pair"] = 4.0 * m.q_dim * L / tp / (F * self.eff_attn)
+        kvb = m.kv_bytes_per_token(db) / tp / (BW * self.eff_mem)  # seconds per token of KV moved
+        c["kv_tok"] = kvb
+        c["act_tok"] = 12.0 * m.hidden * db * L / tp / (BW * self.eff_mem)
+        tok_bytes = m.hidden * db
+        c["ar_tok"] = (2.0 * L * 2.0 * (tp - 1) / tp * tok_bytes / (NET * self.eff_net)) if tp > 1 else 0.0
+        c["ar_step"] = 2.0 * L * self.ar_latency_s if tp > 1 else 0.0
+        c["pp_tok"] = (pp - 1) * tok_bytes / (NET * self.eff_net)
+        c["pp_step"] = (pp - 1) * self.ar_latency_s
+        c["overhead"] = self.overhead_s
+        c["seq_overhead"] = self.seq_overhead_s
+        self._c = c
+        self._make_fast()
+
+    def pipeline_interval(self, prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
+        """Seconds between successive steps a pipelined (pp > 1) replica can start: one stage's
+        share of the compute (the slowest stage, all stages being equal here) plus one hand-off.
+        `step_time` is the latency of one step through all stages (sum of stages + hand-offs)."""
+        c = self._c
+        t = self.step_time(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
+        if self.pp == 1:
+            return t
+        tok = np.asarray(prefill_tokens, float) + np.asarray(decode_seqs, float)
+        handoffs = c["pp_tok"] * tok + c["pp_step"]
+        one = (c["pp_tok"] * tok + c["pp_step"]) / (self.pp - 1)
+        r = (t - handoffs - c["overhead"]) / self.pp + c["overhead"] + one
+        return np.where(t > 0, r, 0.0) if np.ndim(r) else (float(r) if t > 0 else 0.0)
+
+    def params(self) -> dict:
+        return {k: float(getattr(self, k)) for k in PARAMS}
+
+    def with_params(self, **kw) -> "RooflineStepTime":
+        return replace(self, **kw)
+
+    def _core(self, pt, pc, ds, dc, P, mx, mn):
+        """Seconds of a non-empty step; ``P`` = 1.0 if the step has prefill tokens else 0.0.
+        Only + - * / and mx/mn (exact) so the scalar and array paths agree bit for bit."""
+        c = self._c
+        tok = pt + ds
+        seqs = ds + P  # logits computed: every decode + about one per prefill step
+        if c["moe"]:
+            touched = mn(tok * c["k_experts"], c["n_experts"])
+            w = c["w_dense_s"] + c["w_expert_s"] * touched
+        else:
+            w = c["w_dense_s"] + c["w_expert_s"]  # same sum as the scalar path's `wdense`
+        gemm = mx(c["gemm_flop_tok"] * tok + c["head_flop_seq"] * seqs, w)
+        attn_p = mx(c["attn_flop_pair"] * (pc * 0.5), c["kv_tok"] * (pt + pc / Q_BLOCK))
+        attn_d = mx(c["attn_flop_pair"] * dc, c["kv_tok"] * (dc + ds))
+        comm = c["ar_tok"] * tok + c["ar_step"] + c["pp_tok"] * tok + c["pp_step"]
+        return c["overhead"] + c["seq_overhead"] * seqs + gemm + attn_p + attn_d + c["act_tok"] * tok + comm
+
+    def step_time(self, prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
+        if type(prefill_tokens) is np.ndarray or type(decode_seqs) is np.ndarray:
+            pt = np.asarray(prefill_tokens, float)
+            ds = np.asarray(decode_seqs, float)
+            P = (pt > 0).astype(float)
+            t = self._core(pt, np.asarray(prefill_ctx, float), ds, np.asarray(decode_ctx, float), P, np.maximum, np.minimum)
+            return np.where((pt > 0) | (ds > 0), t, 0.0)
+        return self._fast(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
+
+    def _make_fast(self):
+        """`step_time` as a closure over local constants (no attribute or dict lookups in the hot
+        loop), installed on the instance; the scalar branch has the same expression tree as
+        `_core`, so results are bit-identical to the array path."""
+        c = self._c
+        vector = RooflineStepTime.step_time.__get__(self)
+        gft, hfs, wd, we = c["gemm_flop_tok"], c["head_flop_seq"], c["w_dense_s"], c["w_expert_s"]
+        nexp, kexp, moe = c["n_experts"], c["k_experts"], c["moe"]
+        afp, kvt, act = c["attn_flop_pair"], c["kv_tok"], c["act_tok"]
+        art, ars, ppt, pps = c["ar_tok"], c["ar_step"], c["pp_tok"], c["pp_step"]
+        ov, sov = c["overhead"], c["seq_overhead"]
+        wdense = wd + we
+
+        ndarray = np.ndarray
+
+        def step_time(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
+            if type(prefill_tokens) is ndarray or type(decode_seqs) is ndarray:
+                return vector(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
+            pt, pc, ds, dc = float(prefill_tokens), float(prefill_ctx), float(decode_seqs), float(decode_ctx)
+            if pt > 0:
+                P = 1.0
+            elif ds > 0:
+                P = 0.0
+            else:
+                return 0.0
+            tok = pt + ds
+            seqs = ds + P
+            w = wd + we * min(tok * kexp, nexp) if moe else wdense
+            gemm = max(gft * tok + hfs * seqs, w)
+            attn_p = max(afp * (pc * 0.5), kvt * (pt + pc / Q_BLOCK))
+            attn_d = max(afp * dc, kvt * (dc + ds))
+            comm = art * tok + ars + ppt * tok + pps
+            return ov + sov * seqs + gemm + attn_p + attn_d + act * tok + comm
+
+        self._fast = step_time
+        self.step_time = step_time  # instance attribute: shadows the method for direct calls
+
+
+def fit_roofline(prior: RooflineStepTime, df: pd.DataFrame, params: tuple[str, ...] = PARAMS) -> RooflineStepTime:
+    """Calibrate the roofline's efficiencies/overheads on a measurement table (least squares on
+    relative error, parameters within `BOUNDS`)."""
+    from scipy.optimize import least_squares
+
+    X = [df[c].to_numpy(float) for c in AGGREGATES]
+    y = df.step_s.to_numpy(float)
+    params = tuple(p for p in params if not (p in ("eff_net", "ar_latency_s") and prior.tp == 1 and prior.pp == 1))
+    x0 = np.array([getattr(prior, p) for p in params], float)
+    lo = np.array([BOUNDS[p][0] for p in params])
+    hi = np.array([BOUNDS[p][1] for p in params])
+    x0 = np.clip(x0, lo + 1e-12, hi)
+    span = hi - lo
+
+    def resid(z):
+        m = prior.with_params(**dict(zip(params, (lo + span * z).tolist())))
+        return m.step_time(*X) / y - 1.0
+
+    # the max() terms make the surface piecewise smooth: start from the prior and from a few
+    # spread-out points, keep the best
+    best = None
+    for z0 in ((x0 - lo) / span, np.full(len(params), 0.5), np.full(len(params), 0.15)):
+        r = least_squares(resid, z0, bounds=(0.0, 1.0), x_scale="jac", max_nfev=300)
+        if best is None or r.cost < best.cost:
+            best = r
+    r = best
+    out = prior.with_params(**dict(zip(params, (lo + span * r.x).tolist())))
+    out.meta = {"fitted_on_rows": int(len(df)), "fitted_params": list(params), "cost": float(r.cost)}
+    return out

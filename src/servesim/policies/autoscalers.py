@@ -1,0 +1,73 @@
+"""Periodic scalers that act on a `servesim.fleet.control.FleetView`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..fleet.control import Action, FleetView, Scale
+from .registry import register_controller
+
+
+@register_controller("reactive")
+@dataclass
+class ReactiveAutoscaler:
+    """Utilisation-threshold scaler, one decision per endpoint per period.
+
+    util > `up` -> +`step` instances; util < `down` -> -`step`; after any action on an
+    endpoint, no further action there for `cooldown_s`. Instances still starting count as
+    capacity already requested, so a scale-up is not repeated while the first one boots
+    (`count_starting`). `metric`:
+      - ``kv``: mean KV-cache utilisation of the ready and draining instances (SageServe's
+        "effective memory utilisation");
+      - ``outstanding``: outstanding requests per active instance / `target_outstanding`.
+    Defaults are SageServe's paper values (70 % / 30 %, 15-s cooldown).
+    """
+
+    period_s: float = 5.0
+    up: float = 0.7
+    down: float = 0.3
+    cooldown_s: float = 15.0
+    step: int = 1
+    metric: str = "kv"
+    target_outstanding: float = 16.0
+    count_starting: bool = True
+    _last: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.down < self.up:
+            raise ValueError(f"reactive autoscaler: need 0 <= down < up, got down={self.down}, up={self.up}")
+        if self.metric not in ("kv", "outstanding"):
+            raise ValueError(f"reactive autoscaler: metric must be 'kv' or 'outstanding', got {self.metric!r}")
+        if self.step < 1:
+            raise ValueError(f"reactive autoscaler: step must be >= 1, got {self.step}")
+
+    def utilisation(self, st) -> float:
+        if self.metric == "kv":
+            if st.ready == 0:
+                return float("inf") if (st.queued or st.outstanding) else 0.0
+            util = st.kv_util
+        else:
+            n = st.active if self.count_starting else st.ready
+            if n == 0:
+                return float("inf") if (st.queued or st.outstanding) else 0.0
+            util = (st.outstanding + st.queued) / (n * self.target_outstanding)
+            if self.count_starting and st.starting:
+                util *= st.ready / st.active  # capacity on its way dilutes the load
+        return util
+
+    def act(self, view: FleetView) -> list[Action]:
+        now = view.now
+        actions: list[Action] = []
+        for model, region in view.endpoints():
+            last = self._last.get((model, region))
+            if last is not None and now - last < self.cooldown_s:
+                continue
+            st = view.endpoint(model, region)
+            u = self.utilisation(st)
+            delta = self.step if u > self.up else (-self.step if u < self.down else 0)
+            if delta < 0 and st.active <= 0:
+                delta = 0
+            if delta:
+                actions.append(Scale(model, region, delta))
+                self._last[(model, region)] = now
+        return actions

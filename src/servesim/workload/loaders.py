@@ -1,0 +1,215 @@
+"""Loaders for the public trace formats, each returning a validated request table.
+
+* Azure LLM inference traces 2023 (one hour, ``AzureLLMInferenceTrace_{code,conv}.csv``) and 2024
+  (one week, ``..._{code,conv}_1week.csv``): ``TIMESTAMP, ContextTokens, GeneratedTokens``. The
+  2023 stamps are naive with 7 fractional digits, the 2024 ones carry ``+00:00`` and 0-6 digits.
+* Aegaeon artifact workloads (``synth-<models>-<rate>-<in>-<out>.csv``): ``Request Time``
+  (``HH:MM:SS.fff``), ``Model Name``, ``Input Length``, ``Output Length``.
+* SageServe's trace CSV (spec sageserve §2 "Trace schema"), for users who have one.
+
+Bad rows raise :class:`WorkloadError` naming the file and the CSV line (header = line 1); with
+``lenient=True`` they are dropped instead and counted in ``df.attrs["dropped_rows"]`` (with the
+first few line numbers in ``df.attrs["dropped_lines"]``). Every loader sorts by arrival time
+(stable), keeps the file's row order as ``request_id`` and records the source in ``df.attrs``.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .schema import TIERS, WorkloadError, validate
+
+AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+AEGAEON_COLUMNS = ("Request Time", "Model Name", "Input Length", "Output Length")
+SAGESERVE_COLUMNS = ("request_id", "batch_id", "client_tenant", "request_type", "scenario", "sla", "utility",
+                     "regions", "model_type", "workload_type", "application_id", "arrival_timestamp",
+                     "batch_size", "prompt_size", "token_size")
+#: SageServe's model letters -> catalog keys (spec sageserve §2: A Llama2-70B, B Bloom-176B, C/D Llama 3.x)
+SAGESERVE_MODELS = {"A": "llama-2-70b", "B": "bloom-176b", "C": "llama-3.1-8b", "D": "llama-3.2-3b"}
+#: SageServe's region digits (first digit of ``regions`` = the client region)
+SAGESERVE_REGIONS = {"0": "westus", "1": "centralus", "2": "eastus"}
+
+
+def _check_header(path: Path, got, want) -> None:
+    missing = [c for c in want if c not in got]
+    if missing:
+        raise WorkloadError(f"{path}: line 1: missing column(s) {missing}; expected {list(want)}, got {list(got)}")
+
+
+def _bad_rows(path: Path, bad: np.ndarray, reasons: dict[str, np.ndarray], lenient: bool) -> np.ndarray:
+    """Raise on the first bad row (strict) or return the keep-mask (lenient)."""
+    if not bad.any():
+        return ~bad
+    i = int(np.flatnonzero(bad)[0])
+    why = ", ".join(k for k, m in reasons.items() if m[i])
+    if not lenient:
+        raise WorkloadError(f"{path}: line {i + 2}: bad row ({why}); pass lenient=True to drop bad rows")
+    warnings.warn(f"{path}: dropped {int(bad.sum())} bad row(s), first at line {i + 2} ({why})", stacklevel=3)
+    return ~bad
+
+
+def _finish(df: pd.DataFrame, path: Path, dropped: np.ndarray, **attrs) -> pd.DataFrame:
+    order = np.argsort(df["arrival_s"].to_numpy(), kind="stable")
+    if (np.diff(order) != 1).any():
+        df = df.iloc[order]
+    out = validate(df, str(path))
+    out.attrs.update(source=str(path), dropped_rows=int(dropped.size),
+                     dropped_lines=[int(x) + 2 for x in dropped[:20]], **attrs)
+    return out
+
+
+def _as_int(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Integer values and a mask of unparseable/non-integer entries."""
+    v = pd.to_numeric(s, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    bad = ~np.isfinite(v) | (v != np.round(v))
+    return np.where(bad, 0, v).astype(np.int64), bad
+
+
+def load_azure(path: str | os.PathLike, *, app: str | None = None, model: str = "default",
+               region: str = "default", tier: str = "IW-F", origin: str = "first",
+               lenient: bool = False, nrows: int | None = None) -> pd.DataFrame:
+    """Load an Azure LLM inference trace (2023 one-hour or 2024 one-week format).
+
+    ``origin``: ``"first"`` puts t=0 at the first request; ``"midnight"`` at 00:00 UTC of its day
+    (keeps the time of day, as the week-long analyses need). ``app`` defaults to ``code`` / ``conv``
+    from the file name. ``df.attrs["t0"]`` is the UTC time of t=0 (ISO 8601).
+    Bad rows: unparseable time, non-integer tokens, ContextTokens < 1 or GeneratedTokens < 0.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise WorkloadError(f"{path}: no such trace file")
+    header = pd.read_csv(path, nrows=0).columns
+    _check_header(path, header, AZURE_COLUMNS)
+    raw = pd.read_csv(path, usecols=list(AZURE_COLUMNS), dtype=str, nrows=nrows, keep_default_na=False,
+                      engine="pyarrow" if nrows is None else "c")
+    ts = pd.to_datetime(raw["TIMESTAMP"], format="ISO8601", utc=True, errors="coerce")
+    ctx, bad_ctx = _as_int(raw["ContextTokens"])
+    gen, bad_gen = _as_int(raw["GeneratedTokens"])
+    reasons = {"TIMESTAMP unparseable": ts.isna().to_numpy(),
+               "ContextTokens not an integer >= 1": bad_ctx | (ctx < 1),
+               "GeneratedTokens not an integer >= 0": bad_gen | (gen < 0)}
+    bad = np.logical_or.reduce(list(reasons.values()))
+    keep = _bad_rows(path, bad, reasons, lenient)
+    dropped = np.flatnonzero(~keep)
+    ts = ts[keep]
+    if len(ts) == 0:
+        raise WorkloadError(f"{path}: no valid rows")
+    t0 = ts.min()
+    if origin == "midnight":
+        t0 = t0.normalize()
+    elif origin != "first":
+        raise WorkloadError(f"{path}: origin={origin!r}; expected 'first' or 'midnight'")
+    arrival = (ts - t0).dt.total_seconds().to_numpy()
+    if app is None:
+        name = path.name.lower()
+        app = "code" if "code" in name else "conv" if "conv" in name else "azure"
+    df = pd.DataFrame({"request_id": np.flatnonzero(keep).astype(np.int64), "arrival_s": arrival,
+                       "prompt_tokens": ctx[keep], "output_tokens": gen[keep],
+                       "model": model, "region": region, "tier": tier, "app": app, "deadline_s": np.nan})
+    return _finish(df, path, dropped, t0=t0.isoformat(), format="azure-llm")
+
+
+def load_azure_2023(kind: str = "code", **kw) -> pd.DataFrame:
+    """The 2023 one-hour trace from the data mirror: ``kind`` = ``code`` or ``conv``."""
+    from servesim.data import locate
+
+    if kind not in ("code", "conv"):
+        raise WorkloadError(f"azure-llm-2023: kind={kind!r}; expected 'code' or 'conv'")
+    return load_azure(locate(f"azure-llm-2023/AzureLLMInferenceTrace_{kind}.csv"), **kw)
+
+
+def _parse_clock(s: pd.Series) -> np.ndarray:
+    """``HH:MM:SS.fff`` (hours may exceed 24) -> seconds; NaN where unparseable."""
+    parts = s.str.split(":", expand=True)
+    if parts.shape[1] != 3:
+        return np.full(len(s), np.nan)
+    h, m, sec = (pd.to_numeric(parts[i], errors="coerce").to_numpy(dtype="float64", na_value=np.nan) for i in range(3))
+    out = h * 3600.0 + m * 60.0 + sec
+    out[(m >= 60) | (sec >= 60) | (h < 0) | (m < 0) | (sec < 0)] = np.nan
+    return out
+
+
+def load_aegaeon(path: str | os.PathLike, *, region: str = "default", tier: str = "IW-F",
+                 app: str = "sharegpt", lenient: bool = False) -> pd.DataFrame:
+    """Load an Aegaeon artifact workload CSV (already tokenised ShareGPT lengths per model)."""
+    path = Path(path)
+    if not path.exists():
+        raise WorkloadError(f"{path}: no such workload file")
+    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    _check_header(path, raw.columns, AEGAEON_COLUMNS)
+    t = _parse_clock(raw["Request Time"])
+    inp, bad_in = _as_int(raw["Input Length"])
+    out, bad_out = _as_int(raw["Output Length"])
+    name = raw["Model Name"].str.strip()
+    reasons = {"Request Time unparseable": ~np.isfinite(t), "Model Name empty": (name == "").to_numpy(),
+               "Input Length not an integer >= 1": bad_in | (inp < 1),
+               "Output Length not an integer >= 0": bad_out | (out < 0)}
+    bad = np.logical_or.reduce(list(reasons.values()))
+    keep = _bad_rows(path, bad, reasons, lenient)
+    df = pd.DataFrame({"request_id": np.flatnonzero(keep).astype(np.int64), "arrival_s": t[keep],
+                       "prompt_tokens": inp[keep], "output_tokens": out[keep],
+                       "model": pd.Categorical(name[keep].to_numpy()), "region": region, "tier": tier,
+                       "app": app, "deadline_s": np.nan})
+    return _finish(df, path, np.flatnonzero(~keep), format="aegaeon")
+
+
+def aegaeon_workload_files() -> list[Path]:
+    """All Aegaeon artifact workload CSVs in the data folder (mirror or fetched copy)."""
+    from servesim.data import locate
+
+    return sorted(Path(locate("aegaeon/workloads")).glob("synth-*.csv"))
+
+
+def load_sageserve(path: str | os.PathLike, *, models: dict[str, str] | None = None,
+                   regions: dict[str, str] | None = None, iw_tier: str = "IW-F",
+                   niw_deadline_s: float = 86_400.0, iw_deadline_s: dict[str, float] | None = None,
+                   lenient: bool = False) -> pd.DataFrame:
+    """Load a SageServe trace CSV (the authors' simulator format; spec sageserve §2).
+
+    NIW = ``workload_type == 'dev'`` or a production row with ``batch_id != -1`` (as the authors'
+    simulator decides); other rows get ``iw_tier`` (their trace does not split IW-F / IW-N).
+    ``region`` is the client region, the first digit of ``regions``; ``app`` is ``application_id``.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise WorkloadError(f"{path}: no such trace file")
+    if iw_tier not in TIERS[:2]:
+        raise WorkloadError(f"{path}: iw_tier={iw_tier!r}; expected one of {TIERS[:2]}")
+    models = models or SAGESERVE_MODELS
+    regions = regions or SAGESERVE_REGIONS
+    iw_deadline_s = iw_deadline_s or {"IW-F": 1.0, "IW-N": 60.0}
+    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    _check_header(path, raw.columns, SAGESERVE_COLUMNS)
+    t = pd.to_numeric(raw["arrival_timestamp"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    p, bad_p = _as_int(raw["prompt_size"])
+    o, bad_o = _as_int(raw["token_size"])
+    b, bad_b = _as_int(raw["batch_id"].replace("", "-1"))
+    first = raw["regions"].str.strip().str[:1]
+    wt = raw["workload_type"].str.strip()
+    reasons = {"arrival_timestamp not a number": ~np.isfinite(t),
+               "prompt_size not an integer >= 1": bad_p | (p < 1),
+               "token_size not an integer >= 0": bad_o | (o < 0),
+               "batch_id not an integer": bad_b,
+               f"model_type not in {sorted(models)}": ~raw["model_type"].str.strip().isin(list(models)).to_numpy(),
+               f"regions does not start with one of {sorted(regions)}": ~first.isin(list(regions)).to_numpy(),
+               "workload_type not prod|dev": ~wt.isin(["prod", "dev"]).to_numpy()}
+    bad = np.logical_or.reduce(list(reasons.values()))
+    keep = _bad_rows(path, bad, reasons, lenient)
+    niw = ((wt == "dev").to_numpy() | (b != -1))[keep]
+    tier = np.where(niw, "NIW", iw_tier)
+    t = t[keep]
+    deadline = t + np.where(niw, niw_deadline_s, iw_deadline_s[iw_tier])
+    rid, bad_id = _as_int(raw["request_id"])
+    ids = rid[keep] if not bad_id[keep].any() and not pd.Series(rid[keep]).duplicated().any() \
+        else np.flatnonzero(keep).astype(np.int64)
+    df = pd.DataFrame({"request_id": ids, "arrival_s": t, "prompt_tokens": p[keep], "output_tokens": o[keep],
+                       "model": pd.Categorical(raw["model_type"].str.strip()[keep].map(models).to_numpy()),
+                       "region": pd.Categorical(first[keep].map(regions).to_numpy()),
+                       "tier": pd.Categorical(tier, categories=list(TIERS)),
+                       "app": pd.Categorical(raw["application_id"][keep].to_numpy()), "deadline_s": deadline})
+    return _finish(df, path, np.flatnonzero(~keep), format="sageserve")

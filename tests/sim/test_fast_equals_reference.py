@@ -1,0 +1,79 @@
+"""Fast mode (decode runs fast-forwarded) == reference mode (every iteration planned), exactly.
+
+Random workloads, configurations and policies; small caches so that preemption, chunking,
+rejections and queueing all happen; dyadic step costs so arrivals often land exactly on
+iteration boundaries. Per-request tables and sampled time series must be identical (==).
+"""
+
+import numpy as np
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from servesim.sim import Cluster, InstanceConfig
+from simutil import DYADIC, GENERIC, workload
+
+POLICIES = [("vllm-v1", {}), ("vllm-v1", {"chunked_prefill": False}), ("vllm-v0", {}),
+            ("orca", {}), ("orca", {"reserve": "incremental"})]
+
+
+@st.composite
+def scenario(draw):
+    seed = draw(st.integers(0, 2**31))
+    rng = np.random.default_rng(seed)
+    n = draw(st.integers(1, 60))
+    grid = draw(st.booleans())
+    gaps = rng.integers(0, 6, n) * 0.25 if grid else rng.exponential(draw(st.sampled_from([0.05, 0.5, 2.0])), n)
+    arrival = np.cumsum(gaps)
+    pmax = draw(st.sampled_from([8, 64, 400]))
+    omax = draw(st.sampled_from([2, 20, 120]))
+    prompt = rng.integers(1, pmax + 1, n)
+    output = rng.integers(0 if draw(st.booleans()) else 1, omax + 1, n)
+    policy, opts = draw(st.sampled_from(POLICIES))
+    bs = draw(st.sampled_from([1, 4, 16]))
+    seqs = draw(st.integers(1, 12))
+    budget = draw(st.sampled_from([16, 64, 512, 4096]))
+    budget = max(budget, seqs)
+    if draw(st.booleans()):
+        budget = max(budget, pmax + omax)  # else long whole prompts are rejected or dropped
+    if policy == "orca" and draw(st.booleans()):
+        budget = None
+    cfg = InstanceConfig(
+        num_blocks=draw(st.integers(2, 120)), block_size=bs, max_num_seqs=seqs,
+        max_num_batched_tokens=budget, policy=policy, policy_options=opts,
+        max_model_len=draw(st.sampled_from([None, 300, 1000])))
+    step = draw(st.sampled_from([DYADIC, GENERIC]))
+    k = draw(st.integers(1, 3))
+    router = draw(st.sampled_from(["round_robin", "least_outstanding"]))
+    until = draw(st.sampled_from([None, None, float(arrival[-1]) * 0.7 + 0.3]))
+    return workload(arrival, prompt, output), cfg, step, k, router, until
+
+
+def simulate(w, cfg, step, k, router, until, mode, sample=None):
+    cl = Cluster.uniform(k, cfg, step, mode=mode, router=router, check_invariants=True,
+                         sample_interval=sample)
+    return cl.run(w, until=until)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario())
+def test_fast_equals_reference(sc):
+    w, cfg, step, k, router, until = sc
+    fast = simulate(w, cfg, step, k, router, until, "fast", sample=0.75)
+    ref = simulate(w, cfg, step, k, router, until, "reference", sample=0.75)
+    pd.testing.assert_frame_equal(fast.requests, ref.requests, check_exact=True)
+    pd.testing.assert_frame_equal(fast.timeseries, ref.timeseries, check_exact=True)
+    assert fast.stats["iterations"] == ref.stats["iterations"]
+    # the fast mode must actually fast-forward when there is decode work to skip
+    assert fast.stats["instance_events"] <= ref.stats["instance_events"]
+
+
+def test_fast_mode_uses_far_fewer_events_on_long_outputs():
+    rng = np.random.default_rng(3)
+    n = 200
+    w = workload(np.cumsum(rng.exponential(0.5, n)), rng.integers(10, 200, n), rng.integers(100, 400, n))
+    cfg = InstanceConfig(num_blocks=2000)
+    fast = simulate(w, cfg, GENERIC, 2, "round_robin", None, "fast")
+    ref = simulate(w, cfg, GENERIC, 2, "round_robin", None, "reference")
+    pd.testing.assert_frame_equal(fast.requests, ref.requests, check_exact=True)
+    assert fast.stats["instance_events"] * 10 < ref.stats["instance_events"]

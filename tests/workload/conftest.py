@@ -1,0 +1,36 @@
+"""Shared fixtures: the project root (for servesim.data.locate) and the data mirror."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pytest_configure(config):
+    # A worktree without the root Snakefile cannot find its root by markers: point locate() at it.
+    if not (ROOT / "Snakefile").exists():
+        os.environ.setdefault("SERVESIM_ROOT", str(ROOT))
+
+
+def _has(key: str) -> bool:
+    from servesim.data import DataError, locate
+
+    try:
+        locate(key)
+        return True
+    except DataError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def azure_mirror():
+    if not _has("azure-llm-2023/AzureLLMInferenceTrace_code.csv"):
+        pytest.skip("azure-llm-2023 not fetched and no data mirror (run `snakemake fetch`)")
+
+
+@pytest.fixture(scope="session")
+def aegaeon_mirror():
+    if not _has("aegaeon/workloads"):
+        pytest.skip("aegaeon workloads not fetched and no data mirror (run `snakemake fetch`)")

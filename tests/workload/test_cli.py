@@ -1,0 +1,32 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from servesim.workload import WorkloadError, lengths_to_poisson, read
+from servesim.workload.cli import main
+
+
+def test_generate_and_convert(tmp_path, capsys, aegaeon_mirror):
+    out = tmp_path / "m.parquet"
+    assert main(["workload", "generate", "aegaeon_market", "--scale", "1", "--options",
+                 "{n_models: 3, rate: 2.0, lengths: aegaeon}", "-o", str(out)]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["requests"] == len(read(out)) > 0
+    csv = tmp_path / "AzureLLMInferenceTrace_conv_1week.csv"
+    csv.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2024-05-12 00:00:00+00:00,5,1\nbad,1,1\n")
+    with pytest.raises(WorkloadError, match="line 3"):
+        main(["workload", "convert", "azure", str(csv), "-o", str(tmp_path / "c.parquet")])
+    with pytest.warns(UserWarning):
+        main(["workload", "convert", "azure", str(csv), "--lenient", "-o", str(tmp_path / "c.parquet")])
+    assert json.loads(capsys.readouterr().out)["dropped_rows"] == 1
+    assert list(read(tmp_path / "c.parquet")["app"]) == ["conv"]
+
+
+def test_lengths_to_poisson_deterministic():
+    lengths = pd.DataFrame({"prompt_tokens": [10, 20, 30], "output_tokens": [1, 2, 3]})
+    a = lengths_to_poisson(lengths, 5.0, 600.0, seed=7)
+    pd.testing.assert_frame_equal(a, lengths_to_poisson(lengths, 5.0, 600.0, seed=7))
+    assert abs(len(a) / 3000 - 1) < 0.1 and set(a["prompt_tokens"]) <= {10, 20, 30}
+    assert np.all(np.diff(a["arrival_s"].to_numpy()) >= 0)
