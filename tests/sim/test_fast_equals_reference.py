@@ -77,3 +77,62 @@ def test_fast_mode_uses_far_fewer_events_on_long_outputs():
     ref = simulate(w, cfg, GENERIC, 2, "round_robin", None, "reference")
     pd.testing.assert_frame_equal(fast.requests, ref.requests, check_exact=True)
     assert fast.stats["instance_events"] * 10 < ref.stats["instance_events"]
+
+
+@st.composite
+def control_scenario(draw):
+    seed = draw(st.integers(0, 2**31))
+    rng = np.random.default_rng(seed)
+    n = draw(st.integers(1, 50))
+    arrival = np.cumsum(rng.exponential(draw(st.sampled_from([0.05, 0.3])), n))
+    models = np.array(["A", "B"])[rng.integers(0, 2, n)]
+    w = workload(arrival, rng.integers(1, 200, n), rng.integers(1, 60, n), model=models)
+    horizon = float(arrival[-1]) + 1.0
+    actions = []
+    for _ in range(draw(st.integers(0, 6))):
+        t = float(rng.uniform(0, horizon))
+        kind = draw(st.sampled_from(["switch", "switch", "pause", "resume"]))
+        actions.append((t, kind, int(rng.integers(0, 2)), str(rng.choice(["A", "B"])),
+                        float(rng.choice([0.0, 0.4, 1.3])), draw(st.sampled_from(["swap", "recompute"]))))
+    actions.append((horizon + 5.0, "resume", 0, "", 0.0, ""))
+    actions.append((horizon + 5.0, "resume", 1, "", 0.0, ""))
+    actions.append((horizon + 6.0, "switch", 0, "B", 0.5, "swap"))
+    actions.append((horizon + 6.0, "switch", 1, "A", 0.5, "swap"))
+    actions.append((horizon + 60.0, "switch", 0, "A", 0.5, "swap"))
+    actions.append((horizon + 60.0, "switch", 1, "B", 0.5, "swap"))
+    cfg = InstanceConfig(num_blocks=draw(st.integers(20, 200)), block_size=draw(st.sampled_from([4, 16])),
+                         max_num_seqs=draw(st.integers(1, 10)), max_num_batched_tokens=256,
+                         policy=draw(st.sampled_from(["vllm-v1", "vllm-v0", "orca"])),
+                         model="A", kv_bytes_per_token=1.0, host_bw=4000.0)
+    return w, cfg, actions
+
+
+def run_with_controls(w, cfg, actions, mode):
+    from servesim.sim import PRIO_CONTROL
+    cl = Cluster.uniform(2, cfg, GENERIC, mode=mode, check_invariants=True, sample_interval=0.5)
+    insts = cl.instances
+
+    def act(a):
+        _, kind, j, model, load, how = a
+        inst = insts[j]
+        if kind == "switch":
+            inst.switch_model(model, load, preempt=how)
+        elif kind == "pause":
+            inst.pause()
+        else:
+            inst.resume()
+
+    for a in actions:
+        cl.kernel.at(a[0], act, a, PRIO_CONTROL)
+    return cl.run(w)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(control_scenario())
+def test_fast_equals_reference_with_switches_and_pauses(sc):
+    w, cfg, actions = sc
+    fast = run_with_controls(w, cfg, actions, "fast")
+    ref = run_with_controls(w, cfg, actions, "reference")
+    pd.testing.assert_frame_equal(fast.requests, ref.requests, check_exact=True)
+    pd.testing.assert_frame_equal(fast.timeseries, ref.timeseries, check_exact=True)
+    assert fast.requests.state.isin(["finished", "rejected"]).all()  # nothing left behind

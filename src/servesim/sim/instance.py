@@ -535,7 +535,7 @@ class Instance:
                 buf = np.empty(k + 2)
                 buf[0] = now
                 buf[1:] = dur
-                np.cumsum(buf, out=buf)
+                buf.cumsum(out=buf)
                 e = float(buf[1])
                 self._run = buf[2:]
                 self._k = k
@@ -552,7 +552,10 @@ class Instance:
         self._gen_end = e
         self.busy = True
         if dec:
-            self._log_ends(D, (e,))
+            if D >= len(self._elog):
+                self._log_ends(D, (e,))
+            else:
+                self._elog[D] = e
             for r in done:
                 self._close_stint(r)
                 r.dec = False
