@@ -29,7 +29,7 @@ ENGINE_ARGS = config.get(
 
 def _engine_scale(wc):
     if config.get("tiny"):  # pipeline tests: the smallest model and a minimal sweep
-        return {"size": "tiny", "n": 20, "repeats": 1, "capacity": 32, "extra": "--tiny"}
+        return {"size": "tiny", "n": 20, "repeats": 1, "capacity": 32, "extra": "--tiny --enforce-eager"}
     return {**ENGINE_SCALE[wc.scale], "extra": ""}
 
 

@@ -26,12 +26,9 @@ QUANTILES = (50, 90, 99)
 def simulate(workload: pd.DataFrame, model: StepTimeModel, config: EngineConfig, kv_blocks: int,
              overhead_s: float = 0.0, mode: str = "fast") -> pd.DataFrame:
     """The simulator's per-request table for ``workload`` on an instance like the engine's."""
-    from servesim.sim import Cluster, InstanceConfig
+    from servesim.sim import Cluster
 
-    cfg = InstanceConfig(num_blocks=int(kv_blocks), block_size=config.block_size,
-                         max_num_seqs=config.max_num_seqs,
-                         max_num_batched_tokens=config.max_num_batched_tokens,
-                         max_model_len=config.max_model_len, policy="vllm-v1")
+    cfg = config.to_instance(kv_blocks)
     wl = workload.copy()
     wl["arrival_s"] = wl["arrival_s"] + overhead_s
     df = Cluster.uniform(1, cfg, model, mode=mode).run(wl).requests
