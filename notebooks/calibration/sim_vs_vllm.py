@@ -45,6 +45,7 @@ import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+from IPython.display import display
 import numpy as np
 import pandas as pd
 
@@ -87,7 +88,11 @@ for x in loads:
     summaries[x] = json.loads((d / "summary.json").read_text())
 cmp = pd.concat(tables, ignore_index=True)
 partial = {x: s["partial"] for x, s in summaries.items()}
+# engine speed drift: the profile's capacity burst re-run right after each replay
+drift = pd.Series({x: s.get("capacity_after_req_s", np.nan) / fit["capacity_req_s"] - 1.0
+                   for x, s in summaries.items()}, name="capacity drift since profile")
 wide = cmp.pivot_table(index="metric", columns="load", values=["engine", "sim", "rel_err"])
+display(drift.to_frame().T.round(3))
 wide.round(4)
 
 # %% [markdown]
@@ -131,6 +136,7 @@ metrics = {
     "frontend_overhead_s": overhead,
     "step_fit_heldout_mape_pct": next(r["mape_pct"] for r in fit["heldout_error"] if r["regime"] == "all"),
     "any_partial_replay": any(partial.values()),
+    "max_abs_capacity_drift": float(np.nanmax(np.abs(drift.to_numpy()))) if drift.notna().any() else float("nan"),
 }
 for x in loads:
     for k in ("ttft_p50", "ttft_p90", "ttft_p99", "tbt_p50", "e2e_p50", "e2e_p90", "e2e_p99", "throughput_req_s"):

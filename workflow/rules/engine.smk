@@ -26,7 +26,8 @@ ENGINE_SCALE = {
 }
 ENGINE_ARGS = os.environ.get(
     "SERVESIM_ENGINE_ARGS",
-    "--max-num-seqs 32 --max-num-batched-tokens 512 --block-size 32 --kv-blocks 512 --max-model-len 2048",
+    "--max-num-seqs 32 --max-num-batched-tokens 512 --block-size 32 --kv-blocks 512 --max-model-len 2048"
+    " --enforce-eager --start-timeout 900",
 )
 
 

@@ -122,8 +122,8 @@ def _cmd_calibrate(a) -> int:
     opts = ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1], seed=a.seed)
     plan = SweepPlan(repeats=a.repeats, capacity_requests=a.capacity_requests, seed=a.seed)
     if a.tiny:  # the pipeline tests: a few shapes only
-        plan = SweepPlan(decode_batches=(1, 4, 16), decode_contexts=(32, 256), decode_tokens=16,
-                         prefill_lengths=(32, 128, 384), mixed_batches=(4,), repeats=1,
+        plan = SweepPlan(decode_batches=(1, 4, 16, 32), decode_contexts=(32, 128, 512), decode_tokens=16,
+                         prefill_lengths=(32, 128, 256, 384), mixed_batches=(4, 16), repeats=2,
                          capacity_requests=a.capacity_requests, seed=a.seed)
     res = run_calibration(a.model, a.out, _config(a), url=a.url, plan=plan, loads=a.loads, n_requests=a.n,
                           seed=a.seed, opts=opts, meta={"hardware": a.hardware},
