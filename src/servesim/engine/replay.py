@@ -76,6 +76,11 @@ def write_outputs(out_dir: Path, workload: pd.DataFrame, records: dict[int, Requ
     df.to_parquet(out_dir / "requests.parquet", index=False)
     token_table(records).to_parquet(out_dir / "tokens.parquet", index=False)
     summary = {**meta, **summarize(df, wall_s)}
+    # how late the client sent requests relative to their arrival times (client-side lag on a
+    # busy host shows up in TTFT but is no part of the engine)
+    lag = np.array([r.sent_s - r.arrival_s for r in records.values() if r.sent_s == r.sent_s])
+    if lag.size:
+        summary.update(client_send_lag_mean_s=float(lag.mean()), client_send_lag_p99_s=float(np.percentile(lag, 99)))
     summary["partial"] = bool(summary["partial"] or meta.get("interrupted", False))
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
     return summary
