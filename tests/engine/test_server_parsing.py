@@ -69,3 +69,11 @@ def test_engine_config_round_trips_the_simulated_instance():
         EngineConfig.from_instance(InstanceConfig(num_blocks=10, policy="orca", max_num_batched_tokens=None))
     with pytest.raises(ValueError, match="no KV block count"):
         EngineConfig().to_instance()
+
+
+def test_missing_vllm_is_a_clear_error(tmp_path, monkeypatch):
+    import servesim.engine.server as server
+
+    monkeypatch.setattr(server, "vllm_version", lambda: None)
+    with pytest.raises(EngineStartError, match="vLLM is not installed"):
+        VLLMServer(tmp_path, log_path=tmp_path / "log").start()

