@@ -105,7 +105,8 @@ def _cmd_heldout(a) -> int:
 def _cmd_compare(a) -> int:
     from servesim.engine.compare import compare_run
 
-    table, sim = compare_run(a.replay_dir, a.fit, frontend_overhead=not a.no_frontend_overhead)
+    table, sim = compare_run(a.replay_dir, a.fit, frontend_overhead=not a.no_frontend_overhead,
+                             arrivals=a.arrivals)
     if a.out:
         table.to_csv(a.out, index=False)
     print(table.to_string(index=False))
@@ -172,6 +173,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("replay_dir")
     p.add_argument("--fit", required=True, help="fit.json of profile-engine")
     p.add_argument("--no-frontend-overhead", action="store_true")
+    p.add_argument("--arrivals", choices=["scheduled", "sent"], default="sent",
+                   help="feed the simulator the scheduled arrivals or the client's real send times")
     p.add_argument("-o", "--out", default=None, help="comparison CSV")
     p.set_defaults(func=_cmd_compare)
 

@@ -75,6 +75,10 @@ def write_outputs(out_dir: Path, workload: pd.DataFrame, records: dict[int, Requ
     df = request_table(workload, records, instance=instance)
     df.to_parquet(out_dir / "requests.parquet", index=False)
     token_table(records).to_parquet(out_dir / "tokens.parquet", index=False)
+    # when the client really sent each request (late on a busy host): the simulator can be fed
+    # these instead of the scheduled arrivals (servesim.engine.compare, arrivals="sent")
+    sends = pd.DataFrame({"request_id": list(records), "sent_s": [r.sent_s for r in records.values()]})
+    sends.astype({"request_id": "int64", "sent_s": "float64"}).to_parquet(out_dir / "sends.parquet", index=False)
     summary = {**meta, **summarize(df, wall_s)}
     # how late the client sent requests relative to their arrival times (client-side lag on a
     # busy host shows up in TTFT but is no part of the engine)
