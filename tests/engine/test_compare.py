@@ -54,6 +54,14 @@ def test_compare_run_from_a_replay_directory(tmp_path):
     (d / "summary.json").write_text(json.dumps({"engine": cfg.to_dict(), "kv_blocks": 100}))
     table, sim = compare_run(d, tmp_path / "fit.json")
     assert np.allclose(table.rel_err.to_numpy(float), 0.0)
+    # requests the client sent late: fed to the simulator, their lateness becomes latency
+    pd.DataFrame({"request_id": wl.request_id, "sent_s": wl.arrival_s + 0.25}).to_parquet(d / "sends.parquet")
+    _, late = compare_run(d, tmp_path / "fit.json", arrivals="sent")
+    assert late.request_id.tolist() == wl.request_id.tolist()
+    np.testing.assert_allclose(late.arrival_s, wl.arrival_s)
+    assert (late.first_token_s >= sim.first_token_s + 0.25 - 1e-9).all()
+    with pytest.raises(ValueError, match="arrivals must be"):
+        compare_run(d, tmp_path / "fit.json", arrivals="bogus")
     # held-out workloads: deterministic, at the requested rate, within the profile's mix
     h1 = heldout_workload(tmp_path / "fit.json", 0.6, 500, seed=0)
     h2 = heldout_workload(tmp_path / "fit.json", 0.6, 500, seed=0)

@@ -50,3 +50,20 @@ def test_token_table_and_schema_check():
     df = request_table(_wl(1), {0: RequestRecord(0, 0.0, token_times=[0.1], state="finished", finish_s=0.1)})
     with pytest.raises(ValueError, match="request ids differ"):
         check_request_table(df, _wl(2))
+
+
+def test_write_outputs_summary_marks_partial_and_client_lag(tmp_path):
+    import json
+
+    from servesim.engine.replay import write_outputs
+
+    wl = _wl(2)
+    recs = {0: RequestRecord(0, 0.0, sent_s=0.01, token_times=[0.1, 0.2, 0.3, 0.4], state="finished", finish_s=0.4),
+            1: RequestRecord(1, 1.0, sent_s=1.03, token_times=[1.2], state="error", partial=True, reason="x")}
+    s = write_outputs(tmp_path, wl, recs, {"kv_blocks": 10}, wall_s=1.5)
+    assert s["partial"] is True and s["states"] == {"finished": 1, "error": 1}
+    assert s["client_send_lag_mean_s"] == pytest.approx(0.02)
+    on_disk = json.loads((tmp_path / "summary.json").read_text())
+    assert on_disk["partial"] is True and on_disk["kv_blocks"] == 10
+    assert len(pd.read_parquet(tmp_path / "tokens.parquet")) == 5
+    assert pd.read_parquet(tmp_path / "requests.parquet").partial.tolist() == [False, True]

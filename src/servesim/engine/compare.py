@@ -24,19 +24,24 @@ QUANTILES = (50, 90, 99)
 
 
 def simulate(workload: pd.DataFrame, model: StepTimeModel, config: EngineConfig, kv_blocks: int,
-             overhead_s: float = 0.0, mode: str = "fast") -> pd.DataFrame:
-    """The simulator's per-request table for ``workload`` on an instance like the engine's."""
-    from servesim.sim import Cluster, InstanceConfig
+             overhead_s: float = 0.0, mode: str = "fast", entry_s=None) -> pd.DataFrame:
+    """The simulator's per-request table for ``workload`` on an instance like the engine's.
 
-    cfg = InstanceConfig(num_blocks=int(kv_blocks), block_size=config.block_size,
-                         max_num_seqs=config.max_num_seqs,
-                         max_num_batched_tokens=config.max_num_batched_tokens,
-                         max_model_len=config.max_model_len, policy="vllm-v1")
+    Requests reach the engine at ``entry_s`` (default: their ``arrival_s``; a replay's real send
+    times can be given, aligned with the workload's rows) plus ``overhead_s``; latencies are
+    reported from the workload's own ``arrival_s``.
+    """
+    from servesim.sim import Cluster
+
+    cfg = config.to_instance(kv_blocks)
     wl = workload.copy()
-    wl["arrival_s"] = wl["arrival_s"] + overhead_s
+    orig = dict(zip(wl["request_id"].to_numpy(), wl["arrival_s"].to_numpy()))
+    entry = wl["arrival_s"].to_numpy(float) if entry_s is None else np.asarray(entry_s, float)
+    wl["arrival_s"] = np.where(np.isnan(entry), wl["arrival_s"].to_numpy(float), entry) + overhead_s
+    wl = wl.sort_values(["arrival_s", "request_id"], kind="stable").reset_index(drop=True)
     df = Cluster.uniform(1, cfg, model, mode=mode).run(wl).requests
-    # report against the workload's own arrival times (the overhead is part of the latency)
-    df["arrival_s"] = df["arrival_s"] - overhead_s
+    # report against the workload's own arrival times (overhead and lateness are latency)
+    df["arrival_s"] = df["request_id"].map(orig).astype(float)
     df["ttft_s"] = df["first_token_s"] - df["arrival_s"]
     df["e2e_s"] = df["finish_s"] - df["arrival_s"]
     return df
@@ -66,9 +71,10 @@ def compare_tables(engine: pd.DataFrame, sim: pd.DataFrame, label: str = "") -> 
 
 
 def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhead: bool = True,
-                label: str = "") -> tuple[pd.DataFrame, pd.DataFrame]:
+                arrivals: str = "scheduled", label: str = "") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Simulate the workload of a finished replay with the fitted profile; return
-    (comparison table, simulator request table)."""
+    (comparison table, simulator request table). ``arrivals="sent"`` feeds the simulator the
+    times the client really sent each request (``sends.parquet``) instead of the schedule."""
     from servesim.engine.profile import load_fitted
 
     d = Path(replay_dir)
@@ -83,5 +89,12 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
     wl = engine[["request_id", "arrival_s", "prompt_tokens", "output_tokens", "model", "region", "tier"]].copy()
     wl["app"] = "default"
     wl["deadline_s"] = np.nan
-    sim = simulate(wl, model, config, kv_blocks, overhead if frontend_overhead else 0.0)
+    entry = None
+    if arrivals == "sent":
+        sends = pd.read_parquet(d / "sends.parquet").set_index("request_id")["sent_s"]
+        entry = wl["request_id"].map(sends).to_numpy(float)
+    elif arrivals != "scheduled":
+        raise ValueError(f"arrivals must be 'scheduled' or 'sent', got {arrivals!r}")
+    sim = simulate(wl, model, config, kv_blocks, overhead if frontend_overhead else 0.0, entry_s=entry)
+    sim = sim.set_index("request_id").loc[wl["request_id"]].reset_index()
     return compare_tables(engine, sim, label), sim

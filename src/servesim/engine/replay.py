@@ -75,7 +75,16 @@ def write_outputs(out_dir: Path, workload: pd.DataFrame, records: dict[int, Requ
     df = request_table(workload, records, instance=instance)
     df.to_parquet(out_dir / "requests.parquet", index=False)
     token_table(records).to_parquet(out_dir / "tokens.parquet", index=False)
+    # when the client really sent each request (late on a busy host): the simulator can be fed
+    # these instead of the scheduled arrivals (servesim.engine.compare, arrivals="sent")
+    sends = pd.DataFrame({"request_id": list(records), "sent_s": [r.sent_s for r in records.values()]})
+    sends.astype({"request_id": "int64", "sent_s": "float64"}).to_parquet(out_dir / "sends.parquet", index=False)
     summary = {**meta, **summarize(df, wall_s)}
+    # how late the client sent requests relative to their arrival times (client-side lag on a
+    # busy host shows up in TTFT but is no part of the engine)
+    lag = np.array([r.sent_s - r.arrival_s for r in records.values() if r.sent_s == r.sent_s])
+    if lag.size:
+        summary.update(client_send_lag_mean_s=float(lag.mean()), client_send_lag_p99_s=float(np.percentile(lag, 99)))
     summary["partial"] = bool(summary["partial"] or meta.get("interrupted", False))
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
     return summary
@@ -116,11 +125,13 @@ def replay(workload: pd.DataFrame | str | Path, out_dir: str | Path, *,
         if warmup:
             _warm_up(url, warmup, opts)
         pre0 = _counter(url, "vllm:num_preemptions_total")
+        h0 = _histograms(url)
         t0 = time.perf_counter()
         asyncio.run(replay_async(url, wl, opts, alive=server.alive if server else None, records=records))
         pre1 = _counter(url, "vllm:num_preemptions_total")
         if pre0 is not None and pre1 is not None:
             meta["preemptions_total"] = int(pre1 - pre0)
+        meta.update(_engine_side_means(h0, _histograms(url)))
     except BaseException as exc:
         if records:
             meta.update(interrupted=True, error=f"{type(exc).__name__}: {exc}"[:500])
@@ -143,6 +154,34 @@ def _counter(url: str, name: str) -> float | None:
     vals = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
             if line.startswith(name) and line[len(name):len(name) + 1] in ("{", " ")]
     return sum(vals) if vals else None
+
+
+_ENGINE_HISTS = ("vllm:request_queue_time_seconds", "vllm:request_prefill_time_seconds",
+                 "vllm:request_decode_time_seconds", "vllm:time_to_first_token_seconds",
+                 "vllm:e2e_request_latency_seconds")
+
+
+def _histograms(url: str) -> dict | None:
+    import httpx
+
+    from servesim.engine.profile import histogram_totals
+    try:
+        return histogram_totals(httpx.get(url.rstrip("/") + "/metrics", timeout=5).text, _ENGINE_HISTS)
+    except httpx.HTTPError:
+        return None
+
+
+def _engine_side_means(h0: dict | None, h1: dict | None) -> dict:
+    """Per-request means of vLLM's own timers over the replay (engine clock: queue, prefill,
+    decode; the frontend's TTFT and E2E), for telling engine time from frontend time."""
+    if h0 is None or h1 is None:
+        return {}
+    out = {}
+    for name in _ENGINE_HISTS:
+        ds, dn = h1[name][0] - h0[name][0], h1[name][1] - h0[name][1]
+        short = name.removeprefix("vllm:").removeprefix("request_").removesuffix("_seconds")
+        out[f"engine_mean_{short}_s"] = ds / dn if dn > 0 else float("nan")
+    return out
 
 
 def _warm_up(url: str, n: int, opts: ReplayOptions) -> None:

