@@ -124,7 +124,7 @@ def run_with_controls(w, cfg, actions, mode):
 
     for a in actions:
         cl.kernel.at(a[0], act, a, PRIO_CONTROL)
-    return cl.run(w)
+    return cl.run(w, allow_unloaded_models=True)  # the test switches models itself
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

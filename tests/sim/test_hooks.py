@@ -25,7 +25,7 @@ def switching_run(mode, preempt="swap"):
                                           on_ready=lambda i: ready.append(k.now)), None, PRIO_CONTROL)
     k.at(10.0, lambda _: inst.switch_model("A", 2.0, on_ready=lambda i: ready.append(k.now)),
          None, PRIO_CONTROL)
-    return cl.run(w.reset_index(drop=True)).requests, ready, inst
+    return cl.run(w.reset_index(drop=True), allow_unloaded_models=True).requests, ready, inst
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -81,7 +81,7 @@ def test_disaggregated_fast_equals_reference_and_default_transfer_cost():
     out = {}
     for mode in MODES:
         cl = Cluster(cfgs, [GENERIC] * 5, mode=mode, check_invariants=True)
-        out[mode] = cl.run(w).requests
+        out[mode] = cl.run(w, allow_unloaded_models=True).requests
     pd.testing.assert_frame_equal(out["fast"], out["reference"], check_exact=True)
     df = out["fast"]
     assert (df.state == "finished").all()

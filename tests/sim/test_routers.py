@@ -48,3 +48,18 @@ def test_cluster_load_records_return_to_zero_and_jsq_tokens_balances_tokens():
     res = Cluster.uniform(3, cfg, DYADIC, router="jsq_tokens").run(w).requests
     tok = (res["prompt_tokens"] + 1).groupby(res["instance"]).sum()
     assert len(tok) == 3 and tok.max() < 1.5 * tok.min()
+
+
+def test_workload_for_an_unloaded_model_is_an_error():
+    import numpy as np
+    import pytest
+
+    from servesim.perf import LinearStepTime
+    from servesim.sim import Cluster, InstanceConfig
+    from servesim.workload import make
+
+    wl = make(np.arange(3.0), [10, 10, 10], [5, 5, 5], model="llama-2-7b")
+    with pytest.raises(ValueError, match=r"\['llama-2-7b'\] are loaded on no instance"):
+        Cluster.uniform(2, InstanceConfig(num_blocks=100), LinearStepTime()).run(wl)
+    res = Cluster.uniform(2, InstanceConfig(num_blocks=100, model="llama-2-7b"), LinearStepTime()).run(wl)
+    assert (res.requests.state == "finished").all()

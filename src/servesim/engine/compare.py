@@ -39,6 +39,7 @@ def simulate(workload: pd.DataFrame, model: StepTimeModel, config: EngineConfig,
     entry = wl["arrival_s"].to_numpy(float) if entry_s is None else np.asarray(entry_s, float)
     wl["arrival_s"] = np.where(np.isnan(entry), wl["arrival_s"].to_numpy(float), entry) + overhead_s
     wl = wl.sort_values(["arrival_s", "request_id"], kind="stable").reset_index(drop=True)
+    wl["model"] = cfg.model  # the engine serves every request with its one model
     df = Cluster.uniform(1, cfg, model, mode=mode).run(wl).requests
     # report against the workload's own arrival times (overhead and lateness are latency)
     df["arrival_s"] = df["request_id"].map(orig).astype(float)

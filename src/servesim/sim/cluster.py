@@ -145,15 +145,25 @@ class Cluster(InstanceListener):
 
     # ---------------------------------------------------------------- driving
     def run(self, workload: pd.DataFrame, until: float | None = None, *,
-            validate: bool = True) -> SimResult:
+            validate: bool = True, allow_unloaded_models: bool = False) -> SimResult:
         """Simulate ``workload`` (request schema) to completion, or until ``until`` seconds.
 
         Requests not terminal when the run stops are reported ``unfinished`` and ``partial``.
+        A request for a model no instance has loaded waits (parked) until some instance
+        ``switch_model``s to it; unless ``allow_unloaded_models`` (you schedule such switches),
+        a workload naming such a model is an error rather than a run that serves nothing.
         """
         if self.log is not None:
             raise RuntimeError("Cluster.run can be called once; build a new Cluster for another run")
         if validate:
             workload = schema.validate(workload, "<Cluster.run workload>")
+        if not allow_unloaded_models and len(workload):
+            loaded = {inst.model for inst in self.instances}
+            unloaded = sorted(set(workload["model"].astype(str).unique()) - loaded)
+            if unloaded:
+                raise ValueError(f"workload model(s) {unloaded} are loaded on no instance (instances serve "
+                                 f"{sorted(loaded)}): set InstanceConfig(model=...), or pass "
+                                 "allow_unloaded_models=True if your run switches models")
         n = len(workload)
         self.log = RequestLog(n, tbt_p99=self.tbt_p99)
         arrival = workload["arrival_s"].to_numpy(dtype=np.float64)
