@@ -43,6 +43,10 @@ def _add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--burst-factor", type=float, default=8.0, help="load multiple in burst minutes (paper 8, code 9)")
     ap.add_argument("--theta-headroom", type=float, default=None, help="override SageServeConfig.theta_headroom")
+    ap.add_argument("--tier-policy", default=None, choices=["none", "fcfs", "edf", "pf", "dpa"],
+                    help="instance queue order by tier (journal Fig 15); default: the config's (none)")
+    ap.add_argument("--niw-on-arrival", action="store_true",
+                    help="route NIW on arrival instead of holding it in the NIW queue manager")
     ap.add_argument("-o", "--out", required=True)
 
 
@@ -68,6 +72,10 @@ def run(a: argparse.Namespace) -> int:
     cfg = SageServeConfig.paper() if a.reading == "paper" else SageServeConfig.code()
     if a.theta_headroom is not None:
         cfg = cfg.with_(theta_headroom=a.theta_headroom)
+    if a.tier_policy is not None:
+        cfg = cfg.with_(tier_policy=a.tier_policy)
+    if a.niw_on_arrival:
+        cfg = cfg.with_(niw_queue=False)
     wk = sageserve_week(scale=p["scale"], seed=a.seed, days=p["days"], bursts=p.get("bursts", False),
                         burst_factor=a.burst_factor)
     sel = wk[wk["model"].isin(p["models"]) & wk["region"].isin(p["regions"])]
@@ -78,7 +86,8 @@ def run(a: argparse.Namespace) -> int:
     out = Path(a.out)
     res.write(out)
     s = summarise(res, a.strategy)
-    s.update(preset=a.preset, reading=a.reading, theta_headroom=cfg.theta_headroom, seed=a.seed, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
+    s.update(preset=a.preset, reading=a.reading, theta_headroom=cfg.theta_headroom, tier_policy=cfg.tier_policy,
+             niw_queue=cfg.niw_queue, niw_release_rule=cfg.niw_release_rule, seed=a.seed, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
     if actor:
         s["theta_tokens_per_min"] = actor.theta
     (out / "summary.json").write_text(json.dumps(s, indent=1, sort_keys=True, default=str) + "\n")

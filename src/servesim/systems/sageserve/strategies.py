@@ -6,8 +6,10 @@ per region that scale-ins donate to, and either the fleet's reactive autoscaler 
 KV utilisation above/below the thresholds, with the cooldown) or a `LongTermScaler`
 (``lt_i``/``lt_u``/``lt_ua``).
 
-Not yet modelled here (named in the report): the NIW queue manager in the loop (NIW requests are
-routed on arrival like IW), Siloed and Chiron, inter-model conversions (``Move``).
+With ``niw_queue`` (default) NIW requests of the unified strategies wait in the queue manager and
+are released on low utilisation (`niw_loop.NIWLoop`); Siloed serves NIW on arrival in its own
+pool. ``tier_policy`` other than "none" orders each instance's waiting queue (Fig 15).
+Not yet modelled here: Chiron, inter-model conversions (``Move``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ...fleet import parse_scenario, run_scenario
 from ...forecast.series import per_minute_demand
 from .actors import LongTermScaler
 from .config import SageServeConfig
+from .niw_loop import NIWLoop, register_tier_scheduler
 
 RUN_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua", "siloed")
 #: Siloed: NIW requests of model m are served by a separate endpoint named m + NIW_SUFFIX
@@ -43,7 +46,7 @@ THETA_TOKENS_PER_MIN = {"llama-2-70b": 225_500.0, "bloom-176b": 161_942.0}
 
 
 def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig, duration_s: float,
-                  max_instances: int = 20, sample_s: float = 60.0) -> dict:
+                  max_instances: int = 20, sample_s: float = 60.0, engine_policy: str | None = None) -> dict:
     models = sorted(workload["model"].unique())
     regions = sorted(workload["region"].unique())
     c = config
@@ -67,6 +70,9 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
         "scale_in_to": "pool",
         "output": {"sample_s": sample_s, "window_s": 60.0},
     }
+    if engine_policy is not None:
+        for m in models:
+            sc["models"][m] = {**sc["models"][m], "engine": {**sc["models"][m]["engine"], "policy": engine_policy}}
     if len(regions) > 1 and (strategy in ("reactive", "siloed") or c.reroute_lt):
         sc["global_router"] = {"name": "preference", "threshold": c.iw_region_gate,
                                "preferences": {r: [r] + [x for x in regions if x != r] for r in regions}}
@@ -100,7 +106,13 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
         wl["model"] = wl["model"].astype("string")
     wl = wl.reset_index(drop=True)
     duration = float(np.ceil((wl["arrival_s"].max() + 1) / 60.0) * 60.0) + drain_s
-    sc = parse_scenario(scenario_dict(strategy, wl, c, duration, max_instances))
+    engine_policy = None
+    if c.tier_policy != "none":
+        engine_policy = register_tier_scheduler(c.tier_policy, wl, c)
+    sc = parse_scenario(scenario_dict(strategy, wl, c, duration, max_instances, engine_policy=engine_policy))
+    loop = None
+    if c.niw_queue and strategy != "siloed" and (wl["tier"] == "NIW").any():
+        loop = NIWLoop(wl, c)
     actor = None
     if strategy not in ("reactive", "siloed"):
         t_end = t0_s + duration
@@ -117,7 +129,13 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
             theta = {m: c.theta_headroom * measure_theta(m, full, seed=seed) for m, _ in keys}
         actor = LongTermScaler(mode=strategy, demand=demand, niw_demand=niw, config=c, theta=theta,
                                max_instances={k: max_instances for k in keys}, offset_min=int(t0_s // 60))
-    res = run_scenario(sc, seed=seed, workload=wl, actors=[actor] if actor else None)
+    res = run_scenario(sc, seed=seed, workload=wl, actors=[actor] if actor else None,
+                       engines=loop.engines if loop else None)
+    if loop is not None:
+        res.requests["niw_release_s"] = loop.release_s
+        still = (res.requests["state"] == "unfinished") & loop.is_niw & np.isnan(loop.release_s)
+        res.requests.loc[still, "reason"] = "run ended in the NIW queue manager"
+        res.niw_loop = loop
     return res, actor
 
 
@@ -126,11 +144,15 @@ def summarise(res, strategy: str) -> dict:
     h = res.instance_hours
     billed = h[h["state"].isin(BILLED_STATES)]
     req = res.requests
+    niw = req[req["tier"] == "NIW"]
     iw = req[req["tier"] != "NIW"]
     fin = iw[iw["state"] == "finished"]
     out = {"strategy": strategy, "instance_hours": float(billed["hours"].sum()),
            "pooled_hours": float(h.loc[h["state"] == "pooled", "hours"].sum()),
-           "requests": int(len(req)), "iw_finished": int(len(fin)), "iw_unfinished": int(len(iw) - len(fin))}
+           "requests": int(len(req)), "iw_finished": int(len(fin)), "iw_unfinished": int(len(iw) - len(fin)),
+           "niw_requests": int(len(niw)), "niw_finished": int((niw["state"] == "finished").sum()),
+           "niw_timeout": int((niw["state"] == "timeout").sum()),
+           "niw_released": int(niw["niw_release_s"].notna().sum()) if "niw_release_s" in niw else None}
     for col in ("ttft_s", "e2e_s"):
         for q in (50, 75, 90, 95):
             out[f"{col[:-2]}_p{q}"] = float(np.percentile(fin[col], q)) if len(fin) else None
