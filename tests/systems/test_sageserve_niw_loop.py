@@ -112,3 +112,16 @@ def test_tier_policy_runs_same_requests(workload):
         out[tp] = res.requests
         assert len(res.requests) == int((workload.arrival_s >= T0).sum())
     np.testing.assert_array_equal(out["fcfs"]["request_id"], out["pf"]["request_id"])
+
+
+def test_engine_policy_reading(workload):
+    from servesim.systems.sageserve.config import ConfigError
+    from servesim.systems.sageserve.strategies import scenario_dict
+
+    with pytest.raises(ConfigError, match="engine_policy"):
+        SageServeConfig(engine_policy="fifo")
+    wl = workload[workload.arrival_s >= T0]
+    orca = scenario_dict("reactive", wl, SageServeConfig(), 3600.0)["models"]["llama-2-70b"]["engine"]
+    assert orca["policy"] == "orca" and orca["max_num_batched_tokens"] >= 1 << 30
+    v1 = scenario_dict("reactive", wl, SageServeConfig(engine_policy="vllm-v1"), 3600.0)
+    assert v1["models"]["llama-2-70b"]["engine"]["policy"] == "vllm-v1"

@@ -77,3 +77,31 @@ rule sageserve_burst_run:
     shell:
         "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {wildcards.strategy}"
         " --preset {params.preset} --seed {params.seed} -o results/{wildcards.scale}/sageserve/runs_burst/{wildcards.strategy}"
+
+
+# Journal Fig 15: instance queue order by tier (FCFS / EDF / PF / DPA) under SageServe (LT-UA),
+# NIW held in the queue manager; one job per policy.
+SAGESERVE_TIER_POLICIES = ["fcfs", "edf", "pf", "dpa"]
+SAGESERVE_TIER_STRATEGY = "lt_ua"
+
+
+rule sageserve_tier_run:
+    """LT-UA with one tier policy ordering every instance's waiting queue (paper reading)."""
+    input:
+        [str(f.relative_to(ROOT)) for f in sorted((ROOT / "src/servesim/systems/sageserve").glob("*.py"))],
+    output:
+        summary="results/{scale}/sageserve/runs_tier/{policy}/summary.json",
+        requests="results/{scale}/sageserve/runs_tier/{policy}/requests.parquet",
+    params:
+        preset=lambda wc: "tiny" if config.get("tiny") else wc.scale,
+        seed=lambda wc: int(config["seed"]),
+        strategy=SAGESERVE_TIER_STRATEGY,
+    wildcard_constraints:
+        scale="quick|full",
+        policy="|".join(SAGESERVE_TIER_POLICIES),
+    benchmark:
+        "results/{scale}/benchmarks/sageserve/tier_{policy}.tsv"
+    shell:
+        "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {params.strategy}"
+        " --tier-policy {wildcards.policy} --preset {params.preset} --seed {params.seed}"
+        " -o results/{wildcards.scale}/sageserve/runs_tier/{wildcards.policy}"

@@ -81,6 +81,9 @@ class SageServeConfig:
     # --- cost (J §7.2.1) ---
     vm_price_per_hour: float = 98.32      # one 8xH100 cluster
     # --- instance scheduling (J §6.5) ---
+    engine_policy: str = "orca"           # paper/code simulator: ORCA batching, KV reserved for prompt+output
+                                          # at admission, no token cap; "vllm-v1": chunked prefill,
+                                          # incremental KV (this package's first runs)
     tier_policy: str = "none"             # "none" (engine FIFO) | fcfs | edf | pf | dpa (Fig 15)
     dpa_tau_n_s: float = 10.0             # not given in the paper
     dpa_tau_p_s: float = 1.0              # not given in the paper
@@ -102,7 +105,7 @@ class SageServeConfig:
         for k, allowed in (("niw_release_rule", ("paper", "code")), ("lt_scale_down", ("deferred", "immediate")),
                            ("forecast_mode", ("rolling", "insample")), ("niw_buffer_rule", ("load", "max_prompt")),
                            ("theta_source", ("measured", "code")),
-                           ("tier_policy", TIER_CHOICES)):
+                           ("tier_policy", TIER_CHOICES), ("engine_policy", ("orca", "vllm-v1"))):
             if getattr(self, k) not in allowed:
                 bad(k, f"must be one of {allowed}")
         if self.min_per_deployment > self.max_per_deployment:

@@ -25,6 +25,9 @@ PRESETS = {
     # journal Fig 11: Llama-2 over the three regions, the whole peak day
     "full": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["westus", "centralus", "eastus"],
              "from_h": 24.0, "to_h": 48.0},
+    # the whole peak day of one region (Llama-2, East US): the day's trough is where scalers differ most
+    "day_east": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 24.0,
+                 "to_h": 48.0},
     "tiny": {"scale": 0.1, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 36.0, "to_h": 37.0},
     # journal Fig 16a: two hourly bursts over 120 min (Llama-2, East US as in the conference)
     "burst_quick": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 35.0,
@@ -45,6 +48,8 @@ def _add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--theta-headroom", type=float, default=None, help="override SageServeConfig.theta_headroom")
     ap.add_argument("--tier-policy", default=None, choices=["none", "fcfs", "edf", "pf", "dpa"],
                     help="instance queue order by tier (journal Fig 15); default: the config's (none)")
+    ap.add_argument("--engine", default=None, choices=["orca", "vllm-v1"],
+                    help="instance scheduler (default: the config's, orca as in the paper's simulator)")
     ap.add_argument("--niw-on-arrival", action="store_true",
                     help="route NIW on arrival instead of holding it in the NIW queue manager")
     ap.add_argument("-o", "--out", required=True)
@@ -74,6 +79,8 @@ def run(a: argparse.Namespace) -> int:
         cfg = cfg.with_(theta_headroom=a.theta_headroom)
     if a.tier_policy is not None:
         cfg = cfg.with_(tier_policy=a.tier_policy)
+    if a.engine is not None:
+        cfg = cfg.with_(engine_policy=a.engine)
     if a.niw_on_arrival:
         cfg = cfg.with_(niw_queue=False)
     wk = sageserve_week(scale=p["scale"], seed=a.seed, days=p["days"], bursts=p.get("bursts", False),
@@ -86,7 +93,7 @@ def run(a: argparse.Namespace) -> int:
     out = Path(a.out)
     res.write(out)
     s = summarise(res, a.strategy)
-    s.update(preset=a.preset, reading=a.reading, theta_headroom=cfg.theta_headroom, tier_policy=cfg.tier_policy,
+    s.update(preset=a.preset, reading=a.reading, theta_headroom=cfg.theta_headroom, tier_policy=cfg.tier_policy, engine_policy=cfg.engine_policy,
              niw_queue=cfg.niw_queue, niw_release_rule=cfg.niw_release_rule, seed=a.seed, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
     if actor:
         s["theta_tokens_per_min"] = actor.theta

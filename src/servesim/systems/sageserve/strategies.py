@@ -41,6 +41,7 @@ MODEL_DEFAULTS = {
         "step_time": {"backend": "linear", "c0": 0.055, "c_pt": 3.5e-4, "c_pc": 0.0, "c_ds": 1.2e-6, "c_dc": 0.0},
     },
 }
+ORCA_NO_CAP = 1 << 30
 #: tokens/min one instance serves in the ILP (authors' code: 30 x per-second rating)
 THETA_TOKENS_PER_MIN = {"llama-2-70b": 225_500.0, "bloom-176b": 161_942.0}
 
@@ -70,9 +71,11 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
         "scale_in_to": "pool",
         "output": {"sample_s": sample_s, "window_s": 60.0},
     }
-    if engine_policy is not None:
-        for m in models:
-            sc["models"][m] = {**sc["models"][m], "engine": {**sc["models"][m]["engine"], "policy": engine_policy}}
+    for m in models:  # ORCA has no token cap (a huge one: a tier-ordered subclass is not named "orca")
+        eng = {**sc["models"][m]["engine"], "policy": engine_policy or c.engine_policy}
+        if c.engine_policy == "orca":
+            eng["max_num_batched_tokens"] = ORCA_NO_CAP
+        sc["models"][m] = {**sc["models"][m], "engine": eng}
     if len(regions) > 1 and (strategy in ("reactive", "siloed") or c.reroute_lt):
         sc["global_router"] = {"name": "preference", "threshold": c.iw_region_gate,
                                "preferences": {r: [r] + [x for x in regions if x != r] for r in regions}}
@@ -108,7 +111,7 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
     duration = float(np.ceil((wl["arrival_s"].max() + 1) / 60.0) * 60.0) + drain_s
     engine_policy = None
     if c.tier_policy != "none":
-        engine_policy = register_tier_scheduler(c.tier_policy, wl, c)
+        engine_policy = register_tier_scheduler(c.tier_policy, wl, c, base=c.engine_policy)
     sc = parse_scenario(scenario_dict(strategy, wl, c, duration, max_instances, engine_policy=engine_policy))
     loop = None
     if c.niw_queue and strategy != "siloed" and (wl["tier"] == "NIW").any():
@@ -126,7 +129,8 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
         else:
             from .theta import measure_theta
 
-            theta = {m: c.theta_headroom * measure_theta(m, full, seed=seed) for m, _ in keys}
+            theta = {m: c.theta_headroom * measure_theta(m, full, seed=seed, engine_policy=c.engine_policy)
+                     for m, _ in keys}
         actor = LongTermScaler(mode=strategy, demand=demand, niw_demand=niw, config=c, theta=theta,
                                max_instances={k: max_instances for k in keys}, offset_min=int(t0_s // 60))
     res = run_scenario(sc, seed=seed, workload=wl, actors=[actor] if actor else None,
