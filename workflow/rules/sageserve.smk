@@ -32,7 +32,7 @@ rule sageserve_forecast_eval:
 
 
 # One job per strategy so a cluster runs them side by side (journal Figs 11-13).
-SAGESERVE_RUN_STRATEGIES = ["reactive", "lt_i", "lt_u", "lt_ua", "siloed"]
+SAGESERVE_RUN_STRATEGIES = ["reactive", "lt_i", "lt_u", "lt_ua", "siloed", "chiron"]
 
 
 rule sageserve_run:

@@ -96,7 +96,7 @@ def run(a: argparse.Namespace) -> int:
     s.update(preset=a.preset, reading=a.reading, theta_headroom=cfg.theta_headroom, tier_policy=cfg.tier_policy, engine_policy=cfg.engine_policy,
              niw_queue=cfg.niw_queue, niw_release_rule=cfg.niw_release_rule, seed=a.seed, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
     if actor:
-        s["theta_tokens_per_min"] = actor.theta
+        s["theta_tokens_per_min"] = getattr(actor, "theta", None)
     (out / "summary.json").write_text(json.dumps(s, indent=1, sort_keys=True, default=str) + "\n")
     pd.DataFrame(actor.log if actor else []).to_csv(out / "actor_log.csv", index=False)
     return 0

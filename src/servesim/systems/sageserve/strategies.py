@@ -20,10 +20,11 @@ import pandas as pd
 from ...fleet import parse_scenario, run_scenario
 from ...forecast.series import per_minute_demand
 from .actors import LongTermScaler
+from .chiron import INT_SUFFIX, ChironRouter, ChironScaler
 from .config import SageServeConfig
 from .niw_loop import NIWLoop, register_tier_scheduler
 
-RUN_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua", "siloed")
+RUN_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua", "siloed", "chiron")
 #: Siloed: NIW requests of model m are served by a separate endpoint named m + NIW_SUFFIX
 NIW_SUFFIX = "@niw"
 BILLED_STATES = ("requested", "provisioning", "loading", "ready", "draining")
@@ -51,9 +52,16 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
     models = sorted(workload["model"].unique())
     regions = sorted(workload["region"].unique())
     c = config
-    base = {m: m.removesuffix(NIW_SUFFIX) for m in models}
-    start = {m: (c.siloed_niw_instances if m.endswith(NIW_SUFFIX) else c.siloed_iw_instances)
-             if strategy == "siloed" else c.start_instances for m in models}
+    if strategy == "chiron":  # the mixed pool carries the bare model name and gets IW overflow only
+        models = sorted(set(models) | {m.split("@")[0] for m in models})
+    base = {m: m.split("@")[0] for m in models}
+    if strategy == "siloed":
+        start = {m: c.siloed_niw_instances if m.endswith(NIW_SUFFIX) else c.siloed_iw_instances for m in models}
+    elif strategy == "chiron":
+        start = {m: c.chiron_batch if m.endswith(NIW_SUFFIX) else c.chiron_interactive if m.endswith(INT_SUFFIX)
+                 else c.chiron_mixed for m in models}
+    else:
+        start = {m: c.start_instances for m in models}
     lead = {"request_s": 0.0, "provision_s": c.spot_switch_s if c.delays_in_sim else 0.0,
             "load_s": c.model_redeploy_s if c.delays_in_sim else 0.0,
             "reclaim_s": c.reclaim_median_s if c.delays_in_sim else 0.0}
@@ -76,7 +84,7 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
         if c.engine_policy == "orca":
             eng["max_num_batched_tokens"] = ORCA_NO_CAP
         sc["models"][m] = {**sc["models"][m], "engine": eng}
-    if len(regions) > 1 and (strategy in ("reactive", "siloed") or c.reroute_lt):
+    if len(regions) > 1 and (strategy in ("reactive", "siloed") or c.reroute_lt) and strategy != "chiron":
         sc["global_router"] = {"name": "preference", "threshold": c.iw_region_gate,
                                "preferences": {r: [r] + [x for x in regions if x != r] for r in regions}}
     if strategy in ("reactive", "siloed"):
@@ -102,10 +110,12 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
     wl["arrival_s"] -= t0_s
     wl["deadline_s"] -= t0_s
     wl["request_id"] = np.arange(len(wl), dtype=np.int64)
-    if strategy == "siloed":  # NIW gets its own pool per (model, region), served on arrival
+    if strategy in ("siloed", "chiron"):  # NIW gets its own pool per (model, region), served on arrival
         niw = (wl["tier"] == "NIW").to_numpy()
         wl["model"] = wl["model"].astype(object)
         wl.loc[niw, "model"] = wl.loc[niw, "model"] + NIW_SUFFIX
+        if strategy == "chiron":
+            wl.loc[~niw, "model"] = wl.loc[~niw, "model"] + INT_SUFFIX
         wl["model"] = wl["model"].astype("string")
     wl = wl.reset_index(drop=True)
     duration = float(np.ceil((wl["arrival_s"].max() + 1) / 60.0) * 60.0) + drain_s
@@ -114,10 +124,15 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
         engine_policy = register_tier_scheduler(c.tier_policy, wl, c, base=c.engine_policy)
     sc = parse_scenario(scenario_dict(strategy, wl, c, duration, max_instances, engine_policy=engine_policy))
     loop = None
-    if c.niw_queue and strategy != "siloed" and (wl["tier"] == "NIW").any():
+    if c.niw_queue and strategy not in ("siloed", "chiron") and (wl["tier"] == "NIW").any():
         loop = NIWLoop(wl, c)
     actor = None
-    if strategy not in ("reactive", "siloed"):
+    grouter = None
+    if strategy == "chiron":
+        grouter = ChironRouter(c.iw_region_gate)
+        actor = ChironScaler(grouter, c, sorted({m.split("@")[0] for m in wl["model"].unique()}),
+                             sorted(wl["region"].unique()), niw_suffix=NIW_SUFFIX)
+    elif strategy not in ("reactive", "siloed"):
         t_end = t0_s + duration
         keys = [(m, r) for m in sorted(wl["model"].unique()) for r in sorted(wl["region"].unique())]
         demand = {k: per_minute_demand(full, k[0], k[1], t_end=t_end) for k in keys}
@@ -134,7 +149,7 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
         actor = LongTermScaler(mode=strategy, demand=demand, niw_demand=niw, config=c, theta=theta,
                                max_instances={k: max_instances for k in keys}, offset_min=int(t0_s // 60))
     res = run_scenario(sc, seed=seed, workload=wl, actors=[actor] if actor else None,
-                       engines=loop.engines if loop else None)
+                       engines=loop.engines if loop else None, global_router=grouter)
     if loop is not None:
         res.requests["niw_release_s"] = loop.release_s
         still = (res.requests["state"] == "unfinished") & loop.is_niw & np.isnan(loop.release_s)
