@@ -105,3 +105,24 @@ rule sageserve_tier_run:
         "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {params.strategy}"
         " --tier-policy {wildcards.policy} --preset {params.preset} --seed {params.seed}"
         " -o results/{wildcards.scale}/sageserve/runs_tier/{wildcards.policy}"
+
+
+# Journal Fig 16b: the week (quick: a Thursday-noon-to-Sunday window at 1/5 volume; full: the week).
+rule sageserve_week_run:
+    """One strategy over the week preset of this scale (paper reading)."""
+    input:
+        [str(f.relative_to(ROOT)) for f in sorted((ROOT / "src/servesim/systems/sageserve").glob("*.py"))],
+    output:
+        summary="results/{scale}/sageserve/runs_week/{strategy}/summary.json",
+        requests="results/{scale}/sageserve/runs_week/{strategy}/requests.parquet",
+    params:
+        preset=lambda wc: "week_tiny" if config.get("tiny") else f"week_{wc.scale}",
+        seed=lambda wc: int(config["seed"]),
+    wildcard_constraints:
+        scale="quick|full",
+        strategy="reactive|lt_i|lt_u|lt_ua",
+    benchmark:
+        "results/{scale}/benchmarks/sageserve/week_{strategy}.tsv"
+    shell:
+        "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {wildcards.strategy}"
+        " --preset {params.preset} --seed {params.seed} -o results/{wildcards.scale}/sageserve/runs_week/{wildcards.strategy}"

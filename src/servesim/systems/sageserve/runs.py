@@ -28,6 +28,14 @@ PRESETS = {
     # the whole peak day of one region (Llama-2, East US): the day's trough is where scalers differ most
     "day_east": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 24.0,
                  "to_h": 48.0},
+    # journal Fig 16b: the week, Llama-2 (quick: East US, Thu 12:00 - Sun 00:00 at 1/5 volume, so
+    # weekdays and the weekend start are both in the window within a couple of minutes of CPU)
+    "week_quick": {"scale": 0.2, "days": 7, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 84.0,
+                   "to_h": 144.0},
+    "week_full": {"scale": 1.0, "days": 7, "models": ["llama-2-70b"], "regions": ["westus", "centralus", "eastus"],
+                  "from_h": 1.0, "to_h": 168.0},
+    "week_tiny": {"scale": 0.05, "days": 7, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 114.0,
+                  "to_h": 122.0},
     "tiny": {"scale": 0.1, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 36.0, "to_h": 37.0},
     # journal Fig 16a: two hourly bursts over 120 min (Llama-2, East US as in the conference)
     "burst_quick": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 35.0,
