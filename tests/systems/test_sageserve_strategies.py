@@ -38,7 +38,7 @@ def test_same_seed_same_result(small_workload):
 
 def test_unknown_strategy(small_workload):
     with pytest.raises(ValueError, match="strategy"):
-        run_strategy("chiron", small_workload)
+        run_strategy("bogus", small_workload)
 
 
 def test_siloed_serves_niw_from_its_own_pool(small_workload):
@@ -51,3 +51,19 @@ def test_siloed_serves_niw_from_its_own_pool(small_workload):
     assert len(niw) and (niw["model"] == "llama-2-70b@niw").all()
     assert (req.loc[req["tier"] != "NIW", "model"] == "llama-2-70b").all()
     assert set(res.instance_hours["model"]) == {"llama-2-70b", "llama-2-70b@niw"}
+
+
+def test_chiron_three_pools_and_overflow(small_workload):
+    cfg = SageServeConfig(chiron_interactive=2, chiron_mixed=2, chiron_batch=2, iw_region_gate=0.05)
+    res, actor = run_strategy("chiron", small_workload, t0_s=13.5 * 3600, config=cfg, seed=0, max_instances=4)
+    req = res.requests
+    n_in = int((small_workload.arrival_s >= 13.5 * 3600).sum())
+    assert len(req) == n_in
+    assert set(res.instance_hours["model"]) == {"llama-2-70b", "llama-2-70b@int", "llama-2-70b@niw"}
+    niw = req[req["tier"] == "NIW"]
+    assert (niw["model"] == "llama-2-70b@niw").all() and niw["instance"].str.len().gt(0).all()
+    iw = req[req["tier"] != "NIW"]
+    # IW requests are served by the interactive pool or, above the gate, by the mixed pool
+    served = iw["instance"].map(dict(zip(res.lifecycle["instance"], res.lifecycle["model"])))
+    assert set(served.dropna()) == {"llama-2-70b", "llama-2-70b@int"}  # the low gate makes some overflow
+    assert actor.log and {r["pool"] for r in actor.log} == {"interactive"}

@@ -32,7 +32,7 @@ rule sageserve_forecast_eval:
 
 
 # One job per strategy so a cluster runs them side by side (journal Figs 11-13).
-SAGESERVE_RUN_STRATEGIES = ["reactive", "lt_i", "lt_u", "lt_ua", "siloed"]
+SAGESERVE_RUN_STRATEGIES = ["reactive", "lt_i", "lt_u", "lt_ua", "siloed", "chiron"]
 
 
 rule sageserve_run:
@@ -77,3 +77,52 @@ rule sageserve_burst_run:
     shell:
         "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {wildcards.strategy}"
         " --preset {params.preset} --seed {params.seed} -o results/{wildcards.scale}/sageserve/runs_burst/{wildcards.strategy}"
+
+
+# Journal Fig 15: instance queue order by tier (FCFS / EDF / PF / DPA) under SageServe (LT-UA),
+# NIW held in the queue manager; one job per policy.
+SAGESERVE_TIER_POLICIES = ["fcfs", "edf", "pf", "dpa"]
+SAGESERVE_TIER_STRATEGY = "lt_ua"
+
+
+rule sageserve_tier_run:
+    """LT-UA with one tier policy ordering every instance's waiting queue (paper reading)."""
+    input:
+        [str(f.relative_to(ROOT)) for f in sorted((ROOT / "src/servesim/systems/sageserve").glob("*.py"))],
+    output:
+        summary="results/{scale}/sageserve/runs_tier/{policy}/summary.json",
+        requests="results/{scale}/sageserve/runs_tier/{policy}/requests.parquet",
+    params:
+        preset=lambda wc: "tiny" if config.get("tiny") else wc.scale,
+        seed=lambda wc: int(config["seed"]),
+        strategy=SAGESERVE_TIER_STRATEGY,
+    wildcard_constraints:
+        scale="quick|full",
+        policy="|".join(SAGESERVE_TIER_POLICIES),
+    benchmark:
+        "results/{scale}/benchmarks/sageserve/tier_{policy}.tsv"
+    shell:
+        "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {params.strategy}"
+        " --tier-policy {wildcards.policy} --preset {params.preset} --seed {params.seed}"
+        " -o results/{wildcards.scale}/sageserve/runs_tier/{wildcards.policy}"
+
+
+# Journal Fig 16b: the week (quick: a Thursday-noon-to-Sunday window at 1/5 volume; full: the week).
+rule sageserve_week_run:
+    """One strategy over the week preset of this scale (paper reading)."""
+    input:
+        [str(f.relative_to(ROOT)) for f in sorted((ROOT / "src/servesim/systems/sageserve").glob("*.py"))],
+    output:
+        summary="results/{scale}/sageserve/runs_week/{strategy}/summary.json",
+        requests="results/{scale}/sageserve/runs_week/{strategy}/requests.parquet",
+    params:
+        preset=lambda wc: "week_tiny" if config.get("tiny") else f"week_{wc.scale}",
+        seed=lambda wc: int(config["seed"]),
+    wildcard_constraints:
+        scale="quick|full",
+        strategy="reactive|lt_i|lt_u|lt_ua",
+    benchmark:
+        "results/{scale}/benchmarks/sageserve/week_{strategy}.tsv"
+    shell:
+        "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {wildcards.strategy}"
+        " --preset {params.preset} --seed {params.seed} -o results/{wildcards.scale}/sageserve/runs_week/{wildcards.strategy}"

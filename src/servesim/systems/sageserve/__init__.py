@@ -7,6 +7,9 @@
 - ``strategies`` / ``runs``: one strategy on ``servesim.fleet`` (CLI ``servesim sageserve-run``);
 - ``theta``: per-instance throughput by saturating one simulated instance;
 - ``niw`` / ``tiers``: the NIW queue manager and the FCFS / EDF / PF / DPA queue orders;
+- ``niw_loop``: both in the simulation loop (NIW held and released on low utilisation; instance
+  queues ordered by tier policy);
+- ``chiron``: the Chiron baseline (interactive / mixed / batch pools);
 - ``illustration``: journal Fig 1's reactive vs ideal scaler.
 """
 

@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 STRATEGIES = ("siloed", "reactive", "lt_i", "lt_u", "lt_ua", "chiron")
 TIER_POLICIES = ("fcfs", "edf", "pf", "dpa")
+#: "none": the engine's own FIFO queue (no tier ordering)
+TIER_CHOICES = ("none",) + TIER_POLICIES
 
 
 class ConfigError(ValueError):
@@ -28,6 +30,8 @@ class SageServeConfig:
     niw_release_rule: str = "paper"       # "paper" | "code" (code: (0.5, 0.6] -> 2, <= 0.5 -> 1, on every completion)
     niw_deadline_s: float = 86_400.0      # 24 h
     niw_priority_bump_s: float = 36_000.0  # age > 10 h -> priority 0 (as IW)
+    niw_queue: bool = True                # hold NIW in the queue manager (False: route on arrival)
+    niw_signal_period_s: float = 1.0      # endpoints also signal on this period (besides every completion)
     # --- scaling thresholds ---
     reactive_scale_out: float = 0.70      # code: 0.5
     reactive_scale_in: float = 0.30       # code: 0.25
@@ -77,7 +81,10 @@ class SageServeConfig:
     # --- cost (J §7.2.1) ---
     vm_price_per_hour: float = 98.32      # one 8xH100 cluster
     # --- instance scheduling (J §6.5) ---
-    tier_policy: str = "fcfs"
+    engine_policy: str = "orca"           # paper/code simulator: ORCA batching, KV reserved for prompt+output
+                                          # at admission, no token cap; "vllm-v1": chunked prefill,
+                                          # incremental KV (this package's first runs)
+    tier_policy: str = "none"             # "none" (engine FIFO) | fcfs | edf | pf | dpa (Fig 15)
     dpa_tau_n_s: float = 10.0             # not given in the paper
     dpa_tau_p_s: float = 1.0              # not given in the paper
     meta: dict = field(default_factory=dict, compare=False)
@@ -98,11 +105,13 @@ class SageServeConfig:
         for k, allowed in (("niw_release_rule", ("paper", "code")), ("lt_scale_down", ("deferred", "immediate")),
                            ("forecast_mode", ("rolling", "insample")), ("niw_buffer_rule", ("load", "max_prompt")),
                            ("theta_source", ("measured", "code")),
-                           ("tier_policy", TIER_POLICIES)):
+                           ("tier_policy", TIER_CHOICES), ("engine_policy", ("orca", "vllm-v1"))):
             if getattr(self, k) not in allowed:
                 bad(k, f"must be one of {allowed}")
         if self.min_per_deployment > self.max_per_deployment:
             bad("min_per_deployment", "exceeds max_per_deployment")
+        if self.niw_signal_period_s <= 0:
+            bad("niw_signal_period_s", "must be > 0")
         if self.scaling_level not in (0, 1, 2):
             bad("scaling_level", "must be 0, 1 or 2")
         if not 0 <= self.forecast_lo_min < self.forecast_hi_min:

@@ -25,6 +25,17 @@ PRESETS = {
     # journal Fig 11: Llama-2 over the three regions, the whole peak day
     "full": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["westus", "centralus", "eastus"],
              "from_h": 24.0, "to_h": 48.0},
+    # the whole peak day of one region (Llama-2, East US): the day's trough is where scalers differ most
+    "day_east": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 24.0,
+                 "to_h": 48.0},
+    # journal Fig 16b: the week, Llama-2 (quick: East US, Thu 12:00 - Sun 00:00 at 1/5 volume, so
+    # weekdays and the weekend start are both in the window within a couple of minutes of CPU)
+    "week_quick": {"scale": 0.2, "days": 7, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 84.0,
+                   "to_h": 144.0},
+    "week_full": {"scale": 1.0, "days": 7, "models": ["llama-2-70b"], "regions": ["westus", "centralus", "eastus"],
+                  "from_h": 1.0, "to_h": 168.0},
+    "week_tiny": {"scale": 0.05, "days": 7, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 114.0,
+                  "to_h": 122.0},
     "tiny": {"scale": 0.1, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 36.0, "to_h": 37.0},
     # journal Fig 16a: two hourly bursts over 120 min (Llama-2, East US as in the conference)
     "burst_quick": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 35.0,
@@ -43,6 +54,12 @@ def _add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--burst-factor", type=float, default=8.0, help="load multiple in burst minutes (paper 8, code 9)")
     ap.add_argument("--theta-headroom", type=float, default=None, help="override SageServeConfig.theta_headroom")
+    ap.add_argument("--tier-policy", default=None, choices=["none", "fcfs", "edf", "pf", "dpa"],
+                    help="instance queue order by tier (journal Fig 15); default: the config's (none)")
+    ap.add_argument("--engine", default=None, choices=["orca", "vllm-v1"],
+                    help="instance scheduler (default: the config's, orca as in the paper's simulator)")
+    ap.add_argument("--niw-on-arrival", action="store_true",
+                    help="route NIW on arrival instead of holding it in the NIW queue manager")
     ap.add_argument("-o", "--out", required=True)
 
 
@@ -68,6 +85,12 @@ def run(a: argparse.Namespace) -> int:
     cfg = SageServeConfig.paper() if a.reading == "paper" else SageServeConfig.code()
     if a.theta_headroom is not None:
         cfg = cfg.with_(theta_headroom=a.theta_headroom)
+    if a.tier_policy is not None:
+        cfg = cfg.with_(tier_policy=a.tier_policy)
+    if a.engine is not None:
+        cfg = cfg.with_(engine_policy=a.engine)
+    if a.niw_on_arrival:
+        cfg = cfg.with_(niw_queue=False)
     wk = sageserve_week(scale=p["scale"], seed=a.seed, days=p["days"], bursts=p.get("bursts", False),
                         burst_factor=a.burst_factor)
     sel = wk[wk["model"].isin(p["models"]) & wk["region"].isin(p["regions"])]
@@ -78,9 +101,10 @@ def run(a: argparse.Namespace) -> int:
     out = Path(a.out)
     res.write(out)
     s = summarise(res, a.strategy)
-    s.update(preset=a.preset, reading=a.reading, theta_headroom=cfg.theta_headroom, seed=a.seed, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
+    s.update(preset=a.preset, reading=a.reading, theta_headroom=cfg.theta_headroom, tier_policy=cfg.tier_policy, engine_policy=cfg.engine_policy,
+             niw_queue=cfg.niw_queue, niw_release_rule=cfg.niw_release_rule, seed=a.seed, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
     if actor:
-        s["theta_tokens_per_min"] = actor.theta
+        s["theta_tokens_per_min"] = getattr(actor, "theta", None)
     (out / "summary.json").write_text(json.dumps(s, indent=1, sort_keys=True, default=str) + "\n")
     pd.DataFrame(actor.log if actor else []).to_csv(out / "actor_log.csv", index=False)
     return 0

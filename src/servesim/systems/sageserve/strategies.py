@@ -6,8 +6,10 @@ per region that scale-ins donate to, and either the fleet's reactive autoscaler 
 KV utilisation above/below the thresholds, with the cooldown) or a `LongTermScaler`
 (``lt_i``/``lt_u``/``lt_ua``).
 
-Not yet modelled here (named in the report): the NIW queue manager in the loop (NIW requests are
-routed on arrival like IW), Siloed and Chiron, inter-model conversions (``Move``).
+With ``niw_queue`` (default) NIW requests of the unified strategies wait in the queue manager and
+are released on low utilisation (`niw_loop.NIWLoop`); Siloed serves NIW on arrival in its own
+pool. ``tier_policy`` other than "none" orders each instance's waiting queue (Fig 15).
+Not yet modelled here: Chiron, inter-model conversions (``Move``).
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import pandas as pd
 from ...fleet import parse_scenario, run_scenario
 from ...forecast.series import per_minute_demand
 from .actors import LongTermScaler
+from .chiron import INT_SUFFIX, ChironRouter, ChironScaler
 from .config import SageServeConfig
+from .niw_loop import NIWLoop, register_tier_scheduler
 
-RUN_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua", "siloed")
+RUN_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua", "siloed", "chiron")
 #: Siloed: NIW requests of model m are served by a separate endpoint named m + NIW_SUFFIX
 NIW_SUFFIX = "@niw"
 BILLED_STATES = ("requested", "provisioning", "loading", "ready", "draining")
@@ -38,18 +42,26 @@ MODEL_DEFAULTS = {
         "step_time": {"backend": "linear", "c0": 0.055, "c_pt": 3.5e-4, "c_pc": 0.0, "c_ds": 1.2e-6, "c_dc": 0.0},
     },
 }
+ORCA_NO_CAP = 1 << 30
 #: tokens/min one instance serves in the ILP (authors' code: 30 x per-second rating)
 THETA_TOKENS_PER_MIN = {"llama-2-70b": 225_500.0, "bloom-176b": 161_942.0}
 
 
 def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig, duration_s: float,
-                  max_instances: int = 20, sample_s: float = 60.0) -> dict:
+                  max_instances: int = 20, sample_s: float = 60.0, engine_policy: str | None = None) -> dict:
     models = sorted(workload["model"].unique())
     regions = sorted(workload["region"].unique())
     c = config
-    base = {m: m.removesuffix(NIW_SUFFIX) for m in models}
-    start = {m: (c.siloed_niw_instances if m.endswith(NIW_SUFFIX) else c.siloed_iw_instances)
-             if strategy == "siloed" else c.start_instances for m in models}
+    if strategy == "chiron":  # the mixed pool carries the bare model name and gets IW overflow only
+        models = sorted(set(models) | {m.split("@")[0] for m in models})
+    base = {m: m.split("@")[0] for m in models}
+    if strategy == "siloed":
+        start = {m: c.siloed_niw_instances if m.endswith(NIW_SUFFIX) else c.siloed_iw_instances for m in models}
+    elif strategy == "chiron":
+        start = {m: c.chiron_batch if m.endswith(NIW_SUFFIX) else c.chiron_interactive if m.endswith(INT_SUFFIX)
+                 else c.chiron_mixed for m in models}
+    else:
+        start = {m: c.start_instances for m in models}
     lead = {"request_s": 0.0, "provision_s": c.spot_switch_s if c.delays_in_sim else 0.0,
             "load_s": c.model_redeploy_s if c.delays_in_sim else 0.0,
             "reclaim_s": c.reclaim_median_s if c.delays_in_sim else 0.0}
@@ -67,7 +79,12 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
         "scale_in_to": "pool",
         "output": {"sample_s": sample_s, "window_s": 60.0},
     }
-    if len(regions) > 1 and (strategy in ("reactive", "siloed") or c.reroute_lt):
+    for m in models:  # ORCA has no token cap (a huge one: a tier-ordered subclass is not named "orca")
+        eng = {**sc["models"][m]["engine"], "policy": engine_policy or c.engine_policy}
+        if c.engine_policy == "orca":
+            eng["max_num_batched_tokens"] = ORCA_NO_CAP
+        sc["models"][m] = {**sc["models"][m], "engine": eng}
+    if len(regions) > 1 and (strategy in ("reactive", "siloed") or c.reroute_lt) and strategy != "chiron":
         sc["global_router"] = {"name": "preference", "threshold": c.iw_region_gate,
                                "preferences": {r: [r] + [x for x in regions if x != r] for r in regions}}
     if strategy in ("reactive", "siloed"):
@@ -93,16 +110,29 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
     wl["arrival_s"] -= t0_s
     wl["deadline_s"] -= t0_s
     wl["request_id"] = np.arange(len(wl), dtype=np.int64)
-    if strategy == "siloed":  # NIW gets its own pool per (model, region), served on arrival
+    if strategy in ("siloed", "chiron"):  # NIW gets its own pool per (model, region), served on arrival
         niw = (wl["tier"] == "NIW").to_numpy()
         wl["model"] = wl["model"].astype(object)
         wl.loc[niw, "model"] = wl.loc[niw, "model"] + NIW_SUFFIX
+        if strategy == "chiron":
+            wl.loc[~niw, "model"] = wl.loc[~niw, "model"] + INT_SUFFIX
         wl["model"] = wl["model"].astype("string")
     wl = wl.reset_index(drop=True)
     duration = float(np.ceil((wl["arrival_s"].max() + 1) / 60.0) * 60.0) + drain_s
-    sc = parse_scenario(scenario_dict(strategy, wl, c, duration, max_instances))
+    engine_policy = None
+    if c.tier_policy != "none":
+        engine_policy = register_tier_scheduler(c.tier_policy, wl, c, base=c.engine_policy)
+    sc = parse_scenario(scenario_dict(strategy, wl, c, duration, max_instances, engine_policy=engine_policy))
+    loop = None
+    if c.niw_queue and strategy not in ("siloed", "chiron") and (wl["tier"] == "NIW").any():
+        loop = NIWLoop(wl, c)
     actor = None
-    if strategy not in ("reactive", "siloed"):
+    grouter = None
+    if strategy == "chiron":
+        grouter = ChironRouter(c.iw_region_gate)
+        actor = ChironScaler(grouter, c, sorted({m.split("@")[0] for m in wl["model"].unique()}),
+                             sorted(wl["region"].unique()), niw_suffix=NIW_SUFFIX)
+    elif strategy not in ("reactive", "siloed"):
         t_end = t0_s + duration
         keys = [(m, r) for m in sorted(wl["model"].unique()) for r in sorted(wl["region"].unique())]
         demand = {k: per_minute_demand(full, k[0], k[1], t_end=t_end) for k in keys}
@@ -114,10 +144,17 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
         else:
             from .theta import measure_theta
 
-            theta = {m: c.theta_headroom * measure_theta(m, full, seed=seed) for m, _ in keys}
+            theta = {m: c.theta_headroom * measure_theta(m, full, seed=seed, engine_policy=c.engine_policy)
+                     for m, _ in keys}
         actor = LongTermScaler(mode=strategy, demand=demand, niw_demand=niw, config=c, theta=theta,
                                max_instances={k: max_instances for k in keys}, offset_min=int(t0_s // 60))
-    res = run_scenario(sc, seed=seed, workload=wl, actors=[actor] if actor else None)
+    res = run_scenario(sc, seed=seed, workload=wl, actors=[actor] if actor else None,
+                       engines=loop.engines if loop else None, global_router=grouter)
+    if loop is not None:
+        res.requests["niw_release_s"] = loop.release_s
+        still = (res.requests["state"] == "unfinished") & loop.is_niw & np.isnan(loop.release_s)
+        res.requests.loc[still, "reason"] = "run ended in the NIW queue manager"
+        res.niw_loop = loop
     return res, actor
 
 
@@ -126,11 +163,15 @@ def summarise(res, strategy: str) -> dict:
     h = res.instance_hours
     billed = h[h["state"].isin(BILLED_STATES)]
     req = res.requests
+    niw = req[req["tier"] == "NIW"]
     iw = req[req["tier"] != "NIW"]
     fin = iw[iw["state"] == "finished"]
     out = {"strategy": strategy, "instance_hours": float(billed["hours"].sum()),
            "pooled_hours": float(h.loc[h["state"] == "pooled", "hours"].sum()),
-           "requests": int(len(req)), "iw_finished": int(len(fin)), "iw_unfinished": int(len(iw) - len(fin))}
+           "requests": int(len(req)), "iw_finished": int(len(fin)), "iw_unfinished": int(len(iw) - len(fin)),
+           "niw_requests": int(len(niw)), "niw_finished": int((niw["state"] == "finished").sum()),
+           "niw_timeout": int((niw["state"] == "timeout").sum()),
+           "niw_released": int(niw["niw_release_s"].notna().sum()) if "niw_release_s" in niw else None}
     for col in ("ttft_s", "e2e_s"):
         for q in (50, 75, 90, 95):
             out[f"{col[:-2]}_p{q}"] = float(np.percentile(fin[col], q)) if len(fin) else None
