@@ -1,4 +1,4 @@
-"""The figs helper's notebooks run via papermill with tiny parameters and write their three outputs."""
+"""The first exact figures' notebooks run via papermill with tiny parameters and write their three outputs."""
 
 import json
 import os
@@ -12,7 +12,7 @@ jupytext = pytest.importorskip("jupytext")
 ROOT = Path(__file__).resolve().parents[2]
 NB = ROOT / "notebooks"
 
-# notebook -> (tiny parameters, the metric names fixed in the cross-helper contract)
+# notebook -> (tiny parameters, the metric names its claims read)
 CASES = {
     "sageserve/fig02_tps_boxplots": ({}, {f"{m}_{g}_tps_{s}" for m in ("llama2_70b", "bloom_176b")
                                           for g in ("a100", "h100") for s in ("q1", "median", "q3")}),

@@ -23,7 +23,7 @@ SOURCES = {"sageserve": {"journal", "conference"}}
 ID_RE = re.compile(r"^(?P<paper>[a-z]+)-(?P<num>\d{2})(?P<letter>[a-z]?)-[a-z0-9]+(-[a-z0-9]+)*$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
-# Metric names fixed by the integrator's contract (prompts/shared_contracts.md).
+# Metric names of the first figures, fixed in their notebooks and claims.
 CONTRACT_METRICS = {
     ("sageserve", "fig02_tps_boxplots"): {
         f"{m}_{g}_tps_{q}"

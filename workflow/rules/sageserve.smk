@@ -1,4 +1,4 @@
-# SageServe heavy computation (the sageserve helper's rules). Outputs under results/{scale}/sageserve/.
+# SageServe heavy computation (strategy, tier-policy, burst and week runs). Outputs under results/{scale}/sageserve/
 
 # Fig 17: forecasters on the synthetic O365 week (per-scale volume and length)
 SAGESERVE_FORECAST = {

@@ -17,7 +17,7 @@ before and after each controlled run, and their ``_sum``/``_count`` deltas give:
 
 The per-request frontend overhead (HTTP, tokenisation, hand-off to the engine core, streaming
 back) is the median over lone requests of client-side TTFT - engine-side (queue + prefill).
-The output is the step-time measurement table of shared_contracts.md (perf reads it).
+The output is the step-time measurement table `servesim.perf.measurements` reads.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The replay client records, for each request, when it was sent and when each output token
 arrived (seconds from the workload's start). This module turns those observations into the
-per-request table the simulator also produces (``REQUEST_COLUMNS`` of shared_contracts.md), so
+per-request table the simulator also produces (``servesim.sim.metrics.REQUEST_COLUMNS``), so
 the two compare column for column.
 """
 
