@@ -24,7 +24,7 @@
 #
 # Here we recompute the CV column from the stated proportions (population standard deviation
 # over the mean). The proportions and the paper's values are read from the package's
-# `servesim/analysis/data/oserve_levels.yaml` (with the paper location), not typed in here. The
+# `servesim/workload/data/oserve_levels.yaml` (with the paper location), not typed in here. The
 # speedup column needs the OServe simulation (notebook `oserve/tab01_spatial_speedup`).
 
 # %% tags=["parameters"]

@@ -23,7 +23,7 @@
 # CVs 0.052 / 0.172 / 0.263 / 0.348 with average speedups over vLLM (static) of 1.23× to 1.98×.
 #
 # We recompute the CV column from the stated S-level proportions (read from the packaged
-# `servesim/analysis/data/oserve_levels.yaml`). The speedups need the OServe simulation
+# `servesim/workload/data/oserve_levels.yaml`). The speedups need the OServe simulation
 # (notebook `oserve/tab02_temporal_speedup`).
 
 # %% tags=["parameters"]

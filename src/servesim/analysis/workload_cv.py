@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from servesim.workload import gen_oserve  # owns the stated levels file (and makes it a figure input)
 
 
 def population_cv(x, axis: int | None = None) -> np.ndarray | float:
@@ -52,12 +53,13 @@ class OServeLevels:
 
 
 def load_oserve_levels(path: str | os.PathLike | None = None, *, sum_tol_pct: float = 0.2) -> OServeLevels:
-    """Read the stated OServe levels (default: the packaged ``data/oserve_levels.yaml``)."""
+    """Read the stated OServe levels (default: ``servesim/workload/data/oserve_levels.yaml``, which the
+    OServe workload generator uses too)."""
     import yaml
 
     if path is None:
-        text = resources.files("servesim.analysis").joinpath("data/oserve_levels.yaml").read_text()
-        where = "servesim/analysis/data/oserve_levels.yaml"
+        path = Path(gen_oserve.__file__).parent / "data" / "oserve_levels.yaml"
+        text, where = path.read_text(), "servesim/workload/data/oserve_levels.yaml"
     else:
         text, where = Path(path).read_text(), str(path)
     doc = yaml.safe_load(text) or {}

@@ -20,21 +20,30 @@ Generators (type pools from the Azure 2023 code+conversation trace, 28,185 reque
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
+import yaml
 
 from .arrivals import categorical, lognormal_noise, seeds
 from .characterise import proportions_cv, temporal_cv
 from .schema import WorkloadError, validate
 
-TYPES = ("SILO", "LILO", "SISO", "LISO")
-#: Table 1: level -> SILO/LILO/SISO/LISO percentages (CV 0.112, 0.186, 0.275, 0.472, 0.688)
-SPATIAL = {"S1": (26.3, 26.2, 27.3, 20.2), "S2": (30.0, 28.0, 24.2, 17.8), "S3": (18.8, 18.9, 35.5, 26.8),
-           "S4": (13.2, 14.2, 41.1, 31.5), "S5": (8.2, 8.2, 47.1, 36.6)}
-SPATIAL_CV = {"S1": 0.112, "S2": 0.186, "S3": 0.275, "S4": 0.472, "S5": 0.688}
-#: Table 2: level -> the S-levels of its three consecutive spans (CV 0.052, 0.172, 0.263, 0.348)
-TEMPORAL = {"T1": ("S1", "S2", "S1"), "T2": ("S1", "S3", "S2"), "T3": ("S2", "S4", "S3"), "T4": ("S1", "S4", "S5")}
-TEMPORAL_CV = {"T1": 0.052, "T2": 0.172, "T3": 0.263, "T4": 0.348}
+
+def _stated_levels() -> dict:
+    """OServe's Tables 1-2 as stated (``data/oserve_levels.yaml``; the CV notebooks read it too)."""
+    return yaml.safe_load((Path(__file__).parent / "data" / "oserve_levels.yaml").read_text())
+
+
+_LEVELS = _stated_levels()
+TYPES = tuple(_LEVELS["types"])
+#: Table 1: level -> SILO/LILO/SISO/LISO percentages, and the stated CV
+SPATIAL = {k: tuple(v["proportions_pct"]) for k, v in _LEVELS["spatial"].items()}
+SPATIAL_CV = {k: v["paper_cv"] for k, v in _LEVELS["spatial"].items()}
+#: Table 2: level -> the S-levels of its three consecutive spans, and the stated CV
+TEMPORAL = {k: tuple(v["spans"]) for k, v in _LEVELS["temporal"].items()}
+TEMPORAL_CV = {k: v["paper_cv"] for k, v in _LEVELS["temporal"].items()}
 TRACE_MINUTES = {"T1": 80, "T2": 50}
 
 
