@@ -99,6 +99,7 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
     if len(regions) > 1 and (strategy in ("reactive", "siloed") or c.reroute_lt) and strategy != "chiron":
         sc["global_router"] = {"name": "preference", "threshold": c.iw_region_gate,
                                "preferences": {r: [r] + [x for x in regions if x != r] for r in regions}}
+        sc["latency_s"] = {r: {x: c.inter_region_latency_s for x in regions if x != r} for r in regions}
     if strategy in ("reactive", "siloed"):
         sc["autoscaler"] = {"name": "reactive", "period_s": 5.0, "up": c.reactive_scale_out, "down": c.reactive_scale_in,
                             "cooldown_s": c.cooldown_s, "metric": "kv"}
