@@ -32,6 +32,7 @@
 # | `paper` | the journal's text (`SageServeConfig.paper()`): 70/30 % thresholds, 15-s cooldown, rolling ARIMA, deferred LT downs, delays simulated, start 20 |
 # | `code` | the authors' code (`SageServeConfig.code()`): 0.5/0.25, locks, in-sample ARIMA max over [t+20, t+60], immediate ILP downs, LT starts at 8 (Reactive at 20), no delays in the simulator, θ = 225 500 tok/min |
 # | `code_measured` | `code`, but θ = headroom × the measured saturation throughput |
+# | `paper_period1` | `paper` with Reactive sampling utilisation every 1 s instead of 5 s (the paper: on every arrival) |
 # | `paper_5030` | `paper` with the code's 0.5/0.25 thresholds (Reactive and LT-U/UA) |
 # | `paper_nodelay` | `paper` with instances usable at once (the code's simulator) |
 # | `paper_start8` | `paper`, LT runs start at 8 instances |

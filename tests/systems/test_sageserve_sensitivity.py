@@ -71,3 +71,17 @@ def test_bad_inputs(tmp_path):
         run_one("paper", "lt_ua", "tiny", tmp_path, headroom=0.0)
     with pytest.raises(FileNotFoundError, match="missing.json"):
         collect([tmp_path / "missing.json"])
+
+
+def test_reactive_period_reaches_the_scenario():
+    from servesim.systems.sageserve.config import ConfigError, SageServeConfig
+    from servesim.systems.sageserve.strategies import scenario_dict
+    from servesim.workload import sageserve_week
+
+    wk = sageserve_week(scale=0.002, seed=1, days=1)
+    wl = wk[wk["model"] == "llama-2-70b"]
+    sc = scenario_dict("reactive", wl, SageServeConfig(reactive_period_s=1.0), 60.0)
+    assert sc["autoscaler"]["period_s"] == 1.0
+    assert scenario_dict("reactive", wl, SageServeConfig(), 60.0)["autoscaler"]["period_s"] == 5.0
+    with pytest.raises(ConfigError, match="reactive_period_s"):
+        SageServeConfig(reactive_period_s=0.0)

@@ -40,6 +40,9 @@ class SageServeConfig:
     lt_u_override_out: float | None = None  # code: 0.9 (scale up beyond the target)
     lt_scale_down: str = "deferred"       # "deferred" (paper) | "immediate" (code: ILP downs at the hour)
     cooldown_s: float = 15.0              # paper; code uses locks instead (below)
+    reactive_period_s: float = 5.0        # Reactive samples utilisation this often; the paper checks on every
+                                          # endpoint arrival (~0.3 s apart at peak), which with the 15-s cooldown
+                                          # only shortens the reaction by < 5 s (sens_lt_savings: reading paper_period1)
     use_locks: bool = False               # code: per-model lock after a reclaim / conversion
     lock_reclaim_s: float = 65.0
     lock_conversion_s: float = 155.0
@@ -110,6 +113,8 @@ class SageServeConfig:
                 bad(k, f"must be one of {allowed}")
         if self.min_per_deployment > self.max_per_deployment:
             bad("min_per_deployment", "exceeds max_per_deployment")
+        if self.reactive_period_s <= 0:
+            bad("reactive_period_s", "must be > 0")
         if self.niw_signal_period_s <= 0:
             bad("niw_signal_period_s", "must be > 0")
         if self.scaling_level not in (0, 1, 2):

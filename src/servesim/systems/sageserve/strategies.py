@@ -88,7 +88,7 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
         sc["global_router"] = {"name": "preference", "threshold": c.iw_region_gate,
                                "preferences": {r: [r] + [x for x in regions if x != r] for r in regions}}
     if strategy in ("reactive", "siloed"):
-        sc["autoscaler"] = {"name": "reactive", "period_s": 5.0, "up": c.reactive_scale_out, "down": c.reactive_scale_in,
+        sc["autoscaler"] = {"name": "reactive", "period_s": c.reactive_period_s, "up": c.reactive_scale_out, "down": c.reactive_scale_in,
                             "cooldown_s": c.cooldown_s, "metric": "kv"}
     return sc
 
