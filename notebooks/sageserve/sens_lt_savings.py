@@ -150,6 +150,7 @@ for (r, s), g in sav.groupby(["reading", "strategy"]):
         tag = "" if fixed else "_" + _h(row["x_headroom"])
         metrics[f"savings_pct_{s}_{r}{tag}"] = float(row["savings_pct"])
         metrics[f"ttft_p95_{s}_{r}{tag}"] = float(row["ttft_p95"])
+        metrics[f"ttft_p95_ratio_{s}_{r}{tag}"] = float(row["ttft_p95_ratio"])
         metrics[f"mean_instances_{s}_{r}{tag}"] = float(row["mean_instances_per_endpoint"])
     if fixed:
         metrics[f"theta_equiv_headroom_{r}"] = float(g["theta_equiv_headroom"].iloc[0])

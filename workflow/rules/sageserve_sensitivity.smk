@@ -15,16 +15,17 @@ SAGESERVE_SENS = {
     "full": {"preset": "full", "readings": {
         "paper": {"headrooms": [0.4, 0.5, 0.6, 0.7, 0.8, 0.9], "strategies": ["lt_i", "lt_u", "lt_ua"]},
         "code": {"headrooms": [None], "strategies": ["lt_i", "lt_u", "lt_ua"]},
-        "code_measured": {"headrooms": [0.4, 0.5, 0.6, 0.7, 0.8, 0.9], "strategies": ["lt_i", "lt_u", "lt_ua"]},
-        "paper_5030": {"headrooms": [0.5, 0.6, 0.7, 0.8], "strategies": ["lt_i", "lt_u", "lt_ua"]},
-        "paper_nodelay": {"headrooms": [0.5, 0.6, 0.7, 0.8], "strategies": ["lt_i", "lt_u", "lt_ua"]},
+        "code_measured": {"headrooms": [0.5, 0.7, 0.9], "strategies": ["lt_i", "lt_u", "lt_ua"]},
+        "paper_insample": {"headrooms": [0.5, 0.6, 0.7, 0.8, 0.9], "strategies": ["lt_i", "lt_ua"]},
+        "paper_5030": {"headrooms": [0.5, 0.6, 0.7, 0.8], "strategies": ["lt_i", "lt_ua"]},
+        "paper_nodelay": {"headrooms": [0.5, 0.7], "strategies": ["lt_i", "lt_ua"]},
         "paper_start8": {"headrooms": [0.5, 0.7], "strategies": ["lt_i", "lt_ua"]},
-        "paper_insample": {"headrooms": [0.5, 0.7], "strategies": ["lt_i", "lt_ua"]},
+        "paper_period1": {"headrooms": [0.7], "strategies": ["lt_ua"]},
     }},
     # `--config tiny=true` (tests): one hour at 1/10 volume
     "tiny": {"preset": "tiny", "readings": {
         "paper": {"headrooms": [0.5, 0.7], "strategies": ["lt_ua"]},
-        "code": {"headrooms": [None], "strategies": ["lt_ua"]},
+        "code": {"headrooms": [None], "strategies": ["lt_i", "lt_ua"]},
     }},
 }
 

@@ -37,13 +37,14 @@ class SageServeConfig:
     reactive_scale_in: float = 0.30       # code: 0.25
     lt_u_scale_out: float = 0.70          # code: 0.5
     lt_u_scale_in: float = 0.30           # code: 0.25
-    lt_u_override_out: float | None = None  # code: 0.9 (scale up beyond the target)
+    lt_u_override_out: float | None = None  # code: 0.9 (one instance beyond the target; pending becomes -1)
     lt_scale_down: str = "deferred"       # "deferred" (paper) | "immediate" (code: ILP downs at the hour)
     cooldown_s: float = 15.0              # paper; code uses locks instead (below)
     reactive_period_s: float = 5.0        # Reactive samples utilisation this often; the paper checks on every
                                           # endpoint arrival (~0.3 s apart at peak), which with the 15-s cooldown
                                           # only shortens the reaction by < 5 s (sens_lt_savings: reading paper_period1)
-    use_locks: bool = False               # code: per-model lock after a reclaim / conversion
+    use_locks: bool = False               # code: lock after a scale-up (reclaim / conversion), none after a
+                                          # scale-in; Reactive then runs reactive.LockedReactive
     lock_reclaim_s: float = 65.0
     lock_conversion_s: float = 155.0
     # --- LT-UA (J §6.4) ---

@@ -23,6 +23,7 @@ from .actors import LongTermScaler
 from .chiron import INT_SUFFIX, ChironRouter, ChironScaler
 from .config import SageServeConfig
 from .niw_loop import NIWLoop, register_tier_scheduler
+from .reactive import LockedReactive
 
 RUN_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua", "siloed", "chiron")
 #: Siloed: NIW requests of model m are served by a separate endpoint named m + NIW_SUFFIX
@@ -87,7 +88,7 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
     if len(regions) > 1 and (strategy in ("reactive", "siloed") or c.reroute_lt) and strategy != "chiron":
         sc["global_router"] = {"name": "preference", "threshold": c.iw_region_gate,
                                "preferences": {r: [r] + [x for x in regions if x != r] for r in regions}}
-    if strategy in ("reactive", "siloed"):
+    if strategy in ("reactive", "siloed") and not c.use_locks:  # with locks: reactive.LockedReactive (run_strategy)
         sc["autoscaler"] = {"name": "reactive", "period_s": c.reactive_period_s, "up": c.reactive_scale_out, "down": c.reactive_scale_in,
                             "cooldown_s": c.cooldown_s, "metric": "kv"}
     return sc
@@ -148,7 +149,12 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
                      for m, _ in keys}
         actor = LongTermScaler(mode=strategy, demand=demand, niw_demand=niw, config=c, theta=theta,
                                max_instances={k: max_instances for k in keys}, offset_min=int(t0_s // 60))
-    res = run_scenario(sc, seed=seed, workload=wl, actors=[actor] if actor else None,
+    actors = [actor] if actor else []
+    if strategy in ("reactive", "siloed") and c.use_locks:
+        actors.append(LockedReactive(period_s=c.reactive_period_s, up=c.reactive_scale_out, down=c.reactive_scale_in,
+                                     cooldown_s=0.0, metric="kv", lock_reclaim_s=c.lock_reclaim_s,
+                                     lock_conversion_s=c.lock_conversion_s))
+    res = run_scenario(sc, seed=seed, workload=wl, actors=actors or None,
                        engines=loop.engines if loop else None, global_router=grouter)
     if loop is not None:
         res.requests["niw_release_s"] = loop.release_s
