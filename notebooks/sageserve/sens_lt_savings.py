@@ -70,6 +70,60 @@ strategies = [s for s in LT_STRATEGIES if s in set(sav["strategy"])]
 readings = list(dict.fromkeys(runs["reading"]))
 
 # %% [markdown]
+# ## What we found (measured with this package; seed 0)
+#
+# Whole peak day of East US (`sensitivity run --preset day_east`, 24 h, Llama-2), instance-hours
+# (P95 TTFT s); savings vs the same reading's Reactive:
+#
+# | reading | Reactive | LT-I | LT-UA |
+# |---|---|---|---|
+# | paper, h = 0.5 (default) | 124.8 (17.7) | 144.1 (5.4) **+15.5 %** | 134.1 (5.7) **+7.5 %** |
+# | paper, h = 0.6 | | 120.1 (6.1) −3.7 % | 118.8 (6.1) −4.8 % |
+# | paper, h = 0.7 | | 106.1 (6.5) −14.9 % | 106.4 (6.5) −14.7 % |
+# | paper, h = 0.8 | | 96.1 (8.2) −23.0 % | 96.5 (8.1) −22.6 % |
+# | paper_5030, h = 0.7 | 151.8 (9.5) | | 106.6 (6.5) −29.8 % |
+# | paper_nodelay, h = 0.7 | 106.9 (11.7) | | 106.4 (6.5) −0.5 % |
+# | code (θ = 225 500 = 0.90 × saturation) | 110.4 (35.2) | 90.1 (8.0) −18.4 % | 98.5 (7.1) −10.7 % |
+#
+# Quick window (12:00–16:00, the morning ramp and the peak), paper reading: Reactive 33.8 (16.7);
+# LT-UA −1.5 / +9.8 / +21.0 / +29.9 % saved at h = 0.5 / 0.6 / 0.7 / 0.8, with P95 TTFT 5.7 / 6.1 /
+# 6.8 / **20.4** s: above ≈ 0.75 the rolling forecast's lag on the ramp under-provisions and the
+# tail passes Reactive's. With the code's in-sample forecast (reading `code`) θ = 0.9 × saturation
+# keeps P95 TTFT at 7.5 s on the same window.
+#
+# Drivers, in order of effect:
+#
+# 1. **θ headroom** (unstated in the paper). Reactive settles where KV utilisation sits in its
+#    30–70 % band (mean ≈ 0.5, ≈ 0.7 × saturation throughput per instance); LT provisions the
+#    hour's *maximum* forecast at θ. LT at h = 0.5 runs at KV ≈ 0.3 and spends more than
+#    Reactive; the saving crosses 18 % near h ≈ 0.75 over the day (≈ 0.67 on the quick window).
+# 2. **Reactive's own reading** moves the baseline by ±20 %: the code's 0.5/0.25 thresholds
+#    raise Reactive by 22 % (LT-UA h = 0.7 then saves 30 %); removing provisioning delays cuts it
+#    by 14 % (the saving vanishes); the code's 65/155-s lock after scale-ups makes it cheaper and
+#    slower (P95 TTFT 35 s).
+# 3. **Forecast**: the rolling 60-min ARIMA lags the diurnal ramp by about an hour (ρ at 13:00 ≈
+#    the 12:00 level): LT over-provisions on the afternoon ramp-down (LT-UA h = 0.5 holds 10
+#    instances at KV ≈ 0.2 over 16:00–19:00 while Reactive has 6–9) and under-provisions on the
+#    morning ramp; the code's in-sample forecast sees the future and has neither.
+# 4. Start state (LT from 8 instead of 20) changes < 0.5 instance-h on the quick window;
+#    Reactive sampling every 1 s instead of 5 s (closer to the paper's per-arrival check) adds
+#    1 instance-h and worsens its P95 TTFT to 21.7 s (it thrashes more).
+#
+# Reactive thrashes: ≈ 30–45 scale-ups and as many scale-ins per hour, KV utilisation swinging
+# 0.2 ↔ 1.0 within minutes, queues on saturated instances (P95 TTFT 17.7 s over the day, 45–57 s
+# in the morning-ramp hours); LT scales ≈ 1 per hour. So "without hurting tail TTFT" holds for
+# every LT run up to h ≈ 0.75 here, because our Reactive's tail is poor — the paper's Reactive
+# (R: P90 TTFT 18.7 s vs LT-U 14.6 s) is not this far behind. Per-region average instances:
+# paper Fig 11 implies Reactive ≈ 5.0 and LT-I ≈ 3.8 per region over the day; ours for East US:
+# Reactive 5.2, LT-I 6.0 (h = 0.5) / 4.4 (h = 0.7) / 3.75 (code).
+#
+# Verdict: the paper's 18–25 % with tail TTFT no worse than Reactive's appears (a) in the paper
+# reading with θ at 0.75–0.8 × the instance's saturation throughput (day: −22.6 % at 0.8, TTFT ratio
+# 0.46), (b) in the paper reading with the code's 0.5/0.25 thresholds at h = 0.7 (−30 %), and
+# (c) for LT-I in the code reading (−18.4 %; LT-UA −10.7 %). It does not appear at the default
+# h = 0.5 (the code's 30/60 factor applied to *our* measured saturation).
+
+# %% [markdown]
 # ## The readings tried: instance-hours and IW P95 TTFT
 
 # %%
