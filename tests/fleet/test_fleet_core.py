@@ -124,11 +124,13 @@ def test_move_and_pool_reclaim():
     check_invariants(f, k)
     log = f.ledger.log_table()
     i0 = log[log.instance == "r/i0"]
-    assert list(i0.to_state) == ["ready", "draining", "loading", "ready"]
+    # a conversion: drain, then switch model in place (convert_s defaults to load_s)
+    assert list(i0.to_state) == ["ready", "draining", "converting", "ready"]
     assert i0.model.iloc[-1] == "b"
     assert i0.time_s.iloc[-1] - i0.time_s.iloc[2] == pytest.approx(7)
     i3 = log[log.instance == "r/i3"]
-    assert list(i3.to_state) == ["pooled", "loading", "ready"] and i3.time_s.iloc[-1] == pytest.approx(13)
+    assert list(i3.to_state) == ["pooled", "converting", "ready"] and i3.time_s.iloc[-1] == pytest.approx(13)
+    assert f.conversions == 2
     assert f.scale_denied == 1
     assert (f.state == "finished").all()
 
