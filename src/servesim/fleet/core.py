@@ -133,6 +133,8 @@ class Fleet:
         yet, which are routed again; it only finishes its running requests. False: it serves
         everything already sent to it.
     window_s: look-back window for arrival rates in `EndpointStats`.
+    pool_conversions: a scale-up may take a pooled instance holding another model's weights
+        (a conversion) when none of its own model is pooled; False: only same-model reclaims.
     enforce_deadlines: tiers (``IW-F``, ``IW-N``, ``NIW``) whose requests end ``timeout`` when
         their ``deadline_s`` passes while they wait (see the module docstring); empty: report only.
     """
@@ -153,6 +155,7 @@ class Fleet:
         requeue_on_drain: bool = True,
         window_s: float = 60.0,
         enforce_deadlines: Sequence[str] = (),
+        pool_conversions: bool = True,
     ) -> None:
         self.kernel = kernel
         self.engine_factory = engine_factory
@@ -173,6 +176,7 @@ class Fleet:
         self.scale_in_to = scale_in_to
         self.requeue_on_drain = requeue_on_drain
         self.requeued = 0  # requests taken back from draining instances and routed again
+        self.pool_conversions = pool_conversions
         self.conversions = 0  # instances switched to another model (Move, or a pooled one reclaimed)
         self._handles: dict[int, Any] = {}  # request -> engine request object to resume elsewhere
 
@@ -428,7 +432,7 @@ class Fleet:
         if pool.get(ep.model):
             self._unpool(pool[ep.model][0], ep)
             return True
-        for m in sorted(pool):
+        for m in sorted(pool) if self.pool_conversions else ():
             if pool[m]:
                 self._unpool(pool[m][0], ep)
                 return True

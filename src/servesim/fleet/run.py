@@ -185,7 +185,8 @@ def build_fleet(sc: Scenario, kernel: Any, workload: pd.DataFrame, engine_factor
                  region_capacity={r.name: r.capacity for r in sc.regions if r.capacity is not None},
                  pool={r.name: dict(r.pool) for r in sc.regions if r.pool},
                  scale_in_to=sc.scale_in_to, requeue_on_drain=sc.requeue_on_drain,
-                 window_s=sc.output.window_s, enforce_deadlines=tuple(sc.enforce_deadlines))
+                 window_s=sc.output.window_s, enforce_deadlines=tuple(sc.enforce_deadlines),
+                 pool_conversions=sc.pool_conversions)
 
 
 def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = False,

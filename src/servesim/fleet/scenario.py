@@ -324,6 +324,8 @@ class Scenario(Strict):
     #: while they still wait: deferred, at/to their endpoint, or queued in an engine and never
     #: admitted to a batch (started requests run on). Empty (default): deadlines are reported only.
     enforce_deadlines: list[Literal["IW-F", "IW-N", "NIW"]] = []
+    #: a scale-up may convert a pooled instance of another model (state ``converting``)
+    pool_conversions: bool = True
     #: servesim.sim Instance mode: "fast" (decode runs in one event) or "reference" (per iteration)
     mode: Literal["fast", "reference"] = "fast"
     output: OutputCfg = OutputCfg()

@@ -80,6 +80,7 @@ class SageServeConfig:
     remote_weights_s: float = 7200.0
     delays_in_sim: bool = True            # code: instances usable at once; delays only in the waste metric
     scaling_level: int = 2                # 0 off, 1 same-model spot, 2 also convert other models' spot
+                                          # (fleet pool_conversions = level >= 2; level 0 is not modelled)
     # --- cost (J §7.2.1) ---
     vm_price_per_hour: float = 98.32      # one 8xH100 cluster
     # --- instance scheduling (J §6.5) ---

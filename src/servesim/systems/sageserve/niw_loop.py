@@ -102,8 +102,13 @@ class NIWLoop:
         if not f.has_endpoint(model, region):
             return
         self.signals += 1
-        self._expire()  # (on_signal expires too; end those in the fleet rather than lose them)
-        for r in self.manager.on_signal(model, region, f.kv_util(model, region), f.kernel.now):
+        m = self.manager
+        n_expired = len(m.expired)
+        released = m.on_signal(model, region, f.kv_util(model, region), f.kernel.now)
+        for r in m.expired[n_expired:]:  # on_signal expires first: end those in the fleet too
+            if f.is_deferred(r.request_id):
+                f.end_deferred(r.request_id, "timeout", "NIW deadline passed in the queue manager")
+        for r in released:
             if not f.is_deferred(r.request_id):
                 continue  # timed out by the fleet's deadline enforcement meanwhile
             self.release_s[r.request_id] = f.kernel.now

@@ -81,6 +81,7 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
         "router": {"name": "jsq-tokens"},
         "scale_in_to": "pool",
         "enforce_deadlines": ["NIW"] if c.niw_deadline_enforce else [],
+        "pool_conversions": c.scaling_level >= 2,
         "output": {"sample_s": sample_s, "window_s": 60.0},
     }
     for m in models:  # ORCA has no token cap (a huge one: a tier-ordered subclass is not named "orca")
