@@ -124,11 +124,13 @@ def test_move_and_pool_reclaim():
     check_invariants(f, k)
     log = f.ledger.log_table()
     i0 = log[log.instance == "r/i0"]
-    assert list(i0.to_state) == ["ready", "draining", "loading", "ready"]
+    # a conversion: drain, then switch model in place (convert_s defaults to load_s)
+    assert list(i0.to_state) == ["ready", "draining", "converting", "ready"]
     assert i0.model.iloc[-1] == "b"
     assert i0.time_s.iloc[-1] - i0.time_s.iloc[2] == pytest.approx(7)
     i3 = log[log.instance == "r/i3"]
-    assert list(i3.to_state) == ["pooled", "loading", "ready"] and i3.time_s.iloc[-1] == pytest.approx(13)
+    assert list(i3.to_state) == ["pooled", "converting", "ready"] and i3.time_s.iloc[-1] == pytest.approx(13)
+    assert f.conversions == 2
     assert f.scale_denied == 1
     assert (f.state == "finished").all()
 
@@ -251,3 +253,25 @@ def test_actors_get_a_read_only_view():
     assert [s[0] for s in seen[:3]] == [5.0, 10.0, 15.0]
     # at t=10 the window is [0, 10] (shorter than window_s at start): 11 arrivals, 1 per second + 1
     assert seen[1][1] == 1 and seen[1][2] == pytest.approx(11 / 10.0) and seen[0][3] == [("m", "r")]
+
+
+@pytest.mark.parametrize("convert", [True, False])
+def test_pool_conversions_option(convert):
+    w = make(np.arange(0, 20, 1.0), 10, 5, model="b", region="r")
+    lead = LeadTimes(provision_s=3, load_s=7, reclaim_s=2, convert_s=5)
+    eps = [EndpointConfig("a", "r", instances=0, lead=lead), EndpointConfig("b", "r", instances=1, lead=lead)]
+    f, k = make_fleet(w, eps, pool={"r": {"a": 1}}, pool_conversions=convert)
+    k.schedule(1.0, lambda: f.apply(Scale("b", "r", 1)))
+    f.start(); k.run()
+    check_invariants(f, k)
+    log = f.ledger.log_table()
+    if convert:  # the pooled 'a' VM converts: ready convert_s later, under model b
+        g = log[log.instance == "r/i1"]
+        assert list(g.to_state) == ["pooled", "converting", "ready"] and g.time_s.iloc[-1] == pytest.approx(6.0)
+        assert f.conversions == 1 and f.pooled("r") == {}
+    else:  # a new VM instead: provision + load
+        g = log[log.instance == "r/i2"]
+        assert list(g.to_state) == ["requested", "provisioning", "loading", "ready"]
+        assert g.time_s.iloc[-1] == pytest.approx(11.0) and f.pooled("r") == {"a": 1}
+    h = f.ledger.hours_table()
+    assert (h[h.state == "converting"].hours.sum() > 0) == convert

@@ -9,7 +9,9 @@ KV utilisation above/below the thresholds, with the cooldown) or a `LongTermScal
 With ``niw_queue`` (default) NIW requests of the unified strategies wait in the queue manager and
 are released on low utilisation (`niw_loop.NIWLoop`); Siloed serves NIW on arrival in its own
 pool. ``tier_policy`` other than "none" orders each instance's waiting queue (Fig 15).
-Not yet modelled here: Chiron, inter-model conversions (``Move``).
+With ``niw_deadline_enforce`` the scenario times out NIW requests still waiting at their deadline
+(``enforce_deadlines: [NIW]``). Another model's pooled (spot) instance taken by a scale-up is a
+conversion (state ``converting``, ``model_redeploy_s``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from .niw_loop import NIWLoop, register_tier_scheduler
 RUN_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua", "siloed", "chiron")
 #: Siloed: NIW requests of model m are served by a separate endpoint named m + NIW_SUFFIX
 NIW_SUFFIX = "@niw"
-BILLED_STATES = ("requested", "provisioning", "loading", "ready", "draining")
+BILLED_STATES = ("requested", "provisioning", "loading", "converting", "ready", "draining")
 
 #: Llama-2-70B on one 8xA100 instance (TP 8), a linear step-time fit to the Splitwise profile
 #: numbers quoted in the spec (prefill 512 tok 94 ms, 8192 tok 1.55 s; decode ~43-46 ms per
@@ -64,7 +66,8 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
         start = {m: c.start_instances for m in models}
     lead = {"request_s": 0.0, "provision_s": c.spot_switch_s if c.delays_in_sim else 0.0,
             "load_s": c.model_redeploy_s if c.delays_in_sim else 0.0,
-            "reclaim_s": c.reclaim_median_s if c.delays_in_sim else 0.0}
+            "reclaim_s": c.reclaim_median_s if c.delays_in_sim else 0.0,
+            "convert_s": c.model_redeploy_s if c.delays_in_sim else 0.0}
     sc = {
         "name": f"sageserve-{strategy}",
         "duration_s": duration_s,
@@ -77,6 +80,8 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
                        "max_instances": max_instances} for m in models for r in regions],
         "router": {"name": "jsq-tokens"},
         "scale_in_to": "pool",
+        "enforce_deadlines": ["NIW"] if c.niw_deadline_enforce else [],
+        "pool_conversions": c.scaling_level >= 2,
         "output": {"sample_s": sample_s, "window_s": 60.0},
     }
     for m in models:  # ORCA has no token cap (a huge one: a tier-ordered subclass is not named "orca")
