@@ -128,8 +128,10 @@ axes[0].set_ylabel("75%ile TTFT (s)")
 axes[0].set_yscale("log")
 axes[1].set_ylabel("SLA violations (%)")
 axes[1].axhline(floor_pct, color="k", lw=0.8, ls=":", label="IW-F prefill floor")
-axes[0].legend(fontsize=7)
-axes[1].legend(fontsize=7)
+axes[0].set_ylim(top=axes[0].get_ylim()[1] * 30)
+axes[1].set_ylim(0, 120)
+axes[0].legend(fontsize=6, ncol=3, loc="upper center")
+axes[1].legend(fontsize=6, ncol=3, loc="upper center")
 fig.tight_layout()
 
 # %%
