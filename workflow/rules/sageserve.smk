@@ -126,3 +126,38 @@ rule sageserve_week_run:
     shell:
         "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {wildcards.strategy}"
         " --preset {params.preset} --seed {params.seed} -o results/{wildcards.scale}/sageserve/runs_week/{wildcards.strategy}"
+
+
+# Journal Fig 8 / Table 1 (Siloed vs Unified, per model): quick scale runs the 4 models of one
+# region for two hours (preset models_quick); full scale copies the full-scale runs (4 models x 3
+# regions, the peak day) so the two figures read one path at every scale.
+SAGESERVE_MODELS_FILES = ["summary.json", "instance_hours.parquet", "timeseries.parquet", "requests.parquet"]
+
+
+def _sageserve_models_shell(wc):
+    out = f"results/{wc.scale}/sageserve/runs_models/{wc.strategy}"
+    if wc.scale == "full" and not config.get("tiny"):
+        src = f"results/full/sageserve/runs/{wc.strategy}"
+        return f"mkdir -p {out} && " + " && ".join(f"cp {src}/{f} {out}/{f}" for f in SAGESERVE_MODELS_FILES)
+    preset = "models_tiny" if config.get("tiny") else "models_quick"
+    return (f"{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {wc.strategy}"
+            f" --preset {preset} --seed {int(config['seed'])} -o {out}")
+
+
+rule sageserve_models_run:
+    """Unified (reactive) or Siloed over the 4 models of one region (quick) / the full runs (full)."""
+    input:
+        lambda wc: ([f"results/full/sageserve/runs/{wc.strategy}/{f}" for f in SAGESERVE_MODELS_FILES]
+                    if wc.scale == "full" and not config.get("tiny") else
+                    [str(f.relative_to(ROOT)) for f in sorted((ROOT / "src/servesim/systems/sageserve").glob("*.py"))]),
+    output:
+        [f"results/{{scale}}/sageserve/runs_models/{{strategy}}/{f}" for f in SAGESERVE_MODELS_FILES],
+    params:
+        cmd=_sageserve_models_shell,
+    wildcard_constraints:
+        scale="quick|full",
+        strategy="reactive|siloed",
+    benchmark:
+        "results/{scale}/benchmarks/sageserve/models_{strategy}.tsv"
+    shell:
+        "{params.cmd}"

@@ -24,6 +24,7 @@ class SageServeConfig:
     iw_region_gate: float = 0.70          # first preferred region with effective memory util below this
     reroute_lt: bool = True               # code: LT runs never reroute IW across regions (no_reroute)
     global_routing_delay_s: float = 0.0   # code: constant 1 s; paper: measured inter-region latency
+    inter_region_latency_s: float = 0.05  # an IW request sent to another region (paper: ~50 ms typical)
     # --- NIW queue manager (J §6.2) ---
     niw_release_one_below: float = 0.60   # util < 60 % -> release 1 request
     niw_release_two_below: float = 0.50   # util < 50 % -> release 2

@@ -43,6 +43,18 @@ MODEL_DEFAULTS = {
         "engine": {"kv_capacity_tokens": 89_200, "max_num_seqs": 512, "max_num_batched_tokens": 16384},
         "step_time": {"backend": "linear", "c0": 0.055, "c_pt": 3.5e-4, "c_pc": 0.0, "c_ds": 1.2e-6, "c_dc": 0.0},
     },
+    # Llama-3.1-8B / Llama-3.2-3B: the authors' vLLM A100 profiles (Llama-3.*-tp-4.csv, which their
+    # simulator relabels as the 8-GPU instance; read in seconds, token_time per whole decode, see
+    # servesim.perf.sources.splitwise). c0 = decode intercept, c_pt = prefill slope per token,
+    # c_ds = decode slope per sequence (relative least squares); KV capacity from spec §4 (303k, 1.27M).
+    "llama-3.1-8b": {
+        "engine": {"kv_capacity_tokens": 303_000, "max_num_seqs": 512, "max_num_batched_tokens": 16384},
+        "step_time": {"backend": "linear", "c0": 0.0069, "c_pt": 6.6e-5, "c_pc": 0.0, "c_ds": 4.0e-4, "c_dc": 0.0},
+    },
+    "llama-3.2-3b": {
+        "engine": {"kv_capacity_tokens": 1_270_000, "max_num_seqs": 512, "max_num_batched_tokens": 16384},
+        "step_time": {"backend": "linear", "c0": 0.0054, "c_pt": 4.1e-5, "c_pc": 0.0, "c_ds": 2.7e-4, "c_dc": 0.0},
+    },
 }
 ORCA_NO_CAP = 1 << 30
 #: tokens/min one instance serves in the ILP (authors' code: 30 x per-second rating)
@@ -92,6 +104,7 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
     if len(regions) > 1 and (strategy in ("reactive", "siloed") or c.reroute_lt) and strategy != "chiron":
         sc["global_router"] = {"name": "preference", "threshold": c.iw_region_gate,
                                "preferences": {r: [r] + [x for x in regions if x != r] for r in regions}}
+        sc["latency_s"] = {r: {x: c.inter_region_latency_s for x in regions if x != r} for r in regions}
     if strategy in ("reactive", "siloed"):
         sc["autoscaler"] = {"name": "reactive", "period_s": 5.0, "up": c.reactive_scale_out, "down": c.reactive_scale_in,
                             "cooldown_s": c.cooldown_s, "metric": "kv"}
