@@ -175,16 +175,23 @@ def test_reactive_autoscaler_step_load():
     assert ts.n_ready.iloc[-1] == 1  # back to the floor
 
 
+@pytest.mark.parametrize("deadlines", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_random_control_actions_keep_invariants(seed):
+def test_random_control_actions_keep_invariants(seed, deadlines):
     rng = np.random.default_rng(seed)
     w = poisson(8, 200, seed=seed, model=rng.choice(["a", "b"], 10_000)[:1].item(), region="r")
     w["model"] = pd.array(rng.choice(["a", "b"], len(w)), dtype="string")
+    kw = {}
+    if deadlines:  # half NIW with short deadlines, timed out while waiting, amid drains and moves
+        w["tier"] = pd.array(rng.choice(["NIW", "IW-F"], len(w)), dtype="string")
+        w["deadline_s"] = w["arrival_s"] + rng.exponential(3.0, len(w))
+        kw["enforce_deadlines"] = ["NIW"]
     lead = LeadTimes(request_s=1, provision_s=5, load_s=8, reclaim_s=2)
     eps = [EndpointConfig("a", "r", instances=2, max_instances=6, lead=lead),
            EndpointConfig("b", "r", instances=1, max_instances=6, lead=lead)]
     f, k = make_fleet(w, eps, router=["round-robin", "jsq-tokens", "power-of-two"][seed % 3],
-                      pool={"r": {"a": 1}}, region_capacity={"r": 9}, scale_in_to=["pool", "release"][seed % 2])
+                      pool={"r": {"a": 1}}, region_capacity={"r": 9}, scale_in_to=["pool", "release"][seed % 2],
+                      requeue_on_drain=seed % 3 != 1, **kw)
 
     def chaos():
         live = [i for i in f._by_id.values()]
@@ -207,6 +214,14 @@ def test_random_control_actions_keep_invariants(seed):
     check_invariants(f, k)
     held = sum(1 for i in f._by_id.values())
     assert held <= 9 and held == f._held["r"]
+    # load counters match what the engines still hold (withdrawals and drains leak nothing)
+    for ep in f.eps.values():
+        assert ep.outstanding == sum(i.outstanding for i in ep.instances.values())
+    if deadlines:
+        to = f.state == "timeout"
+        assert to.sum() == f.timed_out > 0 and (w["tier"].to_numpy()[to] == "NIW").all()
+        for i in np.flatnonzero(to):
+            assert i not in f.records  # never started
 
 
 @pytest.mark.parametrize("requeue", [True, False])

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from servesim.systems.sageserve.config import SageServeConfig
-from servesim.systems.sageserve.strategies import run_strategy, scenario_dict
+from servesim.systems.sageserve.strategies import run_strategy, scenario_dict, summarise
 from servesim.workload import sageserve_week
+from servesim.workload.schema import make
 
 T0 = 13 * 3600
 
@@ -65,3 +66,47 @@ def test_code_reading_never_expires(workload):
     late = niw[niw.scheduled_s > niw.deadline_s]
     assert len(late) > 0  # served past the deadline instead
     assert np.isin(niw.state, ["finished", "unfinished"]).all()
+
+
+def shifting_load(seconds=900.0, hi=10.0, lo=0.5, seed=1):
+    """Llama-2 busy then idle, Bloom idle then busy: Llama's scale-ins fill the spot pool that
+    Bloom's scale-ups then take (scaling_level 2: a conversion)."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for model, first in (("llama-2-70b", hi), ("bloom-176b", lo)):
+        second = lo if first == hi else hi
+        n1, n2 = rng.poisson(first * seconds), rng.poisson(second * seconds)
+        parts.append((np.concatenate([rng.uniform(0, seconds, n1), rng.uniform(seconds, 2 * seconds, n2)]), model))
+    t = np.concatenate([p[0] for p in parts])
+    m = np.concatenate([[p[1]] * len(p[0]) for p in parts])
+    o = np.argsort(t, kind="stable")
+    t, m = t[o], m[o]
+    n = len(t)
+    return make(t, rng.integers(500, 2000, n), rng.integers(100, 400, n), model=m, region="eastus",
+                tier="IW-F", deadline_s=t + 1.0)
+
+
+@pytest.mark.parametrize("level", [2, 1])
+def test_scaling_level_2_converts_other_models_spot_instances(level):
+    cfg = SageServeConfig(start_instances=4, scaling_level=level, niw_queue=False)
+    res, _ = run_strategy("reactive", shifting_load(), config=cfg, seed=0, max_instances=8)
+    lc, h = res.lifecycle, res.instance_hours
+    conv = lc[lc.to_state == "converting"]
+    if level == 1:
+        assert conv.empty and not (h.state == "converting").any()
+        return
+    assert len(conv) > 0 and (conv.from_state == "pooled").all()
+    # each conversion: the VM changes model and is ready model_redeploy_s later
+    for iid in conv.instance.unique():
+        g = lc[lc.instance == iid].reset_index(drop=True)
+        for k in np.flatnonzero(g.to_state == "converting"):
+            assert g.model[k] != g.model[k - 1]
+            if k + 1 < len(g):
+                assert g.to_state[k + 1] in ("ready", "pooled", "released")
+                if g.to_state[k + 1] == "ready":
+                    assert g.time_s[k + 1] - g.time_s[k] == pytest.approx(cfg.model_redeploy_s)
+    # converting hours are billed: the summary's instance-hours include them
+    s = summarise(res, "reactive")
+    billed = h[h.state.isin(["requested", "provisioning", "loading", "converting", "ready", "draining"])].hours.sum()
+    assert s["instance_hours"] == pytest.approx(billed) and h[h.state == "converting"].hours.sum() > 0
+    assert res.requests.state.isin(["finished", "unfinished"]).all()  # (the run stops at the last minute)
