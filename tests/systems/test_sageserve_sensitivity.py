@@ -69,6 +69,8 @@ def test_bad_inputs(tmp_path):
         run_one("nope", "lt_ua", "tiny", tmp_path)
     with pytest.raises(ValueError, match="headroom"):
         run_one("paper", "lt_ua", "tiny", tmp_path, headroom=0.0)
+    with pytest.raises(ValueError, match="peak_llama2"):
+        run_one("paper", "lt_ua", "no_such_window", tmp_path)
     with pytest.raises(FileNotFoundError, match="missing.json"):
         collect([tmp_path / "missing.json"])
 

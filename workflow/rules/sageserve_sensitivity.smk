@@ -11,8 +11,8 @@ SAGESERVE_SENS = {
         "paper": {"headrooms": [0.5, 0.7], "strategies": ["lt_i", "lt_ua"]},
         "code": {"headrooms": [None], "strategies": ["lt_i", "lt_ua"]},
     }},
-    # the peak day over the three regions (Fig 11's setting): the grid
-    "full": {"preset": "full", "readings": {
+    # the peak day, Llama-2 over the three regions (Fig 11's setting, sensitivity.SENS_PRESETS): the grid
+    "full": {"preset": "peak_llama2", "readings": {
         "paper": {"headrooms": [0.4, 0.5, 0.6, 0.7, 0.8, 0.9], "strategies": ["lt_i", "lt_u", "lt_ua"]},
         "code": {"headrooms": [None], "strategies": ["lt_i", "lt_u", "lt_ua"]},
         "code_measured": {"headrooms": [0.5, 0.7, 0.9], "strategies": ["lt_i", "lt_u", "lt_ua"]},

@@ -28,6 +28,23 @@ from .config import SageServeConfig
 from .strategies import BILLED_STATES, THETA_TOKENS_PER_MIN, run_strategy, summarise
 
 SENS_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua")
+#: windows of this study besides `runs.PRESETS`: journal Fig 11's setting (Llama-2 over the three
+#: regions, the whole peak day, from the same week trace as the `full` preset)
+SENS_PRESETS = {
+    "peak_llama2": {"scale": 1.0, "days": 7, "models": ["llama-2-70b"], "regions": ["centralus", "eastus", "westus"],
+                    "from_h": 24.0, "to_h": 48.0},
+}
+
+
+def window(name: str) -> dict:
+    """A window of `SENS_PRESETS` or `runs.PRESETS`; an unknown name is an error listing both."""
+    from .runs import PRESETS
+
+    if name in SENS_PRESETS:
+        return SENS_PRESETS[name]
+    if name in PRESETS:
+        return PRESETS[name]
+    raise ValueError(f"preset must be one of {sorted(SENS_PRESETS) + sorted(PRESETS)}, got {name!r}")
 LT_STRATEGIES = ("lt_i", "lt_u", "lt_ua")
 
 
@@ -103,26 +120,23 @@ def hourly_table(res, actor, t0_s: float) -> pd.DataFrame:
     return g
 
 
-def run_one(reading: str, strategy: str, preset: str, out: str | Path, headroom: float | None = None,
+def run_one(reading: str, strategy: str, preset_name: str, out: str | Path, headroom: float | None = None,
             seed: int = 0, tables: bool = False) -> dict:
-    """Simulate one (reading, headroom, strategy) on ``preset`` and write its outputs to ``out``
+    """Simulate one (reading, headroom, strategy) on window ``preset_name`` and write its outputs to ``out``
     (``tables``: also the per-request table)."""
     from servesim.workload import sageserve_week
 
-    from .runs import PRESETS
     from .theta import measure_theta
 
     if reading not in READINGS:
         raise ValueError(f"reading must be one of {sorted(READINGS)}, got {reading!r}")
     if strategy not in SENS_STRATEGIES:
         raise ValueError(f"strategy must be one of {SENS_STRATEGIES}, got {strategy!r}")
-    if preset not in PRESETS:
-        raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}")
     if headroom is not None and not 0.0 < headroom <= 1.5:
         raise ValueError(f"headroom must be in (0, 1.5], got {headroom}")
     rd = READINGS[reading]
     cfg = rd.config(strategy, headroom if strategy in LT_STRATEGIES else None)
-    p = PRESETS[preset]
+    p = window(preset_name)
     wk = sageserve_week(scale=p["scale"], seed=seed, days=p["days"], bursts=p.get("bursts", False))
     sel = wk[wk["model"].isin(p["models"]) & wk["region"].isin(p["regions"])]
     sel = sel[sel["arrival_s"] < p["to_h"] * 3600].reset_index(drop=True)
@@ -137,7 +151,7 @@ def run_one(reading: str, strategy: str, preset: str, out: str | Path, headroom:
     # saturation throughput of one instance (what theta_headroom multiplies)
     sat = {m: measure_theta(m, sel, seed=seed, engine_policy=cfg.engine_policy) for m in p["models"]}
     theta = getattr(actor, "theta", None) if actor is not None else None
-    s.update(reading=reading, preset=preset, seed=seed, wall_s=wall,
+    s.update(reading=reading, preset=preset_name, seed=seed, wall_s=wall,
              headroom=(cfg.theta_headroom if strategy in LT_STRATEGIES and not rd.fixed_theta else None),
              theta_tokens_per_min=theta, saturation_tokens_per_min=sat,
              theta_equiv_headroom=({m: theta[m] / sat[m] for m in theta} if theta else None),
@@ -214,7 +228,7 @@ def _args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--strategy", required=True, choices=SENS_STRATEGIES)
     ap.add_argument("--headroom", type=float, default=None,
                     help="theta headroom (fraction of the measured saturation throughput); default: the reading's")
-    ap.add_argument("--preset", default="quick", choices=sorted(PRESETS))
+    ap.add_argument("--preset", default="quick", choices=sorted(SENS_PRESETS) + sorted(PRESETS))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tables", action="store_true", help="also write requests.parquet")
     ap.add_argument("-o", "--out", required=True)
