@@ -38,6 +38,13 @@
 # | `paper_start8` | `paper`, LT runs start at 8 instances |
 # | `paper_insample` | `paper` with the code's in-sample one-step ARIMA |
 #
+# The code reading's scalers were incomplete before this study: `use_locks` was set but never
+# applied (Reactive and LT-U ran with no cooldown at all), and the LT-U 0.9 override raised the
+# target, so it fired again every actor period (the code allows one instance beyond the target).
+# With both fixed (`reactive.LockedReactive`, `actors.LongTermScaler`), the code reading on the
+# East US peak day: Reactive 126.1 → 110.4 instance-h (P95 TTFT 15.0 → 35.2 s), LT-UA 115.0 →
+# 98.5 (6.2 → 7.1 s), LT-I unchanged (90.1); the paper reading is unaffected.
+#
 # Quick scale runs a few points on the quick window (East US, 12:00–16:00 of the peak day); full
 # runs the grid on the whole peak day over the three regions. Savings = 100 (1 − IH_LT / IH_Reactive)
 # of the same reading; "TTFT ratio" = LT's IW P95 TTFT ÷ Reactive's.
