@@ -79,8 +79,26 @@ readings = list(dict.fromkeys(runs["reading"]))
 # %% [markdown]
 # ## What we found (measured with this package; seed 0)
 #
-# Whole peak day of East US (`sensitivity run --preset day_east`, 24 h, Llama-2), instance-hours
-# (P95 TTFT s); savings vs the same reading's Reactive:
+# **Journal Fig 11's setting** (`--preset peak_llama2`: Llama-2 over the three regions, the whole
+# peak day), instance-hours (IW P95 TTFT s), saving vs the same reading's Reactive:
+#
+# | reading | Reactive | LT-I | LT-UA |
+# |---|---|---|---|
+# | paper, h = 0.5 (default) | 283.0 (11.1) | | 305.6 (5.6) **+8.0 %** |
+# | paper, h = 0.7 | | | 265.0 (6.2) −6.4 % |
+# | paper, h = 0.8 | | 243.5 (7.1) −13.9 % | 242.4 (7.2) −14.3 % |
+# | paper, h = 0.9 | | | 226.1 (8.7) **−20.1 %** |
+# | paper_5030 (code thresholds), h = 0.7 | 338.7 (7.9) | | 267.6 (6.1) **−21.0 %** |
+# | code (θ = 225 500 = 0.90 × saturation) | 268.8 (9.3) | 231.3 (7.3) −14.0 % | 243.7 (6.7) −9.4 % |
+#
+# (paper: Reactive 362.25, LT-I 274.5, LT-UA 277.5; −24.2 / −23.4 %). Per region, our Reactive
+# averages 5.8 (East) / 3.5 (Central) / 2.5 (West) instances, 3.9 overall vs the paper's ≈ 5.0
+# (362.25 / 72); the `paper_5030` Reactive averages 4.7. West and Central carry 0.4 / 0.6 M prompt
+# tok/min at peak against ≈ 0.25 M an instance saturates at, so they sit at the 2-instance floor
+# for much of the day under every strategy (West: 46 % of hours for Reactive, 54–79 % for LT):
+# a fixed cost that dilutes the relative saving.
+#
+# **Whole peak day of East US alone** (`--preset day_east`):
 #
 # | reading | Reactive | LT-I | LT-UA |
 # |---|---|---|---|
@@ -90,7 +108,7 @@ readings = list(dict.fromkeys(runs["reading"]))
 # | paper, h = 0.8 | | 96.1 (8.2) −23.0 % | 96.5 (8.1) −22.6 % |
 # | paper_5030, h = 0.7 | 151.8 (9.5) | | 106.6 (6.5) −29.8 % |
 # | paper_nodelay, h = 0.7 | 106.9 (11.7) | | 106.4 (6.5) −0.5 % |
-# | code (θ = 225 500 = 0.90 × saturation) | 110.4 (35.2) | 90.1 (8.0) −18.4 % | 98.5 (7.1) −10.7 % |
+# | code | 110.4 (35.2) | 90.1 (8.0) −18.4 % | 98.5 (7.1) −10.7 % |
 #
 # Quick window (12:00–16:00, the morning ramp and the peak), paper reading: Reactive 33.8 (16.7);
 # LT-UA −1.5 / +9.8 / +21.0 / +29.9 % saved at h = 0.5 / 0.6 / 0.7 / 0.8, with P95 TTFT 5.7 / 6.1 /
@@ -103,7 +121,8 @@ readings = list(dict.fromkeys(runs["reading"]))
 # 1. **θ headroom** (unstated in the paper). Reactive settles where KV utilisation sits in its
 #    30–70 % band (mean ≈ 0.5, ≈ 0.7 × saturation throughput per instance); LT provisions the
 #    hour's *maximum* forecast at θ. LT at h = 0.5 runs at KV ≈ 0.3 and spends more than
-#    Reactive; the saving crosses 18 % near h ≈ 0.75 over the day (≈ 0.67 on the quick window).
+#    Reactive; LT-UA's saving crosses 18 % near h ≈ 0.86 in Fig 11's setting, ≈ 0.74 for East US
+#    alone, ≈ 0.67 on the quick window (metric `headroom_at_18pct_lt_ua_<reading>`).
 # 2. **Reactive's own reading** moves the baseline by ±20 %: the code's 0.5/0.25 thresholds
 #    raise Reactive by 22 % (LT-UA h = 0.7 then saves 30 %); removing provisioning delays cuts it
 #    by 14 % (the saving vanishes); the code's 65/155-s lock after scale-ups makes it cheaper and
@@ -112,25 +131,29 @@ readings = list(dict.fromkeys(runs["reading"]))
 #    the 12:00 level): LT over-provisions on the afternoon ramp-down (LT-UA h = 0.5 holds 10
 #    instances at KV ≈ 0.2 over 16:00–19:00 while Reactive has 6–9) and under-provisions on the
 #    morning ramp; the code's in-sample forecast sees the future and has neither.
-# 4. Start state (LT from 8 instead of 20) changes < 0.5 instance-h on the quick window;
+# 4. **The 2-instance floor** in lightly loaded regions (West, Central here) is common to all
+#    strategies and dilutes the relative saving of the 3-region total.
+# 5. Start state (LT from 8 instead of 20) changes < 0.5 instance-h on the quick window;
 #    Reactive sampling every 1 s instead of 5 s (closer to the paper's per-arrival check) adds
 #    1 instance-h and worsens its P95 TTFT to 21.7 s (it thrashes more).
 #
 # Reactive thrashes: ≈ 30–45 scale-ups and as many scale-ins per hour, KV utilisation swinging
 # 0.2 ↔ 1.0 within minutes, queues on saturated instances (P95 TTFT 17.7 s over the day, 45–57 s
-# in the morning-ramp hours); LT scales ≈ 1 per hour. So "without hurting tail TTFT" holds for
-# every LT run up to h ≈ 0.75 here, because our Reactive's tail is poor — the paper's Reactive
-# (R: P90 TTFT 18.7 s vs LT-U 14.6 s) is not this far behind. Per-region average instances:
-# paper Fig 11 implies Reactive ≈ 5.0 and LT-I ≈ 3.8 per region over the day; ours for East US:
-# Reactive 5.2, LT-I 6.0 (h = 0.5) / 4.4 (h = 0.7) / 3.75 (code).
+# in the morning-ramp hours of East US); LT scales ≈ 1 per hour. So "without hurting tail TTFT"
+# holds for every LT run we made except h ≥ 0.8 on the quick window, because our Reactive's tail
+# is poor — the paper's Reactive (R: P90 TTFT 18.7 s vs LT-U 14.6 s) is not this far behind.
+# Per-region average instances: paper Fig 11 implies Reactive ≈ 5.0 and LT-I ≈ 3.8 per region
+# over the day; ours (Fig 11's setting): Reactive 3.9, LT-UA 4.2 (h = 0.5) / 3.7 (h = 0.7) /
+# 3.1 (h = 0.9); East US alone: Reactive 5.2, LT-I 6.0 (h = 0.5) / 4.4 (h = 0.7) / 3.75 (code).
 #
-# Verdict: the paper's 18–25 % with tail TTFT no worse than Reactive's appears (a) in the paper
-# reading with θ at 0.75–0.8 × the instance's saturation throughput (day: −22.6 % at 0.8, TTFT ratio
-# 0.46), (b) in the paper reading with the code's 0.5/0.25 thresholds at h = 0.7 (−30 %), and
-# (c) for LT-I in the code reading (−18.4 %; LT-UA −10.7 %). It does not appear at the default
-# h = 0.5 (the code's 30/60 factor applied to *our* measured saturation).
+# Verdict: in Fig 11's setting the paper's 18–25 % with tail TTFT no worse than Reactive's appears
+# (a) in the paper reading with θ ≈ 0.9 × the instance's saturation throughput (LT-UA −20.1 %,
+# TTFT ratio 0.79), and (b) in the paper reading with the code's 0.5/0.25 utilisation thresholds
+# at h = 0.7 (LT-UA −21.0 %, TTFT ratio 0.78; its instance-hours, Reactive 338.7 and LT-UA 267.6,
+# are also the closest to the paper's 362.25 / 277.5). The code reading as we model it gives
+# 9–14 %. Nothing reaches 18 % at the default h = 0.5 (the code's 30/60 factor applied to *our*
+# measured saturation), where LT spends 8 % more than Reactive.
 
-# %% [markdown]
 # ## The readings tried: instance-hours and IW P95 TTFT
 
 # %%
