@@ -60,6 +60,22 @@ def _add_args(ap: argparse.ArgumentParser) -> None:
                     help="instance scheduler (default: the config's, orca as in the paper's simulator)")
     ap.add_argument("--niw-on-arrival", action="store_true",
                     help="route NIW on arrival instead of holding it in the NIW queue manager")
+    # journal App. A, Fig 14 and the authors' repository sweeps
+    ap.add_argument("--hardware", default=None, choices=["default", "a100-80gb", "h100-80gb"],
+                    help="instance step-time source (SageServeConfig.hardware; App. A)")
+    ap.add_argument("--iw-niw-ratio", type=float, default=None,
+                    help="IW:NIW request ratio of the generated week (default 3, i.e. 3:1; App. A: 9 and 1)")
+    ap.add_argument("--fifth-model", default=None, choices=["llama-4-scout"],
+                    help="add a fifth model's traffic (a copy of Model A's streams) and serve it (Fig 14)")
+    ap.add_argument("--lt-ua-threshold", type=float, default=None,
+                    help="LT-UA scale-up ratio of observed to forecast demand (SageServeConfig.lt_ua_up_ratio)")
+    ap.add_argument("--scaling-interval", type=float, default=None,
+                    help="seconds between reactive scaler checks (SageServeConfig.reactive_interval_s)")
+    ap.add_argument("--models", nargs="+", default=None, help="override the preset's models")
+    ap.add_argument("--regions", nargs="+", default=None, help="override the preset's regions")
+    ap.add_argument("--window-h", nargs=2, type=float, default=None, metavar=("FROM_H", "TO_H"),
+                    help="override the preset's window (hours of the generated week)")
+    ap.add_argument("--volume-scale", type=float, default=None, help="override the preset's volume scale")
     ap.add_argument("-o", "--out", required=True)
 
 
@@ -81,8 +97,20 @@ def main(argv=None) -> None:
 def run(a: argparse.Namespace) -> int:
     from servesim.workload import sageserve_week
 
-    p = PRESETS[a.preset]
+    p = dict(PRESETS[a.preset])
+    overrides = {"models": a.models, "regions": a.regions, "scale": a.volume_scale}
+    if a.window_h is not None:
+        overrides.update(from_h=a.window_h[0], to_h=a.window_h[1])
+    p.update({k: v for k, v in overrides.items() if v is not None})
+    if a.fifth_model is not None and a.models is None:
+        p["models"] = list(p["models"]) + [a.fifth_model]
     cfg = SageServeConfig.paper() if a.reading == "paper" else SageServeConfig.code()
+    if a.hardware is not None:
+        cfg = cfg.with_(hardware=a.hardware)
+    if a.lt_ua_threshold is not None:
+        cfg = cfg.with_(lt_ua_up_ratio=a.lt_ua_threshold)
+    if a.scaling_interval is not None:
+        cfg = cfg.with_(reactive_interval_s=a.scaling_interval)
     if a.theta_headroom is not None:
         cfg = cfg.with_(theta_headroom=a.theta_headroom)
     if a.tier_policy is not None:
@@ -92,7 +120,7 @@ def run(a: argparse.Namespace) -> int:
     if a.niw_on_arrival:
         cfg = cfg.with_(niw_queue=False)
     wk = sageserve_week(scale=p["scale"], seed=a.seed, days=p["days"], bursts=p.get("bursts", False),
-                        burst_factor=a.burst_factor)
+                        burst_factor=a.burst_factor, iw_niw_ratio=a.iw_niw_ratio, fifth_model=a.fifth_model)
     sel = wk[wk["model"].isin(p["models"]) & wk["region"].isin(p["regions"])]
     sel = sel[sel["arrival_s"] < p["to_h"] * 3600].reset_index(drop=True)
     t = time.perf_counter()
@@ -103,6 +131,9 @@ def run(a: argparse.Namespace) -> int:
     s = summarise(res, a.strategy)
     s.update(preset=a.preset, reading=a.reading, theta_headroom=cfg.theta_headroom, tier_policy=cfg.tier_policy, engine_policy=cfg.engine_policy,
              niw_queue=cfg.niw_queue, niw_release_rule=cfg.niw_release_rule, seed=a.seed, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
+    s.update(hardware=cfg.hardware, iw_niw_ratio=3.0 if a.iw_niw_ratio is None else a.iw_niw_ratio,
+             fifth_model=a.fifth_model, lt_ua_up_ratio=cfg.lt_ua_up_ratio, lt_ua_observed=cfg.lt_ua_observed,
+             reactive_interval_s=cfg.reactive_interval_s, gpu_hours=8.0 * s["instance_hours"])
     if actor:
         s["theta_tokens_per_min"] = getattr(actor, "theta", None)
     (out / "summary.json").write_text(json.dumps(s, indent=1, sort_keys=True, default=str) + "\n")
