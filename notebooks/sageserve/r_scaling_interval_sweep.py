@@ -30,7 +30,8 @@
 # Model A's instance-hours barely move (1.5 % spread); Model B's grow with the interval.
 #
 # Ours (rule `sageserve_ablation_run`, study `interval`): Reactive, code reading (thresholds
-# 0.5 / 0.25 and the per-model locks), `--scaling-interval` (`SageServeConfig.reactive_interval_s`,
+# 0.5 / 0.25, no cooldown; R's per-model 65 / 155-s locks are a config field the fleet's reactive
+# autoscaler does not model), `--scaling-interval` (`SageServeConfig.reactive_interval_s`,
 # the period of the fleet's reactive autoscaler; the package's default is 5 s; R's "every request"
 # has no periodic equivalent). Model A = Llama-2-70B, Model B = Bloom-176B, each run on its own,
 # day 0 (Monday) 00:00-06:00 of the synthetic week. quick: East US; full: the three regions.
