@@ -22,8 +22,8 @@
 # count to determine the buffer size").
 #
 # Ours (rule `sageserve_ablation_run`, study `appa`; paper reading): one Reactive and one LT-UA
-# run per variant on the synthetic O365 peak day (quick: Llama-2 in East US, 12:00-14:00; full:
-# the three regions, 24 h).
+# run per variant on the synthetic O365 peak day (quick: Llama-2 in East US, 06:00-14:00 at half
+# volume, the morning ramp; full: the three regions, 24 h at full volume).
 #
 # - **Hardware** (`--hardware`, `SageServeConfig.hardware`): the instance's step time is a
 #   few-coefficient fit (`servesim.perf.fitted`) to the Splitwise profile rows of Llama-2-70B /

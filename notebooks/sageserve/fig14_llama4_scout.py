@@ -36,8 +36,8 @@
 #   distributions, drawn from separate random streams and added on top of the four models
 #   (`sageserve_week(fifth_model="llama-4-scout")`). The other models' requests are unchanged.
 #   With identical traffic, Scout vs Llama-2 compares the models' serving efficiency directly.
-# - quick: Llama-2 + Scout in East US, 12:00-14:00 of the peak day; full: both models over the
-#   three regions, 24 h.
+# - quick: Llama-2 + Scout in East US, 06:00-14:00 of the peak day at half volume; full: both
+#   models over the three regions, 24 h at full volume.
 
 # %% tags=["parameters"]
 scale = "quick"

@@ -7,7 +7,10 @@
 # Each study's index.json (rule sageserve_ablation_index) lists its points for this scale; the
 # notebooks read it. `tiny` (config tiny=true) runs a few points on the tiny preset.
 
-ABL_STRATEGY_WINDOW = {"quick": "--preset quick --window-h 36 38", "full": "--preset full", "tiny": "--preset tiny"}
+# quick: East US, 06:00-14:00 of the peak day at half volume: the morning ramp, where scalers
+# differ, at about the cost of 2 h of the peak at full volume
+ABL_STRATEGY_WINDOW = {"quick": "--preset day_east --window-h 30 38 --volume-scale 0.5", "full": "--preset full",
+                       "tiny": "--preset tiny"}
 ABL_APPA_VARIANTS = {
     # App. A's main setting is the H100 profile (J §7.1); A100 is the hardware ablation
     "h100": "--hardware h100-80gb",
@@ -16,9 +19,8 @@ ABL_APPA_VARIANTS = {
     "iwniw1": "--hardware h100-80gb --iw-niw-ratio 1",
 }
 ABL_THR_WINDOW = {
-    # quick: East US, 30-38 h of the peak day at half volume (the threshold acts at the day's
-    # ramps, which a 2-h window around the peak does not contain)
-    "quick": "--preset day_east --window-h 30 38 --volume-scale 0.5",
+    # the threshold acts at the day's ramps, which a window around the peak does not contain
+    "quick": ABL_STRATEGY_WINDOW["quick"],
     "full": "--preset full",
     "tiny": "--preset tiny",
 }
