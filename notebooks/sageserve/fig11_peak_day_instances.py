@@ -21,8 +21,9 @@
 # (Nov'24): 302.25 / 227.25 / 247.5 / 233.25.
 #
 # Ours: the strategy runs of rule `sageserve_run` (`servesim.systems.sageserve.runs`) on the
-# synthetic O365 week's peak day (quick scale: Llama-2 in East US, 12:00–16:00; full: the three
-# regions, 24 h), paper reading of every threshold (`SageServeConfig.paper()`), with
+# synthetic O365 week's peak day (quick scale: Llama-2 in East US, 12:00–16:00; full: the 4
+# models × 3 regions over 24 h, of which the figure shows Llama-2 summed over the regions, as the
+# paper's), paper reading of every threshold (`SageServeConfig.paper()`), with
 # provisioning lead times simulated. Instance-hours count instances requested, provisioning,
 # loading, ready or draining (not pooled). Absolute instance-hours depend on the private trace's
 # volume; the savings percentages are what we compare. Chiron: three pools per model-region
@@ -41,6 +42,8 @@ root = None
 seed = 0
 strategies = ["reactive", "lt_i", "lt_u", "lt_ua", "chiron"]
 bin_s = 900.0
+model = "llama-2-70b"  # the figure's model (summed over the regions of the run)
+billed_states = ["requested", "provisioning", "loading", "ready", "draining"]
 
 # %%
 import json
@@ -53,10 +56,22 @@ from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
 
 apply_style()
 base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
-summ, series = {}, []
+summ, series, ih, ih_all = {}, [], {}, {}
+
+
+def base_model(col: pd.Series) -> pd.Series:
+    """Model names without the pool suffixes of Siloed / Chiron (``@niw``, ``@int``)."""
+    return col.astype(str).str.split("@").str[0]
+
+
 for s in strategies:
     summ[s] = json.loads((base / s / "summary.json").read_text())
+    h = pd.read_parquet(base / s / "instance_hours.parquet")
+    h = h[h["state"].isin(billed_states)]
+    ih[s] = float(h.loc[base_model(h["model"]) == model, "hours"].sum())
+    ih_all[s] = float(h["hours"].sum())
     ts = pd.read_parquet(base / s / "timeseries.parquet")
+    ts = ts[base_model(ts["model"]) == model]
     billed = sum(ts[c] for c in ("n_requested", "n_provisioning", "n_loading", "n_ready", "n_draining") if c in ts)
     ts = ts.assign(instances=billed, bin=(ts["time_s"] // bin_s).astype(int))
     # per bin: the max count per endpoint, summed over regions (as the authors' post-processing)
@@ -66,19 +81,22 @@ for s in strategies:
     series.append(pd.DataFrame({"strategy": s, "hour": per.index * bin_s / 3600.0 + summ[s]["preset_from_h"],
                                 "instances": per.to_numpy()}))
 data = pd.concat(series, ignore_index=True)
-pd.DataFrame(summ).T[["instance_hours", "ttft_p95", "e2e_p95", "requests", "iw_unfinished", "wall_s"]]
+pd.DataFrame(summ).T[["instance_hours", "ttft_p95", "e2e_p95", "requests", "iw_unfinished", "wall_s"]].assign(
+    **{f"instance_hours_{model}": pd.Series(ih)})
 
 # %%
 fig, ax = plt.subplots()
 names = {"reactive": "Reactive", "lt_i": "LT-I", "lt_u": "LT-U", "lt_ua": "LT-UA", "chiron": "Chiron"}
 for s, g in data.groupby("strategy", sort=False):
-    ax.step(g["hour"], g["instances"], where="post", label=f"{names.get(s, s)} ({summ[s]['instance_hours']:.1f} inst-h)")
-ax.set(xlabel="Time (h, trace hours)", ylabel="Llama-2 instances")
+    ax.step(g["hour"], g["instances"], where="post", label=f"{names.get(s, s)} ({ih[s]:.1f} inst-h)")
+ax.set(xlabel="Time (h, trace hours)", ylabel=f"{model} instances (sum over regions)")
 ax.legend()
 
 # %%
-ih = {s: summ[s]["instance_hours"] for s in strategies}
-metrics = {f"instance_hours_{s}": ih[s] for s in strategies}
+metrics = {f"instance_hours_{s}": ih[s] for s in strategies}  # the figure's model, all regions
+metrics.update({f"instance_hours_all_models_{s}": ih_all[s] for s in strategies})
+metrics["model"] = model
+metrics["regions"] = ",".join(sorted(summ[strategies[0]]["preset_regions"]))
 metrics["engine_policy"] = summ[strategies[0]].get("engine_policy")
 for s in ("lt_i", "lt_u", "lt_ua"):
     if s in ih and "reactive" in ih:

@@ -25,7 +25,8 @@
 # from the region's pool 1 min, a fresh VM 1 min + 10 min model load, `SageServeConfig`). Waste
 # = instance-hours spent in the requested / provisioning / loading states, i.e. billed but not
 # serving. Inter-model conversions are not simulated yet, so every scale-up is a pool reclaim or
-# a fresh instance.
+# a fresh instance. The figure's models (Llama-2 and Bloom) in every region of the run; full scale
+# runs the peak day (trace day 1), not day 0.
 
 # %% tags=["parameters"]
 scale = "quick"
@@ -33,6 +34,7 @@ root = None
 seed = 0
 strategies = ["reactive", "lt_i", "lt_u", "lt_ua"]
 waste_states = ["requested", "provisioning", "loading"]
+models = ["llama-2-70b", "bloom-176b"]  # the figure's models
 
 # %%
 from pathlib import Path
@@ -47,26 +49,35 @@ base = (Path(root) if root else project_root()) / "results" / scale / "sageserve
 rows = []
 for s in strategies:
     h = pd.read_parquet(base / s / "instance_hours.parquet")
-    w = h[h["state"].isin(waste_states)].groupby("state")["hours"].sum()
+    h = h[h["model"].astype(str).isin(models)]
     lc = pd.read_parquet(base / s / "lifecycle.parquet")
-    ups = lc[lc["to_state"].isin(["requested", "provisioning", "loading"]) & ~lc["from_state"].isin(waste_states)]
-    rows.append({"strategy": s, **{st: float(w.get(st, 0.0)) for st in waste_states},
-                 "waste_instance_hours": float(w.sum()), "scale_up_events": int(len(ups))})
+    lc = lc[lc["model"].astype(str).isin(models)]
+    for m in [m for m in models if (h["model"] == m).any()]:  # the figure's models this run simulates
+        w = h[(h["model"] == m) & h["state"].isin(waste_states)].groupby("state")["hours"].sum()
+        ups = lc[(lc["model"] == m) & lc["to_state"].isin(waste_states) & ~lc["from_state"].isin(waste_states)]
+        rows.append({"strategy": s, "model": m, **{st: float(w.get(st, 0.0)) for st in waste_states},
+                     "waste_instance_hours": float(w.sum()), "scale_up_events": int(len(ups)),
+                     "from_pool": int((ups["from_state"] == "pooled").sum()),
+                     "fresh": int((ups["from_state"] != "pooled").sum())})
 data = pd.DataFrame(rows)
 data
 
 # %%
 fig, ax = plt.subplots()
-left = pd.Series(0.0, index=data.index)
+bars = data.assign(label=data["strategy"] + " " + data["model"])
+left = pd.Series(0.0, index=bars.index)
 for st in waste_states:
-    ax.barh(data["strategy"], data[st], left=left, label=st)
-    left += data[st]
+    ax.barh(bars["label"], bars[st], left=left, label=st)
+    left += bars[st]
 ax.set_xlabel("instance-hours wasted on scale-ups")
 ax.legend()
 
 # %%
-w = data.set_index("strategy")["waste_instance_hours"]
-metrics = {f"waste_instance_hours_{s}": float(w[s]) for s in strategies}
+w = data.groupby("strategy")["waste_instance_hours"].sum()
+metrics = {f"waste_instance_hours_{s}": float(w[s]) for s in strategies}  # summed over the figure's models
+for r in data.itertuples():
+    metrics[f"waste_instance_hours_{r.strategy}_{r.model.replace('-', '_').replace('.', '_')}"] = r.waste_instance_hours
+metrics["models"] = ",".join(models)
 for s in strategies:
     if s != "reactive":
         metrics[f"waste_reduction_pct_{s}"] = float(100 * (1 - w[s] / w["reactive"])) if w["reactive"] > 0 else None

@@ -18,12 +18,14 @@
 #
 # Journal/conference Table 1 (s): Siloed Bloom 14.5/55.3, Llama2 34.9/98.3, L3.1 1.0/10.6, L3.2
 # 1.0/19.2; Unified 12.9/53.3, 34.5/99.1, 1.0/10.5, 1.0/18.9 (ΔP95 TTFT ≤ 12 %). Ours: the
-# `reactive` (unified) and `siloed` runs of rule `sageserve_run` (see Fig 8's notebook).
+# `reactive` (unified) and `siloed` runs of rule `sageserve_models_run` (see Fig 8's notebook),
+# IW requests per model; `region` None = every region of the run (quick: Central US only).
 
 # %% tags=["parameters"]
 scale = "quick"
 root = None
 seed = 0
+region = None  # None: every region of the run
 
 # %%
 from pathlib import Path
@@ -36,12 +38,12 @@ from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
 from servesim.systems.sageserve.strategies import NIW_SUFFIX
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
+base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs_models"
 KEYS = {"bloom-176b": "bloom_176b", "llama-2-70b": "llama2_70b", "llama-3.1-8b": "llama3_1_8b", "llama-3.2-3b": "llama3_2_3b"}
 rows = []
 for strat, label in (("reactive", "unified"), ("siloed", "siloed")):
-    r = pd.read_parquet(base / strat / "requests.parquet", columns=["model", "tier", "state", "ttft_s", "e2e_s"])
-    r = r[(r["tier"] != "NIW") & (r["state"] == "finished")]
+    r = pd.read_parquet(base / strat / "requests.parquet", columns=["model", "region", "tier", "state", "ttft_s", "e2e_s"])
+    r = r[(r["tier"] != "NIW") & (r["state"] == "finished") & ((r["region"] == region) if region else True)]
     for m, g in r.groupby(r["model"].str.removesuffix(NIW_SUFFIX)):
         rows.append({"mode": label, "model": m, "ttft_p95": float(np.percentile(g["ttft_s"], 95)),
                      "e2e_p95": float(np.percentile(g["e2e_s"], 95)), "n": len(g)})
@@ -69,6 +71,7 @@ for m, k in KEYS.items():
         if col == "ttft_p95" and u is not None and s:
             changes.append(abs(u / s - 1))
 metrics["ttft_p95_max_abs_rel_change"] = max(changes) if changes else None
+metrics["region"] = region or "all"
 metrics
 
 # %%

@@ -73,7 +73,8 @@ def test_scaling_interval_is_the_reactive_period(small_workload):
 
 def test_instance_models_per_gpu(mirror):
     from servesim.perf import build
-    from servesim.systems.sageserve.instance_models import instance_model, kv_capacity_tokens
+    from servesim.systems.sageserve.instance_models import (instance_model, instance_model_source,
+                                                            kv_capacity_tokens)
 
     def step(model, hw, *shape):
         spec = instance_model(model, hw)
@@ -86,6 +87,10 @@ def test_instance_models_per_gpu(mirror):
     assert instance_model("llama-4-scout")["hardware"] == "h100-80gb"
     assert 470_000 < kv_capacity_tokens("llama-4-scout") < 480_000
     assert instance_model("llama-2-70b") is instance_model("llama-2-70b", "default")
+    # Llama-3.x have only the authors' A100 profiles: kept on H100, and said so
+    assert instance_model("llama-3.1-8b", "h100-80gb") is instance_model("llama-3.1-8b")
+    assert "no h100-80gb profile" in instance_model_source("llama-3.1-8b", "h100-80gb")
+    assert "Splitwise" in instance_model_source("llama-2-70b", "a100-80gb")
     with pytest.raises(ValueError, match="no step-time model"):
         instance_model("qwen-7b")
 
@@ -109,3 +114,4 @@ def test_runs_cli_records_new_options(tmp_path, mirror):
     assert s["hardware"] == "h100-80gb" and s["iw_niw_ratio"] == 9.0 and s["reactive_interval_s"] == 60.0
     assert s["preset_from_h"] == 36.0 and s["preset_to_h"] == 36.5 and s["preset_scale"] == 0.05
     assert s["gpu_hours"] == pytest.approx(8 * s["instance_hours"])
+    assert "Splitwise" in s["instance_models"]["llama-2-70b"]

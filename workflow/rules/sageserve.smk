@@ -79,10 +79,13 @@ rule sageserve_burst_run:
         " --preset {params.preset} --seed {params.seed} -o results/{wildcards.scale}/sageserve/runs_burst/{wildcards.strategy}"
 
 
-# Journal Fig 15: instance queue order by tier (FCFS / EDF / PF / DPA) under SageServe (LT-UA),
-# NIW held in the queue manager; one job per policy.
-SAGESERVE_TIER_POLICIES = ["fcfs", "edf", "pf", "dpa"]
+# Journal Fig 15: instance queue order by tier (FCFS / EDF / PF / DPA) under SageServe (LT-UA) on a
+# contended fleet (preset tier_<scale>: at most 6 Llama-2 instances in East US over the peak, so
+# KV memory fills and queues form; IW-N TTFT SLA 5.6 s), NIW held in the queue manager; one job per
+# policy. "dpa_taun1" is DPA with tau_n = 1 s instead of 10 s (tau_n, tau_p are not in the paper).
+SAGESERVE_TIER_POLICIES = ["fcfs", "edf", "pf", "dpa", "dpa_taun1"]
 SAGESERVE_TIER_STRATEGY = "lt_ua"
+SAGESERVE_TIER_ARGS = {"dpa_taun1": "--tier-policy dpa --dpa-tau-n 1"}
 
 
 rule sageserve_tier_run:
@@ -93,9 +96,10 @@ rule sageserve_tier_run:
         summary="results/{scale}/sageserve/runs_tier/{policy}/summary.json",
         requests="results/{scale}/sageserve/runs_tier/{policy}/requests.parquet",
     params:
-        preset=lambda wc: "tiny" if config.get("tiny") else wc.scale,
+        preset=lambda wc: "tier_tiny" if config.get("tiny") else f"tier_{wc.scale}",
         seed=lambda wc: int(config["seed"]),
         strategy=SAGESERVE_TIER_STRATEGY,
+        policy_args=lambda wc: SAGESERVE_TIER_ARGS.get(wc.policy, f"--tier-policy {wc.policy}"),
     wildcard_constraints:
         scale="quick|full",
         policy="|".join(SAGESERVE_TIER_POLICIES),
@@ -103,7 +107,7 @@ rule sageserve_tier_run:
         "results/{scale}/benchmarks/sageserve/tier_{policy}.tsv"
     shell:
         "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {params.strategy}"
-        " --tier-policy {wildcards.policy} --preset {params.preset} --seed {params.seed}"
+        " {params.policy_args} --preset {params.preset} --seed {params.seed}"
         " -o results/{wildcards.scale}/sageserve/runs_tier/{wildcards.policy}"
 
 
@@ -126,3 +130,38 @@ rule sageserve_week_run:
     shell:
         "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {wildcards.strategy}"
         " --preset {params.preset} --seed {params.seed} -o results/{wildcards.scale}/sageserve/runs_week/{wildcards.strategy}"
+
+
+# Journal Fig 8 / Table 1 (Siloed vs Unified, per model): quick scale runs the 4 models of one
+# region for two hours (preset models_quick); full scale copies the full-scale runs (4 models x 3
+# regions, the peak day) so the two figures read one path at every scale.
+SAGESERVE_MODELS_FILES = ["summary.json", "instance_hours.parquet", "timeseries.parquet", "requests.parquet"]
+
+
+def _sageserve_models_shell(wc):
+    out = f"results/{wc.scale}/sageserve/runs_models/{wc.strategy}"
+    if wc.scale == "full" and not config.get("tiny"):
+        src = f"results/full/sageserve/runs/{wc.strategy}"
+        return f"mkdir -p {out} && " + " && ".join(f"cp {src}/{f} {out}/{f}" for f in SAGESERVE_MODELS_FILES)
+    preset = "models_tiny" if config.get("tiny") else "models_quick"
+    return (f"{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {wc.strategy}"
+            f" --preset {preset} --seed {int(config['seed'])} -o {out}")
+
+
+rule sageserve_models_run:
+    """Unified (reactive) or Siloed over the 4 models of one region (quick) / the full runs (full)."""
+    input:
+        lambda wc: ([f"results/full/sageserve/runs/{wc.strategy}/{f}" for f in SAGESERVE_MODELS_FILES]
+                    if wc.scale == "full" and not config.get("tiny") else
+                    [str(f.relative_to(ROOT)) for f in sorted((ROOT / "src/servesim/systems/sageserve").glob("*.py"))]),
+    output:
+        [f"results/{{scale}}/sageserve/runs_models/{{strategy}}/{f}" for f in SAGESERVE_MODELS_FILES],
+    params:
+        cmd=_sageserve_models_shell,
+    wildcard_constraints:
+        scale="quick|full",
+        strategy="reactive|siloed",
+    benchmark:
+        "results/{scale}/benchmarks/sageserve/models_{strategy}.tsv"
+    shell:
+        "{params.cmd}"

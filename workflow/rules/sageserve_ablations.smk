@@ -21,7 +21,7 @@ ABL_APPA_VARIANTS = {
 ABL_THR_WINDOW = {
     # the threshold acts at the day's ramps, which a window around the peak does not contain
     "quick": ABL_STRATEGY_WINDOW["quick"],
-    "full": "--preset full",
+    "full": "--preset full --models llama-2-70b",  # the repository's sweep: Model A, 3 regions, the peak day
     "tiny": "--preset tiny",
 }
 ABL_THR_GRID = {

@@ -26,11 +26,14 @@ class SageServeConfig:
     iw_region_gate: float = 0.70          # first preferred region with effective memory util below this
     reroute_lt: bool = True               # code: LT runs never reroute IW across regions (no_reroute)
     global_routing_delay_s: float = 0.0   # code: constant 1 s; paper: measured inter-region latency
+    inter_region_latency_s: float = 0.05  # an IW request sent to another region (paper: ~50 ms typical)
     # --- NIW queue manager (J §6.2) ---
     niw_release_one_below: float = 0.60   # util < 60 % -> release 1 request
     niw_release_two_below: float = 0.50   # util < 50 % -> release 2
     niw_release_rule: str = "paper"       # "paper" | "code" (code: (0.5, 0.6] -> 2, <= 0.5 -> 1, on every completion)
     niw_deadline_s: float = 86_400.0      # 24 h
+    niw_deadline_enforce: bool = True     # paper: NIW still waiting (queue manager, or queued not started in an
+                                          # instance) at the deadline ends "timeout"; code: never expires, leftovers dropped
     niw_priority_bump_s: float = 36_000.0  # age > 10 h -> priority 0 (as IW)
     niw_queue: bool = True                # hold NIW in the queue manager (False: route on arrival)
     niw_signal_period_s: float = 1.0      # endpoints also signal on this period (besides every completion)
@@ -88,6 +91,7 @@ class SageServeConfig:
     remote_weights_s: float = 7200.0
     delays_in_sim: bool = True            # code: instances usable at once; delays only in the waste metric
     scaling_level: int = 2                # 0 off, 1 same-model spot, 2 also convert other models' spot
+                                          # (fleet pool_conversions = level >= 2; level 0 is not modelled)
     # --- cost (J §7.2.1) ---
     vm_price_per_hour: float = 98.32      # one 8xH100 cluster
     # --- instance scheduling (J §6.5) ---
@@ -141,7 +145,8 @@ class SageServeConfig:
         base = dict(reroute_lt=False, global_routing_delay_s=1.0, niw_release_rule="code",
                     reactive_scale_out=0.5, reactive_scale_in=0.25, lt_u_scale_out=0.5, lt_u_scale_in=0.25,
                     lt_u_override_out=0.9, lt_scale_down="immediate", use_locks=True, cooldown_s=0.0,
-                    lt_ua_down_ratio=None, lt_ua_window_s=None, lt_ua_observed="endpoint", forecast_mode="insample",
+                    lt_ua_down_ratio=None, niw_deadline_enforce=False, lt_ua_window_s=None, lt_ua_observed="endpoint",
+                    forecast_mode="insample",
                     forecast_lo_min=20, niw_buffer_rule="max_prompt", ilp_global_constraint=False,
                     theta_source="code", start_instances=8, chiron_interactive=20, chiron_mixed=10, chiron_batch=10,
                     delays_in_sim=False, meta={"preset": "code"})

@@ -4,7 +4,9 @@
 Bloom on A100, what every main-text run uses). ``"a100-80gb"`` / ``"h100-80gb"`` (journal App. A:
 the same strategies on another GPU) fit the few-coefficient `servesim.perf.fitted` model to the
 Splitwise profile rows of that GPU at TP 8 (``sageserve/perf_model.csv``), so both GPUs come from
-one source and one fitting procedure.
+one source and one fitting procedure. Llama-3.1-8B / Llama-3.2-3B have only the authors' A100
+vLLM profiles (their `MODEL_DEFAULTS` entries); they keep those on either GPU, and
+`instance_model_source` says so (runs record it in summary.json).
 
 Llama-4 Scout (journal Fig 14) has no profile: its step time is the `servesim.perf.roofline`
 prior for Scout's MoE shape on that GPU (``default`` = H100, where the journal profiled), with
@@ -29,6 +31,8 @@ SPLITWISE_FILE = "perf_model.csv"
 #: the GPU Scout's step time is modelled on when ``hardware="default"`` (J §7.1 profiled on H100)
 SCOUT_DEFAULT_HW = "h100-80gb"
 ROOFLINE_MODELS = ("llama-4-scout",)
+#: models with Splitwise rows on both GPUs (perf_model.csv)
+SPLITWISE_MODELS = ("llama-2-70b", "bloom-176b")
 ENGINE = {"max_num_seqs": 512, "max_num_batched_tokens": 16384}
 
 
@@ -71,7 +75,20 @@ def instance_model(model: str, hardware: str = "default") -> dict:
     if key not in MODEL_DEFAULTS:
         raise ValueError(f"SageServe instance model: no step-time model for {model!r}; "
                          f"known: {sorted(MODEL_DEFAULTS) + list(ROOFLINE_MODELS)}")
-    if hardware == "default":
+    if hardware == "default" or key not in SPLITWISE_MODELS:
         return MODEL_DEFAULTS[key]
     return {"engine": dict(MODEL_DEFAULTS[key]["engine"]),
             "step_time": {"backend": "fitted", "coefficients": splitwise_fit(key, hardware)}, "tp": TP}
+
+
+def instance_model_source(model: str, hardware: str = "default") -> str:
+    """Where ``instance_model(model, hardware)``'s step time comes from, in words."""
+    key = get_model(model).key
+    if key in ROOFLINE_MODELS:
+        hw = SCOUT_DEFAULT_HW if hardware == "default" else hardware
+        return f"roofline on {hw}, calibrated on Splitwise llama-2-70b {hw} TP{TP}"
+    if hardware != "default" and key in SPLITWISE_MODELS:
+        return f"fitted to Splitwise {SPLITWISE_FILE} {key} {hardware} TP{TP}"
+    if hardware != "default":
+        return f"MODEL_DEFAULTS (A100 profile; no {hardware} profile of {key})"
+    return "MODEL_DEFAULTS"

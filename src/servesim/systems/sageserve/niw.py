@@ -34,12 +34,24 @@ class NIWQueueManager:
         self._q: dict[tuple[str, str], deque[NIWRequest]] = {}
         self.released = 0
         self.expired: list[NIWRequest] = []
+        # queues whose deadlines are non-decreasing front to back (pushes in arrival order with
+        # one deadline offset): there the expired requests are a prefix, popped in O(expired)
+        self._sorted: dict[tuple[str, str], bool] = {}
+        self._n = 0
 
     def push(self, req: NIWRequest) -> None:
-        self._q.setdefault((req.model, req.region), deque()).append(req)
+        key = (req.model, req.region)
+        q = self._q.get(key)
+        if q is None:
+            q = self._q[key] = deque()
+            self._sorted[key] = True
+        elif q and req.deadline_s < q[-1].deadline_s:
+            self._sorted[key] = False
+        q.append(req)
+        self._n += 1
 
     def __len__(self) -> int:
-        return sum(len(q) for q in self._q.values())
+        return self._n
 
     def queued(self, model: str, region: str) -> int:
         return len(self._q.get((model, region), ()))
@@ -65,12 +77,18 @@ class NIWQueueManager:
         if not self.expire_enabled:
             return []
         out = []
-        for q in self._q.values():
+        for key, q in self._q.items():
+            if self._sorted[key]:
+                while q and q[0].deadline_s <= now:
+                    out.append(q.popleft())
+                continue
             keep = deque(r for r in q if r.deadline_s > now)
             if len(keep) != len(q):
                 out += [r for r in q if r.deadline_s <= now]
                 q.clear()
                 q.extend(keep)
+                self._sorted[key] = all(a.deadline_s <= b.deadline_s for a, b in zip(keep, list(keep)[1:]))
+        self._n -= len(out)
         self.expired += out
         return out
 
@@ -83,4 +101,5 @@ class NIWQueueManager:
         n = min(self.release_count(util), len(q))
         out = [q.popleft() for _ in range(n)]
         self.released += len(out)
+        self._n -= len(out)
         return out

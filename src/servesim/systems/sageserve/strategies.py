@@ -9,7 +9,9 @@ KV utilisation above/below the thresholds, with the cooldown) or a `LongTermScal
 With ``niw_queue`` (default) NIW requests of the unified strategies wait in the queue manager and
 are released on low utilisation (`niw_loop.NIWLoop`); Siloed serves NIW on arrival in its own
 pool. ``tier_policy`` other than "none" orders each instance's waiting queue (Fig 15).
-Not yet modelled here: Chiron, inter-model conversions (``Move``).
+With ``niw_deadline_enforce`` the scenario times out NIW requests still waiting at their deadline
+(``enforce_deadlines: [NIW]``). Another model's pooled (spot) instance taken by a scale-up is a
+conversion (state ``converting``, ``model_redeploy_s``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from .niw_loop import NIWLoop, register_tier_scheduler
 RUN_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua", "siloed", "chiron")
 #: Siloed: NIW requests of model m are served by a separate endpoint named m + NIW_SUFFIX
 NIW_SUFFIX = "@niw"
-BILLED_STATES = ("requested", "provisioning", "loading", "ready", "draining")
+BILLED_STATES = ("requested", "provisioning", "loading", "converting", "ready", "draining")
 
 #: Llama-2-70B on one 8xA100 instance (TP 8), a linear step-time fit to the Splitwise profile
 #: numbers quoted in the spec (prefill 512 tok 94 ms, 8192 tok 1.55 s; decode ~43-46 ms per
@@ -41,6 +43,18 @@ MODEL_DEFAULTS = {
     "bloom-176b": {
         "engine": {"kv_capacity_tokens": 89_200, "max_num_seqs": 512, "max_num_batched_tokens": 16384},
         "step_time": {"backend": "linear", "c0": 0.055, "c_pt": 3.5e-4, "c_pc": 0.0, "c_ds": 1.2e-6, "c_dc": 0.0},
+    },
+    # Llama-3.1-8B / Llama-3.2-3B: the authors' vLLM A100 profiles (Llama-3.*-tp-4.csv, which their
+    # simulator relabels as the 8-GPU instance; read in seconds, token_time per whole decode, see
+    # servesim.perf.sources.splitwise). c0 = decode intercept, c_pt = prefill slope per token,
+    # c_ds = decode slope per sequence (relative least squares); KV capacity from spec §4 (303k, 1.27M).
+    "llama-3.1-8b": {
+        "engine": {"kv_capacity_tokens": 303_000, "max_num_seqs": 512, "max_num_batched_tokens": 16384},
+        "step_time": {"backend": "linear", "c0": 0.0069, "c_pt": 6.6e-5, "c_pc": 0.0, "c_ds": 4.0e-4, "c_dc": 0.0},
+    },
+    "llama-3.2-3b": {
+        "engine": {"kv_capacity_tokens": 1_270_000, "max_num_seqs": 512, "max_num_batched_tokens": 16384},
+        "step_time": {"backend": "linear", "c0": 0.0054, "c_pt": 4.1e-5, "c_pc": 0.0, "c_ds": 2.7e-4, "c_dc": 0.0},
     },
 }
 ORCA_NO_CAP = 1 << 30
@@ -65,7 +79,8 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
         start = {m: c.start_instances for m in models}
     lead = {"request_s": 0.0, "provision_s": c.spot_switch_s if c.delays_in_sim else 0.0,
             "load_s": c.model_redeploy_s if c.delays_in_sim else 0.0,
-            "reclaim_s": c.reclaim_median_s if c.delays_in_sim else 0.0}
+            "reclaim_s": c.reclaim_median_s if c.delays_in_sim else 0.0,
+            "convert_s": c.model_redeploy_s if c.delays_in_sim else 0.0}
     sc = {
         "name": f"sageserve-{strategy}",
         "duration_s": duration_s,
@@ -78,6 +93,8 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
                        "max_instances": max_instances} for m in models for r in regions],
         "router": {"name": "jsq-tokens"},
         "scale_in_to": "pool",
+        "enforce_deadlines": ["NIW"] if c.niw_deadline_enforce else [],
+        "pool_conversions": c.scaling_level >= 2,
         "output": {"sample_s": sample_s, "window_s": 60.0},
     }
     for m in models:  # ORCA has no token cap (a huge one: a tier-ordered subclass is not named "orca")
@@ -88,6 +105,7 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
     if len(regions) > 1 and (strategy in ("reactive", "siloed") or c.reroute_lt) and strategy != "chiron":
         sc["global_router"] = {"name": "preference", "threshold": c.iw_region_gate,
                                "preferences": {r: [r] + [x for x in regions if x != r] for r in regions}}
+        sc["latency_s"] = {r: {x: c.inter_region_latency_s for x in regions if x != r} for r in regions}
     if strategy in ("reactive", "siloed"):
         sc["autoscaler"] = {"name": "reactive", "period_s": c.reactive_interval_s, "up": c.reactive_scale_out, "down": c.reactive_scale_in,
                             "cooldown_s": c.cooldown_s, "metric": "kv"}
