@@ -82,8 +82,8 @@ def test_reactive_period_reaches_the_scenario():
 
     wk = sageserve_week(scale=0.002, seed=1, days=1)
     wl = wk[wk["model"] == "llama-2-70b"]
-    sc = scenario_dict("reactive", wl, SageServeConfig(reactive_period_s=1.0), 60.0)
+    sc = scenario_dict("reactive", wl, SageServeConfig(reactive_interval_s=1.0), 60.0)
     assert sc["autoscaler"]["period_s"] == 1.0
     assert scenario_dict("reactive", wl, SageServeConfig(), 60.0)["autoscaler"]["period_s"] == 5.0
-    with pytest.raises(ConfigError, match="reactive_period_s"):
-        SageServeConfig(reactive_period_s=0.0)
+    with pytest.raises(ConfigError, match="reactive_interval_s"):
+        SageServeConfig(reactive_interval_s=0.0)

@@ -170,7 +170,10 @@ class LongTermScaler:
                 if gate:
                     idx = min(max(int(in_hour // 60), 0), plan.forecast.size - 1)
                     expected = float(plan.forecast[idx])
-                    observed = float(self.demand[k][minute - 1]) if minute >= 1 else 0.0
+                    if c.lt_ua_observed == "endpoint":  # code: tokens that reached the endpoint, last 60 s
+                        observed = st.prompt_token_rate * 60.0
+                    else:
+                        observed = float(self.demand[k][minute - 1]) if minute >= 1 else 0.0
                     ratio = observed / expected if expected > 0 else math.inf
                     if ratio >= c.lt_ua_up_ratio:
                         step = 1
@@ -178,6 +181,8 @@ class LongTermScaler:
                         step = -1
                     if step:
                         plan.target += step
+                        self.log.append({"kind": "lt_ua", "minute": minute, "model": k[0], "region": k[1],
+                                         "step": step, "ratio": ratio})
             if step:
                 cap = self.max_instances.get(k)
                 if step > 0 and cap is not None and active >= cap:

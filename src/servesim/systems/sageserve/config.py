@@ -12,6 +12,8 @@ STRATEGIES = ("siloed", "reactive", "lt_i", "lt_u", "lt_ua", "chiron")
 TIER_POLICIES = ("fcfs", "edf", "pf", "dpa")
 #: "none": the engine's own FIFO queue (no tier ordering)
 TIER_CHOICES = ("none",) + TIER_POLICIES
+#: instance step-time sources (see instance_models.py)
+HARDWARE_CHOICES = ("default", "a100-80gb", "h100-80gb")
 
 
 class ConfigError(ValueError):
@@ -43,9 +45,8 @@ class SageServeConfig:
     lt_u_override_out: float | None = None  # code: 0.9 (one instance beyond the target; pending becomes -1)
     lt_scale_down: str = "deferred"       # "deferred" (paper) | "immediate" (code: ILP downs at the hour)
     cooldown_s: float = 15.0              # paper; code uses locks instead (below)
-    reactive_period_s: float = 5.0        # Reactive samples utilisation this often; the paper checks on every
-                                          # endpoint arrival (~0.3 s apart at peak), which with the 15-s cooldown
-                                          # only shortens the reaction by < 5 s (sens_lt_savings: reading paper_period1)
+    reactive_interval_s: float = 5.0      # how often the reactive scaler checks (R scaling_interval; R's
+                                          # default -1 = on every request has no periodic equivalent)
     use_locks: bool = False               # code: lock after a scale-up (reclaim / conversion), none after a
                                           # scale-in; Reactive then runs reactive.LockedReactive
     lock_reclaim_s: float = 65.0
@@ -54,6 +55,9 @@ class SageServeConfig:
     lt_ua_up_ratio: float = 5.0           # observed >= 5x forecast -> keep scaling up
     lt_ua_down_ratio: float | None = 0.5  # <= 0.5x -> keep scaling down (code: none)
     lt_ua_window_s: float | None = 1200.0  # only in the last 20 min of the hour (code: always)
+    lt_ua_observed: str = "offered"       # "offered": the client region's IW prompt tokens of the last minute
+                                          # (the load predictor's signal); "endpoint" (code): prompt tokens
+                                          # that reached the endpoint in the last 60 s, NIW releases included
     # --- forecasting and ILP (J §5, §6.3) ---
     lt_interval_s: float = 3600.0
     forecast_mode: str = "rolling"        # "rolling" (paper text) | "insample" (code)
@@ -77,6 +81,9 @@ class SageServeConfig:
     chiron_mixed: int = 5
     chiron_batch: int = 5
     chiron_theta: float = 0.6
+    # --- instance performance (J §7.1 profiled on H100; J §4 / C / code: A100) ---
+    hardware: str = "default"             # "default": the spec-quoted A100 linear fit; "a100-80gb" / "h100-80gb":
+                                          # a fit to the Splitwise profile's rows of that GPU (App. A)
     # --- provisioning (J §4, §7.1) ---
     spot_switch_s: float = 60.0           # private <-> spot
     reclaim_median_s: float = 60.0
@@ -113,13 +120,14 @@ class SageServeConfig:
         for k, allowed in (("niw_release_rule", ("paper", "code")), ("lt_scale_down", ("deferred", "immediate")),
                            ("forecast_mode", ("rolling", "insample")), ("niw_buffer_rule", ("load", "max_prompt")),
                            ("theta_source", ("measured", "code")),
-                           ("tier_policy", TIER_CHOICES), ("engine_policy", ("orca", "vllm-v1"))):
+                           ("tier_policy", TIER_CHOICES), ("engine_policy", ("orca", "vllm-v1")),
+                           ("lt_ua_observed", ("offered", "endpoint")), ("hardware", HARDWARE_CHOICES)):
             if getattr(self, k) not in allowed:
                 bad(k, f"must be one of {allowed}")
         if self.min_per_deployment > self.max_per_deployment:
             bad("min_per_deployment", "exceeds max_per_deployment")
-        if self.reactive_period_s <= 0:
-            bad("reactive_period_s", "must be > 0")
+        if self.reactive_interval_s <= 0:
+            bad("reactive_interval_s", "must be > 0 (R's -1, every request, is not modelled)")
         if self.niw_signal_period_s <= 0:
             bad("niw_signal_period_s", "must be > 0")
         if self.scaling_level not in (0, 1, 2):
@@ -138,7 +146,8 @@ class SageServeConfig:
         base = dict(reroute_lt=False, global_routing_delay_s=1.0, niw_release_rule="code",
                     reactive_scale_out=0.5, reactive_scale_in=0.25, lt_u_scale_out=0.5, lt_u_scale_in=0.25,
                     lt_u_override_out=0.9, lt_scale_down="immediate", use_locks=True, cooldown_s=0.0,
-                    lt_ua_down_ratio=None, niw_deadline_enforce=False, lt_ua_window_s=None, forecast_mode="insample",
+                    lt_ua_down_ratio=None, niw_deadline_enforce=False, lt_ua_window_s=None, lt_ua_observed="endpoint",
+                    forecast_mode="insample",
                     forecast_lo_min=20, niw_buffer_rule="max_prompt", ilp_global_constraint=False,
                     theta_source="code", start_instances=8, chiron_interactive=20, chiron_mixed=10, chiron_batch=10,
                     delays_in_sim=False, meta={"preset": "code"})

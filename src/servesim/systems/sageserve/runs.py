@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from .config import SageServeConfig
+from .instance_models import instance_model_source
 from .strategies import RUN_STRATEGIES, run_strategy, summarise
 
 MODELS_4 = ["llama-2-70b", "bloom-176b", "llama-3.1-8b", "llama-3.2-3b"]
@@ -66,14 +67,16 @@ PRESETS = {
 }
 
 
-def preset_workload(preset: str, seed: int = 0, burst_factor: float = 8.0):
+def preset_workload(preset: str, seed: int = 0, burst_factor: float = 8.0, overrides: dict | None = None,
+                    **generator_kw):
     """The request table a preset simulates (arrivals before ``to_h``; the run serves those from
-    ``from_h`` on) and ``t0_s``."""
+    ``from_h`` on) and ``t0_s``. ``overrides`` replace preset keys (models, regions, scale, from_h,
+    to_h); ``generator_kw`` go to `sageserve_week` (e.g. ``iw_niw_ratio``, ``fifth_model``)."""
     from servesim.workload import sageserve_week
 
-    p = PRESETS[preset]
+    p = {**PRESETS[preset], **(overrides or {})}
     wk = sageserve_week(scale=p["scale"], seed=seed, days=p["days"], bursts=p.get("bursts", False),
-                        burst_factor=burst_factor)
+                        burst_factor=burst_factor, **generator_kw)
     sel = wk[wk["model"].isin(p["models"]) & wk["region"].isin(p["regions"]) & (wk["arrival_s"] < p["to_h"] * 3600)]
     return sel.reset_index(drop=True), p["from_h"] * 3600
 
@@ -97,6 +100,22 @@ def _add_args(ap: argparse.ArgumentParser) -> None:
                     help="IW-N TTFT SLA in seconds: rewrites IW-N deadlines (default: the preset's, else the workload's)")
     ap.add_argument("--dpa-tau-n", type=float, default=None, help="override SageServeConfig.dpa_tau_n_s")
     ap.add_argument("--dpa-tau-p", type=float, default=None, help="override SageServeConfig.dpa_tau_p_s")
+    # journal App. A, Fig 14 and the authors' repository sweeps
+    ap.add_argument("--hardware", default=None, choices=["default", "a100-80gb", "h100-80gb"],
+                    help="instance step-time source (SageServeConfig.hardware; App. A)")
+    ap.add_argument("--iw-niw-ratio", type=float, default=None,
+                    help="IW:NIW request ratio of the generated week (default 3, i.e. 3:1; App. A: 9 and 1)")
+    ap.add_argument("--fifth-model", default=None, choices=["llama-4-scout"],
+                    help="add a fifth model's traffic (a copy of Model A's streams) and serve it (Fig 14)")
+    ap.add_argument("--lt-ua-threshold", type=float, default=None,
+                    help="LT-UA scale-up ratio of observed to forecast demand (SageServeConfig.lt_ua_up_ratio)")
+    ap.add_argument("--scaling-interval", type=float, default=None,
+                    help="seconds between reactive scaler checks (SageServeConfig.reactive_interval_s)")
+    ap.add_argument("--models", nargs="+", default=None, help="override the preset's models")
+    ap.add_argument("--regions", nargs="+", default=None, help="override the preset's regions")
+    ap.add_argument("--window-h", nargs=2, type=float, default=None, metavar=("FROM_H", "TO_H"),
+                    help="override the preset's window (hours of the generated week)")
+    ap.add_argument("--volume-scale", type=float, default=None, help="override the preset's volume scale")
     ap.add_argument("-o", "--out", required=True)
 
 
@@ -115,9 +134,26 @@ def main(argv=None) -> None:
     run(ap.parse_args(argv))
 
 
+def _preset_overrides(a: argparse.Namespace) -> dict:
+    """Preset keys replaced by the command line (--models/--regions/--volume-scale/--window-h/--fifth-model)."""
+    o = {k: v for k, v in (("models", a.models), ("regions", a.regions), ("scale", a.volume_scale)) if v is not None}
+    if a.window_h is not None:
+        o.update(from_h=a.window_h[0], to_h=a.window_h[1])
+    if a.fifth_model is not None and a.models is None:
+        o["models"] = list(PRESETS[a.preset]["models"]) + [a.fifth_model]
+    return o
+
+
 def run(a: argparse.Namespace) -> int:
-    p = PRESETS[a.preset]
+    over = _preset_overrides(a)
+    p = {**PRESETS[a.preset], **over}
     cfg = SageServeConfig.paper() if a.reading == "paper" else SageServeConfig.code()
+    if a.hardware is not None:
+        cfg = cfg.with_(hardware=a.hardware)
+    if a.lt_ua_threshold is not None:
+        cfg = cfg.with_(lt_ua_up_ratio=a.lt_ua_threshold)
+    if a.scaling_interval is not None:
+        cfg = cfg.with_(reactive_interval_s=a.scaling_interval)
     if a.theta_headroom is not None:
         cfg = cfg.with_(theta_headroom=a.theta_headroom)
     if a.tier_policy is not None:
@@ -134,7 +170,8 @@ def run(a: argparse.Namespace) -> int:
     if cap is not None:  # a fixed ceiling: start at it so the contended hours are not a ramp-up
         cfg = cfg.with_(start_instances=cap, min_per_endpoint=min(cfg.min_per_endpoint, cap))
     iwn_sla = a.iwn_sla_s if a.iwn_sla_s is not None else p.get("iwn_sla_s")
-    sel, t0_s = preset_workload(a.preset, a.seed, a.burst_factor)
+    gen = {k: v for k, v in (("iw_niw_ratio", a.iw_niw_ratio), ("fifth_model", a.fifth_model)) if v is not None}
+    sel, t0_s = preset_workload(a.preset, a.seed, a.burst_factor, overrides=over, **gen)
     if iwn_sla is not None:
         iwn = (sel["tier"] == "IW-N").to_numpy()
         sel.loc[iwn, "deadline_s"] = sel.loc[iwn, "arrival_s"] + float(iwn_sla)
@@ -148,6 +185,10 @@ def run(a: argparse.Namespace) -> int:
     s.update(preset=a.preset, reading=a.reading, theta_headroom=cfg.theta_headroom, tier_policy=cfg.tier_policy, engine_policy=cfg.engine_policy,
              niw_queue=cfg.niw_queue, niw_release_rule=cfg.niw_release_rule, seed=a.seed,
              max_instances=cap, iwn_sla_s=iwn_sla, dpa_tau_n_s=cfg.dpa_tau_n_s, dpa_tau_p_s=cfg.dpa_tau_p_s, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
+    s.update(hardware=cfg.hardware, iw_niw_ratio=3.0 if a.iw_niw_ratio is None else a.iw_niw_ratio,
+             fifth_model=a.fifth_model, lt_ua_up_ratio=cfg.lt_ua_up_ratio, lt_ua_observed=cfg.lt_ua_observed,
+             reactive_interval_s=cfg.reactive_interval_s, gpu_hours=8.0 * s["instance_hours"],
+             instance_models={m: instance_model_source(m, cfg.hardware) for m in p["models"]})
     if actor:
         s["theta_tokens_per_min"] = getattr(actor, "theta", None)
     (out / "summary.json").write_text(json.dumps(s, indent=1, sort_keys=True, default=str) + "\n")

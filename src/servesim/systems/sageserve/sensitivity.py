@@ -85,7 +85,7 @@ READINGS: dict[str, Reading] = {
                               doc="paper; in-sample one-step ARIMA (the code's forecast)"),
     "paper_nodelay": Reading("paper", overrides={"delays_in_sim": False},
                              doc="paper; instances usable at once (the code's simulator)"),
-    "paper_period1": Reading("paper", overrides={"reactive_period_s": 1.0},
+    "paper_period1": Reading("paper", overrides={"reactive_interval_s": 1.0},
                              doc="paper; Reactive samples utilisation every 1 s (the paper: on every arrival)"),
     "paper_5030": Reading("paper", overrides={"reactive_scale_out": 0.5, "reactive_scale_in": 0.25,
                                               "lt_u_scale_out": 0.5, "lt_u_scale_in": 0.25},

@@ -24,6 +24,7 @@ from ...forecast.series import per_minute_demand
 from .actors import LongTermScaler
 from .chiron import INT_SUFFIX, ChironRouter, ChironScaler
 from .config import SageServeConfig
+from .instance_models import instance_model
 from .niw_loop import NIWLoop, register_tier_scheduler
 from .reactive import LockedReactive
 
@@ -88,7 +89,7 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
             {"model": models[0], "region": regions[0], "rate_rps": 1.0,
              "prompt_tokens": {"mean": 10, "cv": 0.0, "max": 10}, "output_tokens": {"mean": 1, "cv": 0.0, "max": 1}}]},
         "regions": [{"name": r, "capacity": None} for r in regions],
-        "models": {m: {**MODEL_DEFAULTS[base[m]], "lead": lead, "catalog": base[m]} for m in models},
+        "models": {m: {**instance_model(base[m], c.hardware), "lead": lead, "catalog": base[m]} for m in models},
         "endpoints": [{"model": m, "region": r, "instances": start[m], "min_instances": c.min_per_endpoint,
                        "max_instances": max_instances} for m in models for r in regions],
         "router": {"name": "jsq-tokens"},
@@ -107,7 +108,7 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
                                "preferences": {r: [r] + [x for x in regions if x != r] for r in regions}}
         sc["latency_s"] = {r: {x: c.inter_region_latency_s for x in regions if x != r} for r in regions}
     if strategy in ("reactive", "siloed") and not c.use_locks:  # with locks: reactive.LockedReactive (run_strategy)
-        sc["autoscaler"] = {"name": "reactive", "period_s": c.reactive_period_s, "up": c.reactive_scale_out, "down": c.reactive_scale_in,
+        sc["autoscaler"] = {"name": "reactive", "period_s": c.reactive_interval_s, "up": c.reactive_scale_out, "down": c.reactive_scale_in,
                             "cooldown_s": c.cooldown_s, "metric": "kv"}
     return sc
 
@@ -163,13 +164,14 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
         else:
             from .theta import measure_theta
 
-            theta = {m: c.theta_headroom * measure_theta(m, full, seed=seed, engine_policy=c.engine_policy)
+            theta = {m: c.theta_headroom * measure_theta(m, full, seed=seed, engine_policy=c.engine_policy,
+                                                         hardware=c.hardware)
                      for m, _ in keys}
         actor = LongTermScaler(mode=strategy, demand=demand, niw_demand=niw, config=c, theta=theta,
                                max_instances={k: max_instances for k in keys}, offset_min=int(t0_s // 60))
     actors = [actor] if actor else []
     if strategy in ("reactive", "siloed") and c.use_locks:
-        actors.append(LockedReactive(period_s=c.reactive_period_s, up=c.reactive_scale_out, down=c.reactive_scale_in,
+        actors.append(LockedReactive(period_s=c.reactive_interval_s, up=c.reactive_scale_out, down=c.reactive_scale_in,
                                      cooldown_s=0.0, metric="kv", lock_reclaim_s=c.lock_reclaim_s,
                                      lock_conversion_s=c.lock_conversion_s))
     res = run_scenario(sc, seed=seed, workload=wl, actors=actors or None,
