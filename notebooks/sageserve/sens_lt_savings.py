@@ -191,8 +191,7 @@ for j, s in enumerate(strategies):
     ax.set(title=names[s], ylabel="instance-h saved vs Reactive (%)" if j == 0 else None)
     ax2.set(xlabel="θ headroom (× measured saturation throughput)", ylabel="P95 TTFT / Reactive's" if j == 0 else None,
             yscale="log")
-    if j == 0:
-        ax.legend(fontsize=7)
+    ax.legend(fontsize=7)
 # bottom: instances per hour (one endpoint summed over regions) for one reading, with the ILP target
 ax = fig.add_subplot(gs[2, :])
 hr = hourly[hourly["reading"] == hourly_reading]

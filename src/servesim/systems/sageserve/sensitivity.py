@@ -210,7 +210,7 @@ def savings_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 def headroom_at_saving(curve: pd.DataFrame, target_pct: float) -> float:
     """Smallest headroom at which the saving (linear between grid points) reaches ``target_pct``;
-    NaN if no point of the curve reaches it."""
+    the first grid point when that one already does (an upper bound); NaN if no point reaches it."""
     c = curve.dropna(subset=["x_headroom", "savings_pct"]).sort_values("x_headroom")
     x, y = c["x_headroom"].to_numpy(float), c["savings_pct"].to_numpy(float)
     for i in range(len(x)):
