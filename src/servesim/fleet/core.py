@@ -525,6 +525,12 @@ class Fleet:
             raise ValueError(f"{what}({i}): request {i} is not deferred: {where}")
         return i
 
+    def deadline_of(self, i: int) -> float:
+        """Request `i`'s ``deadline_s`` (NaN when it has none)."""
+        if not 0 <= i < self.n:
+            raise IndexError(f"deadline_of({i!r}): no such request; request handles are row indices 0..{self.n - 1}")
+        return float(self._deadline[i])
+
     def is_deferred(self, i: int) -> bool:
         """Request `i` was deferred by the arrival hook and is neither released nor ended."""
         return i in self._deferred

@@ -31,7 +31,9 @@ class SageServeConfig:
     niw_release_one_below: float = 0.60   # util < 60 % -> release 1 request
     niw_release_two_below: float = 0.50   # util < 50 % -> release 2
     niw_release_rule: str = "paper"       # "paper" | "code" (code: (0.5, 0.6] -> 2, <= 0.5 -> 1, on every completion)
-    niw_deadline_s: float = 86_400.0      # 24 h
+    niw_release_route: str = "endpoint"   # "endpoint": to the signalling (model, region) endpoint (paper);
+                                          # "global": back through the global IW router (code's feed_async)
+    niw_deadline_s: float = 86_400.0      # 24 h; sets every NIW request's deadline_s in a run
     niw_deadline_enforce: bool = True     # paper: NIW still waiting (queue manager, or queued not started in an
                                           # instance) at the deadline ends "timeout"; code: never expires, leftovers dropped
     niw_priority_bump_s: float = 36_000.0  # age > 10 h -> priority 0 (as IW)
@@ -117,7 +119,8 @@ class SageServeConfig:
             bad("lt_u_scale_in", "must be below lt_u_scale_out")
         if not 0.0 < self.epsilon <= 1.0:
             bad("epsilon", "must be in (0, 1]")
-        for k, allowed in (("niw_release_rule", ("paper", "code")), ("lt_scale_down", ("deferred", "immediate")),
+        for k, allowed in (("niw_release_rule", ("paper", "code")), ("niw_release_route", ("endpoint", "global")),
+                           ("lt_scale_down", ("deferred", "immediate")),
                            ("forecast_mode", ("rolling", "insample")), ("niw_buffer_rule", ("load", "max_prompt")),
                            ("theta_source", ("measured", "code")),
                            ("tier_policy", TIER_CHOICES), ("engine_policy", ("orca", "vllm-v1")),
@@ -143,7 +146,7 @@ class SageServeConfig:
     @classmethod
     def code(cls, **overrides) -> "SageServeConfig":
         """The authors' repository (spec §1.7 'code' column)."""
-        base = dict(reroute_lt=False, global_routing_delay_s=1.0, niw_release_rule="code",
+        base = dict(reroute_lt=False, global_routing_delay_s=1.0, niw_release_rule="code", niw_release_route="global",
                     reactive_scale_out=0.5, reactive_scale_in=0.25, lt_u_scale_out=0.5, lt_u_scale_in=0.25,
                     lt_u_override_out=0.9, lt_scale_down="immediate", use_locks=True, cooldown_s=0.0,
                     lt_ua_down_ratio=None, niw_deadline_enforce=False, lt_ua_window_s=None, lt_ua_observed="endpoint",

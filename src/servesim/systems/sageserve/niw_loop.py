@@ -14,8 +14,9 @@ memory utilisation is low. This module wraps the fleet's engine side (the ``engi
   end as ``timeout`` (and the scenario's ``enforce_deadlines`` also times out released NIW
   requests still queued, not started, in an instance); without it (authors' code) nothing
   expires and leftovers end ``unfinished`` when the run stops;
-- released requests enter their endpoint now (`Fleet.release`); their latency clock still
-  starts at arrival.
+- released requests enter the signalling endpoint now (`Fleet.release`), or go back through the
+  global router (``niw_release_route="global"``, the authors' code); their latency clock still
+  starts at arrival. A request's deadline is its ``deadline_s`` (set from ``niw_deadline_s``).
 
 `register_tier_scheduler` adds a scheduler policy that orders each instance's waiting queue by a
 tier policy (FCFS / EDF / PF / DPA, `tiers.sort_key`) before the base policy plans an iteration.
@@ -63,7 +64,7 @@ class NIWLoop:
                 return False
             self.manager.push(NIWRequest(i, fleet.req_model[i], fleet.req_region[i], float(fleet.arrival[i]),
                                          int(fleet.prompt[i]), int(fleet.output[i]),
-                                         float(fleet.arrival[i]) + self.cfg.niw_deadline_s))
+                                         float(fleet.deadline_of(i))))
             self._schedule_tick()
             return True
 
@@ -112,7 +113,10 @@ class NIWLoop:
             if not f.is_deferred(r.request_id):
                 continue  # timed out by the fleet's deadline enforcement meanwhile
             self.release_s[r.request_id] = f.kernel.now
-            f.release(r.request_id, model, region)
+            if self.cfg.niw_release_route == "global":
+                f.release(r.request_id)
+            else:
+                f.release(r.request_id, model, region)
 
 
 class _Engines:

@@ -129,6 +129,9 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
     wl = workload[workload["arrival_s"] >= t0_s].copy()
     wl["arrival_s"] -= t0_s
     wl["deadline_s"] -= t0_s
+    # one deadline source for NIW: the config's, which the queue manager and the fleet both enforce
+    is_niw = (wl["tier"] == "NIW").to_numpy()
+    wl.loc[is_niw, "deadline_s"] = wl.loc[is_niw, "arrival_s"] + c.niw_deadline_s
     wl["request_id"] = np.arange(len(wl), dtype=np.int64)
     if strategy in ("siloed", "chiron"):  # NIW gets its own pool per (model, region), served on arrival
         niw = (wl["tier"] == "NIW").to_numpy()
