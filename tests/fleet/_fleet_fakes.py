@@ -84,6 +84,13 @@ class FakeEngine:
                                        "e2e_s": self.k.now - float(f.arrival[i])})
         self._pump()
 
+    def withdraw(self, i):
+        """Deadline enforcement: drop `i` if it waits here unstarted."""
+        if i in self.wait:
+            self.wait.remove(i)
+            return True
+        return False
+
     def kv_util(self):
         return min(1.0, (len(self.run_) + len(self.wait)) / self.slots)
 

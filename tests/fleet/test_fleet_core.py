@@ -124,11 +124,13 @@ def test_move_and_pool_reclaim():
     check_invariants(f, k)
     log = f.ledger.log_table()
     i0 = log[log.instance == "r/i0"]
-    assert list(i0.to_state) == ["ready", "draining", "loading", "ready"]
+    # a conversion: drain, then switch model in place (convert_s defaults to load_s)
+    assert list(i0.to_state) == ["ready", "draining", "converting", "ready"]
     assert i0.model.iloc[-1] == "b"
     assert i0.time_s.iloc[-1] - i0.time_s.iloc[2] == pytest.approx(7)
     i3 = log[log.instance == "r/i3"]
-    assert list(i3.to_state) == ["pooled", "loading", "ready"] and i3.time_s.iloc[-1] == pytest.approx(13)
+    assert list(i3.to_state) == ["pooled", "converting", "ready"] and i3.time_s.iloc[-1] == pytest.approx(13)
+    assert f.conversions == 2
     assert f.scale_denied == 1
     assert (f.state == "finished").all()
 
@@ -173,16 +175,23 @@ def test_reactive_autoscaler_step_load():
     assert ts.n_ready.iloc[-1] == 1  # back to the floor
 
 
+@pytest.mark.parametrize("deadlines", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_random_control_actions_keep_invariants(seed):
+def test_random_control_actions_keep_invariants(seed, deadlines):
     rng = np.random.default_rng(seed)
     w = poisson(8, 200, seed=seed, model=rng.choice(["a", "b"], 10_000)[:1].item(), region="r")
     w["model"] = pd.array(rng.choice(["a", "b"], len(w)), dtype="string")
+    kw = {}
+    if deadlines:  # half NIW with short deadlines, timed out while waiting, amid drains and moves
+        w["tier"] = pd.array(rng.choice(["NIW", "IW-F"], len(w)), dtype="string")
+        w["deadline_s"] = w["arrival_s"] + rng.exponential(3.0, len(w))
+        kw["enforce_deadlines"] = ["NIW"]
     lead = LeadTimes(request_s=1, provision_s=5, load_s=8, reclaim_s=2)
     eps = [EndpointConfig("a", "r", instances=2, max_instances=6, lead=lead),
            EndpointConfig("b", "r", instances=1, max_instances=6, lead=lead)]
     f, k = make_fleet(w, eps, router=["round-robin", "jsq-tokens", "power-of-two"][seed % 3],
-                      pool={"r": {"a": 1}}, region_capacity={"r": 9}, scale_in_to=["pool", "release"][seed % 2])
+                      pool={"r": {"a": 1}}, region_capacity={"r": 9}, scale_in_to=["pool", "release"][seed % 2],
+                      requeue_on_drain=seed % 3 != 1, **kw)
 
     def chaos():
         live = [i for i in f._by_id.values()]
@@ -205,6 +214,14 @@ def test_random_control_actions_keep_invariants(seed):
     check_invariants(f, k)
     held = sum(1 for i in f._by_id.values())
     assert held <= 9 and held == f._held["r"]
+    # load counters match what the engines still hold (withdrawals and drains leak nothing)
+    for ep in f.eps.values():
+        assert ep.outstanding == sum(i.outstanding for i in ep.instances.values())
+    if deadlines:
+        to = f.state == "timeout"
+        assert to.sum() == f.timed_out > 0 and (w["tier"].to_numpy()[to] == "NIW").all()
+        for i in np.flatnonzero(to):
+            assert i not in f.records  # never started
 
 
 @pytest.mark.parametrize("requeue", [True, False])
@@ -251,3 +268,25 @@ def test_actors_get_a_read_only_view():
     assert [s[0] for s in seen[:3]] == [5.0, 10.0, 15.0]
     # at t=10 the window is [0, 10] (shorter than window_s at start): 11 arrivals, 1 per second + 1
     assert seen[1][1] == 1 and seen[1][2] == pytest.approx(11 / 10.0) and seen[0][3] == [("m", "r")]
+
+
+@pytest.mark.parametrize("convert", [True, False])
+def test_pool_conversions_option(convert):
+    w = make(np.arange(0, 20, 1.0), 10, 5, model="b", region="r")
+    lead = LeadTimes(provision_s=3, load_s=7, reclaim_s=2, convert_s=5)
+    eps = [EndpointConfig("a", "r", instances=0, lead=lead), EndpointConfig("b", "r", instances=1, lead=lead)]
+    f, k = make_fleet(w, eps, pool={"r": {"a": 1}}, pool_conversions=convert)
+    k.schedule(1.0, lambda: f.apply(Scale("b", "r", 1)))
+    f.start(); k.run()
+    check_invariants(f, k)
+    log = f.ledger.log_table()
+    if convert:  # the pooled 'a' VM converts: ready convert_s later, under model b
+        g = log[log.instance == "r/i1"]
+        assert list(g.to_state) == ["pooled", "converting", "ready"] and g.time_s.iloc[-1] == pytest.approx(6.0)
+        assert f.conversions == 1 and f.pooled("r") == {}
+    else:  # a new VM instead: provision + load
+        g = log[log.instance == "r/i2"]
+        assert list(g.to_state) == ["requested", "provisioning", "loading", "ready"]
+        assert g.time_s.iloc[-1] == pytest.approx(11.0) and f.pooled("r") == {"a": 1}
+    h = f.ledger.hours_table()
+    assert (h[h.state == "converting"].hours.sum() > 0) == convert

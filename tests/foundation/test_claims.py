@@ -161,3 +161,13 @@ def test_not_reproducible_claim_needs_no_metric(tmp_path):
     notebook(tmp_path, "demo", "fig01_x", {"x": 1})
     [row] = check_claims(tmp_path, "quick")
     assert row["status"] == "NOT-REPRODUCIBLE" and row["observed"] == ""
+
+
+def test_null_metric_is_not_checked_and_names_the_key(tmp_path):
+    # a notebook that could not measure a value writes null: not a FAIL, and no crash in orderings
+    write(tmp_path, [claim(id="demo-1", metric="x", check="lt", expected=1.0, tolerance=None),
+                     claim(id="demo-2", metric=["x", "y"], check="ordering", expected="ascending", tolerance=None)])
+    notebook(tmp_path, "demo", "fig01_x", {"x": None, "y": 2.0}, scale="full")
+    rows = check_claims(tmp_path, "full")
+    assert [r["status"] for r in rows] == ["NOT-CHECKED", "NOT-CHECKED"]
+    assert all("['x']" in r["reason"] for r in rows)

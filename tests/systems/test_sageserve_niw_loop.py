@@ -77,7 +77,10 @@ def test_niw_deadline_expires_in_queue(workload):
     req = res.requests
     to = req[req["state"] == "timeout"]
     assert len(to) > 0 and (to["tier"] == "NIW").all()
-    assert to["niw_release_s"].isna().all()
+    # held in the queue manager, or released and still queued unstarted in an instance (the
+    # fleet enforces the same deadline_s, which the run sets from niw_deadline_s)
+    assert to["niw_release_s"].isna().any()
+    assert to["scheduled_s"].isna().all()
     assert to["reason"].str.contains("deadline").all()
 
 
@@ -125,3 +128,36 @@ def test_engine_policy_reading(workload):
     assert orca["policy"] == "orca" and orca["max_num_batched_tokens"] >= 1 << 30
     v1 = scenario_dict("reactive", wl, SageServeConfig(engine_policy="vllm-v1"), 3600.0)
     assert v1["models"]["llama-2-70b"]["engine"]["policy"] == "vllm-v1"
+
+
+@pytest.mark.parametrize("route", ["endpoint", "global"])
+def test_niw_release_route(workload, monkeypatch, route):
+    # paper: a released request goes to the endpoint that signalled; code: back through the
+    # global router (Fleet.release without an endpoint)
+    from servesim.fleet.core import Fleet
+
+    calls = []
+    orig = Fleet.release
+
+    def release(self, i, model=None, region=None):
+        calls.append((model, region))
+        return orig(self, i, model, region)
+
+    monkeypatch.setattr(Fleet, "release", release)
+    cfg = SageServeConfig(start_instances=2, niw_release_route=route)
+    res, _ = run_strategy("reactive", workload, t0_s=T0, config=cfg, seed=0, max_instances=4)
+    assert calls
+    if route == "global":
+        assert all(m is None and r is None for m, r in calls)
+    else:
+        assert all(m == "llama-2-70b" and r == "eastus" for m, r in calls)
+    niw = res.requests[res.requests["tier"] == "NIW"]
+    assert niw["niw_release_s"].notna().sum() == len(calls)
+
+
+def test_niw_release_route_is_validated():
+    from servesim.systems.sageserve.config import ConfigError
+
+    with pytest.raises(ConfigError, match="niw_release_route"):
+        SageServeConfig(niw_release_route="nearest")
+    assert SageServeConfig.code().niw_release_route == "global"

@@ -79,10 +79,13 @@ rule sageserve_burst_run:
         " --preset {params.preset} --seed {params.seed} -o results/{wildcards.scale}/sageserve/runs_burst/{wildcards.strategy}"
 
 
-# Journal Fig 15: instance queue order by tier (FCFS / EDF / PF / DPA) under SageServe (LT-UA),
-# NIW held in the queue manager; one job per policy.
-SAGESERVE_TIER_POLICIES = ["fcfs", "edf", "pf", "dpa"]
+# Journal Fig 15: instance queue order by tier (FCFS / EDF / PF / DPA) under SageServe (LT-UA) on a
+# contended fleet (preset tier_<scale>: at most 6 Llama-2 instances in East US over the peak, so
+# KV memory fills and queues form; IW-N TTFT SLA 5.6 s), NIW held in the queue manager; one job per
+# policy. "dpa_taun1" is DPA with tau_n = 1 s instead of 10 s (tau_n, tau_p are not in the paper).
+SAGESERVE_TIER_POLICIES = ["fcfs", "edf", "pf", "dpa", "dpa_taun1"]
 SAGESERVE_TIER_STRATEGY = "lt_ua"
+SAGESERVE_TIER_ARGS = {"dpa_taun1": "--tier-policy dpa --dpa-tau-n 1"}
 
 
 rule sageserve_tier_run:
@@ -93,9 +96,10 @@ rule sageserve_tier_run:
         summary="results/{scale}/sageserve/runs_tier/{policy}/summary.json",
         requests="results/{scale}/sageserve/runs_tier/{policy}/requests.parquet",
     params:
-        preset=lambda wc: "tiny" if config.get("tiny") else wc.scale,
+        preset=lambda wc: "tier_tiny" if config.get("tiny") else f"tier_{wc.scale}",
         seed=lambda wc: int(config["seed"]),
         strategy=SAGESERVE_TIER_STRATEGY,
+        policy_args=lambda wc: SAGESERVE_TIER_ARGS.get(wc.policy, f"--tier-policy {wc.policy}"),
     wildcard_constraints:
         scale="quick|full",
         policy="|".join(SAGESERVE_TIER_POLICIES),
@@ -103,7 +107,7 @@ rule sageserve_tier_run:
         "results/{scale}/benchmarks/sageserve/tier_{policy}.tsv"
     shell:
         "{RUN_ENV} OMP_NUM_THREADS=1 {PY} -m servesim.systems.sageserve.runs --strategy {params.strategy}"
-        " --tier-policy {wildcards.policy} --preset {params.preset} --seed {params.seed}"
+        " {params.policy_args} --preset {params.preset} --seed {params.seed}"
         " -o results/{wildcards.scale}/sageserve/runs_tier/{wildcards.policy}"
 
 

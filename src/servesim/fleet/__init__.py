@@ -11,6 +11,28 @@ read-only view actors get), `core` (the `Fleet`), `scenario` (typed YAML config)
 (`run_scenario` / `Result`), `engine_sim` (servesim.sim instances as engines), `cli`
 (`servesim simulate`). Endpoint routers live in `servesim.sim.routers`
 (re-exported by `servesim.policies`, with the autoscalers and global routers).
+
+Holding requests outside routing (public API of `Fleet`; details in `servesim.fleet.core`)::
+
+    fleet.set_arrival_hook(lambda i: wants_to_hold(i))   # True: request i is deferred
+    fleet.release(i)                  # later: through the global router, as if it arrived now
+    fleet.release(i, model, region)   # ... or straight to that endpoint (network latency paid)
+    fleet.end_deferred(i, "timeout", "why")   # or end it unserved
+    fleet.is_deferred(i), fleet.deferred      # queries
+
+A request handle is its workload row index. ``release`` raises IndexError for an index that is
+no request, ValueError for a request that is not deferred (not arrived, routed at arrival,
+released already, ended) and KeyError for an unknown endpoint (it then stays deferred).
+
+Deadlines (scenario key ``enforce_deadlines: [NIW]``; `Fleet(enforce_deadlines=...)`): requests of
+the listed tiers still *waiting* when their ``deadline_s`` passes end ``timeout`` with a reason
+naming where they waited: deferred, in transit/queued at their endpoint, or queued in an engine
+and never admitted to a batch. Started requests run to their end. Default: report only.
+
+Conversions: ``Move`` (and a scale-up that takes a pooled instance holding another model's
+weights) switches the instance's model in place, in lifecycle state ``converting`` for the
+model's ``lead.convert_s`` (default ``load_s``); converting hours are billed and booked under
+the new model.
 """
 
 from .control import Drain, EndpointStats, FleetView, Move, Scale

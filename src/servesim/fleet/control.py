@@ -37,8 +37,10 @@ class Drain:
 
 @dataclass(frozen=True)
 class Move:
-    """Re-purpose `instance` (same region) for `model`: it drains, then loads `model`'s
-    weights (the lead time of a load) and joins that endpoint."""
+    """Re-purpose `instance` (same region) for `model`: a ready instance drains (finishes its
+    running requests, hands back queued ones), then switches model in place (state
+    ``converting`` for the endpoint's ``LeadTimes.convert_s``) and joins that endpoint; a pooled
+    one converts at once (or reclaims, if it holds `model`'s weights already)."""
 
     instance: str
     model: str
@@ -69,8 +71,9 @@ class EndpointStats:
 
     @property
     def starting(self) -> int:
-        """Instances on their way to ready (requested, provisioning, loading)."""
-        return sum(self.counts.get(s, 0) for s in (State.REQUESTED, State.PROVISIONING, State.LOADING))
+        """Instances on their way to ready (requested, provisioning, loading, converting)."""
+        return sum(self.counts.get(s, 0) for s in (State.REQUESTED, State.PROVISIONING, State.LOADING,
+                                                   State.CONVERTING))
 
     @property
     def active(self) -> int:

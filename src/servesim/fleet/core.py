@@ -5,6 +5,27 @@ not the request's own, the request travels ``latency_s[src][dst]`` -> the endpoi
 picks a ready instance -> the instance's engine serves it. With no ready instance the request
 waits in the endpoint's queue until one becomes ready.
 
+Deferral (public API): ``set_arrival_hook(hook)`` gives every arrival to ``hook(i)`` before the
+global router; a true return defers request ``i`` (its row index is the handle): the fleet neither
+routes nor queues it until ``release(i)`` (through the global router, as an arrival) or
+``release(i, model, region)`` (straight to that endpoint, paying the network latency from the
+request's region), or until the holder ends it with ``end_deferred(i, "timeout", reason)``.
+SageServe's NIW queue manager is such a holder (`servesim.systems.sageserve.niw_loop`).
+
+Deadlines: with ``enforce_deadlines`` naming tiers, a request of those tiers whose absolute
+``deadline_s`` passes while it is still *waiting* ends ``timeout`` with a reason saying where it
+waited. Waiting = deferred (held by the arrival hook's owner, not released), in transit to or
+queued at its endpoint, or queued inside an instance's engine and never admitted to a batch
+(engines that implement ``withdraw``). A request that has started (admitted once, even if
+preempted since) runs to its end: the deadline is then only reported. Default: no tier, i.e.
+deadlines are only reported (summary ``deadlines``).
+
+Conversions: ``Move`` of a ready instance to another model drains it (requeues what its engine
+has not admitted, finishes its running requests), then switches the engine's model in place
+(``Engine.switch_model`` where the engine has it, else a fresh engine) in state ``converting``
+for ``LeadTimes.convert_s``; a pooled instance holding another model's weights converts the
+same way when it is reclaimed. Converting hours are their own state in the instance-hours table.
+
 Per-request events cost O(log n) in the endpoint's size at most (router heaps) and nothing in
 the number of endpoints or regions (dict lookups); only control ticks and time-series samples
 walk instances, and they run at fixed periods.
@@ -36,6 +57,13 @@ class LeadTimes:
     provision_s: float = 60.0  # provisioning -> loading (VM boot)
     load_s: float = 120.0  # loading -> ready (weights into GPU memory, engine start)
     reclaim_s: float = 60.0  # pooled instance that still holds this model's weights -> ready
+    #: an instance that served (or holds the weights of) another model switches to this one
+    #: (weights local); None: the same as ``load_s``
+    convert_s: float | None = None
+
+    @property
+    def conversion_s(self) -> float:
+        return self.load_s if self.convert_s is None else self.convert_s
 
 
 @dataclass
@@ -105,6 +133,10 @@ class Fleet:
         yet, which are routed again; it only finishes its running requests. False: it serves
         everything already sent to it.
     window_s: look-back window for arrival rates in `EndpointStats`.
+    pool_conversions: a scale-up may take a pooled instance holding another model's weights
+        (a conversion) when none of its own model is pooled; False: only same-model reclaims.
+    enforce_deadlines: tiers (``IW-F``, ``IW-N``, ``NIW``) whose requests end ``timeout`` when
+        their ``deadline_s`` passes while they wait (see the module docstring); empty: report only.
     """
 
     def __init__(
@@ -122,6 +154,8 @@ class Fleet:
         scale_in_to: str = "release",
         requeue_on_drain: bool = True,
         window_s: float = 60.0,
+        enforce_deadlines: Sequence[str] = (),
+        pool_conversions: bool = True,
     ) -> None:
         self.kernel = kernel
         self.engine_factory = engine_factory
@@ -142,6 +176,8 @@ class Fleet:
         self.scale_in_to = scale_in_to
         self.requeue_on_drain = requeue_on_drain
         self.requeued = 0  # requests taken back from draining instances and routed again
+        self.pool_conversions = pool_conversions
+        self.conversions = 0  # instances switched to another model (Move, or a pooled one reclaimed)
         self._handles: dict[int, Any] = {}  # request -> engine request object to resume elsewhere
 
         w = workload
@@ -160,6 +196,18 @@ class Fleet:
         self.ended = 0
         self.done_s = 0.0  # when the last request ended
         self._next_arrival = 0
+        self._hook: Callable[[int], Any] | None = None
+        self._deferred: set[int] = set()
+        self.timed_out = 0  # requests ended by deadline enforcement
+        tiers = {str(t) for t in enforce_deadlines}
+        bad = sorted(tiers - {"IW-F", "IW-N", "NIW"})
+        if bad:
+            raise ValueError(f"enforce_deadlines: unknown tier(s) {bad}; known: ['IW-F', 'IW-N', 'NIW']")
+        self.enforce_deadlines = tuple(sorted(tiers))
+        self._deadline = w["deadline_s"].to_numpy(np.float64) if "deadline_s" in w else np.full(self.n, np.nan)
+        self._enforce: np.ndarray | None = None
+        if tiers and self.n:
+            self._enforce = (w["tier"].astype(str).isin(tiers).to_numpy(bool) & ~np.isnan(self._deadline))
 
         for cfg in endpoints:
             key = (cfg.model, cfg.region)
@@ -276,13 +324,11 @@ class Fleet:
     def _finish_drain(self, inst: FleetInstance) -> None:
         ep = self.eps[(inst.model, inst.region)]
         del ep.instances[inst.id]
-        inst.engine = None  # a later tenure gets a fresh engine
         if inst.after_drain == "move":
-            target = self.eps[(inst.move_to, inst.region)]
-            self._to(inst, State.LOADING, model=inst.move_to)
-            target.instances[inst.id] = inst
-            self._start_loading(inst, target, target.cfg.lead.load_s)
-        elif inst.after_drain == "pool":
+            self._convert(inst, self.eps[(inst.move_to, inst.region)])
+            return
+        inst.engine = None  # a later tenure gets a fresh engine
+        if inst.after_drain == "pool":
             self._to(inst, State.POOLED)
             self._pools[inst.region].setdefault(inst.model, []).append(inst)
         else:
@@ -290,16 +336,32 @@ class Fleet:
             self._held[inst.region] -= 1
             del self._by_id[inst.id]
 
+    def _convert(self, inst: FleetInstance, target: Endpoint) -> None:
+        """Switch `inst` (drained, or pooled with another model's weights) to `target`'s model:
+        state ``converting`` for the target's ``convert_s``, then ready. A drained instance keeps
+        its engine and switches its model in place (``Engine.switch_model``) where the engine
+        supports that; otherwise the instance gets a fresh engine when it becomes ready."""
+        lead = target.cfg.lead.conversion_s
+        self._to(inst, State.CONVERTING, model=target.model)
+        target.instances[inst.id] = inst
+        switch = getattr(inst.engine, "switch_model", None)
+        if switch is None or not switch(target.model, lead):
+            inst.engine = None
+        self.conversions += 1
+        self._start_loading(inst, target, lead)
+
     def _cancel(self, inst: FleetInstance) -> None:
         """Give back a not-yet-ready instance (to the pool if scale-ins go there and the VM
         exists already, else released)."""
         ep = self.eps[(inst.model, inst.region)]
         inst.timer += 1
         del ep.instances[inst.id]
-        if self.scale_in_to == "pool" and inst.state in (State.PROVISIONING, State.LOADING):
+        if self.scale_in_to == "pool" and inst.state in (State.PROVISIONING, State.LOADING, State.CONVERTING):
+            inst.engine = None
             self._to(inst, State.POOLED)
             self._pools[inst.region].setdefault(inst.model, []).append(inst)
             return
+        inst.engine = None
         self._to(inst, State.RELEASED)
         self._held[inst.region] -= 1
         del self._by_id[inst.id]
@@ -349,10 +411,12 @@ class Fleet:
 
     def _unpool(self, inst: FleetInstance, ep: Endpoint) -> None:
         self._pools[inst.region][inst.model].remove(inst)
-        same = inst.model == ep.model
-        self._to(inst, State.LOADING, model=ep.model)
+        if inst.model != ep.model:  # another model's weights: a conversion
+            self._convert(inst, ep)
+            return
+        self._to(inst, State.LOADING)
         ep.instances[inst.id] = inst
-        self._start_loading(inst, ep, ep.cfg.lead.reclaim_s if same else ep.cfg.lead.load_s)
+        self._start_loading(inst, ep, ep.cfg.lead.reclaim_s)
 
     def _scale_up(self, ep: Endpoint) -> bool:
         if ep.cfg.max_instances is not None and self._active(ep) >= ep.cfg.max_instances:
@@ -368,7 +432,7 @@ class Fleet:
         if pool.get(ep.model):
             self._unpool(pool[ep.model][0], ep)
             return True
-        for m in sorted(pool):
+        for m in sorted(pool) if self.pool_conversions else ():
             if pool[m]:
                 self._unpool(pool[m][0], ep)
                 return True
@@ -385,7 +449,8 @@ class Fleet:
         if k <= 0:
             return
         starting = sorted((i for i in ep.instances.values() if i.state in
-                           (State.REQUESTED, State.PROVISIONING, State.LOADING)), key=lambda i: -i.seq)
+                           (State.REQUESTED, State.PROVISIONING, State.LOADING, State.CONVERTING)),
+                          key=lambda i: -i.seq)
         for inst in starting[:k]:
             self._cancel(inst)
         k -= min(k, len(starting))
@@ -402,6 +467,12 @@ class Fleet:
 
     def _arrive(self, i: int) -> None:
         self._next_arrival = i + 1
+        if self._enforce is not None and self._enforce[i]:
+            self.kernel.at(max(float(self._deadline[i]), self.kernel.now), self._on_deadline, i, PRIO_CONTROL)
+        if self._hook is not None and self._hook(i):
+            self._deferred.add(i)
+            return
+        # the body of `_route`, inlined: this is the per-request hot path
         src = self.req_region[i]
         dest = self.global_router.route(i, self) if self.global_router is not None else None
         if dest is None:
@@ -411,10 +482,125 @@ class Fleet:
             self._end(i, "rejected", f"no endpoint for model {dest[0]!r} in region {dest[1]!r}", {})
             return
         d = self.latency(src, ep.region)
-        if d > 0:
-            self.kernel.after(d, lambda _: self._at_endpoint(i, ep), None, PRIO_ARRIVAL)
+        if d > 0:  # a request that timed out on the way is not delivered
+            self.kernel.after(d, lambda _: self.state[i] or self._at_endpoint(i, ep), None, PRIO_ARRIVAL)
         else:
             self._at_endpoint(i, ep)
+
+    def _route(self, i: int) -> None:
+        """Global routing of request `i` (at arrival, or at release without an endpoint)."""
+        src = self.req_region[i]
+        dest = self.global_router.route(i, self) if self.global_router is not None else None
+        if dest is None:
+            dest = (self.req_model[i], src)
+        ep = self.eps.get(dest)
+        if ep is None:
+            self._end(i, "rejected", f"no endpoint for model {dest[0]!r} in region {dest[1]!r}", {})
+            return
+        self._travel(i, ep)
+
+    def _travel(self, i: int, ep: Endpoint) -> None:
+        d = self.latency(self.req_region[i], ep.region)
+        if d > 0:  # a request that timed out on the way is not delivered
+            self.kernel.after(d, lambda _: self.state[i] or self._at_endpoint(i, ep), None, PRIO_ARRIVAL)
+        else:
+            self._at_endpoint(i, ep)
+
+    # ------------------------------------------------------------------ deferral (public)
+    def set_arrival_hook(self, hook: Callable[[int], Any] | None) -> None:
+        """Call ``hook(i)`` on every arrival before global routing; a true return defers request
+        `i` (the row index is the handle): it waits outside the fleet until `release` or
+        `end_deferred`. None removes the hook. Set it before the run starts."""
+        if hook is not None and not callable(hook):
+            raise TypeError(f"arrival hook must be callable, got {hook!r}")
+        self._hook = hook
+
+    def _check_request(self, i: Any, what: str) -> int:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) or not 0 <= int(i) < self.n:
+            raise IndexError(f"{what}({i!r}): no such request; request handles are row indices 0..{self.n - 1}")
+        i = int(i)
+        if i not in self._deferred:
+            where = (f"it already ended ({self.state[i]})" if self.state[i] else
+                     "it has not arrived yet" if i >= self._next_arrival else "it was routed at arrival or released")
+            raise ValueError(f"{what}({i}): request {i} is not deferred: {where}")
+        return i
+
+    def deadline_of(self, i: int) -> float:
+        """Request `i`'s ``deadline_s`` (NaN when it has none)."""
+        if not 0 <= i < self.n:
+            raise IndexError(f"deadline_of({i!r}): no such request; request handles are row indices 0..{self.n - 1}")
+        return float(self._deadline[i])
+
+    def is_deferred(self, i: int) -> bool:
+        """Request `i` was deferred by the arrival hook and is neither released nor ended."""
+        return i in self._deferred
+
+    @property
+    def deferred(self) -> int:
+        """Requests deferred now."""
+        return len(self._deferred)
+
+    def has_endpoint(self, model: str, region: str) -> bool:
+        return (model, region) in self.eps
+
+    def release(self, i: int, model: str | None = None, region: str | None = None) -> None:
+        """Hand deferred request `i` back to the fleet now: with neither `model` nor `region`,
+        through the global router as if it arrived now; else straight to endpoint (model,
+        region) (each defaults to the request's own), after the network latency from the
+        request's region. Its latency clock still starts at its arrival.
+
+        Raises IndexError for a handle that is no request, ValueError for a request that is not
+        deferred (never deferred, released already, or ended), KeyError for an unknown endpoint
+        (the request then stays deferred)."""
+        i = self._check_request(i, "release")
+        if model is None and region is None:
+            self._deferred.remove(i)
+            self._route(i)
+            return
+        ep = self._endpoint(self.req_model[i] if model is None else model,
+                            self.req_region[i] if region is None else region)
+        self._deferred.remove(i)
+        self._travel(i, ep)
+
+    def end_deferred(self, i: int, state: str = "timeout", reason: str = "") -> None:
+        """End deferred request `i` without serving it (e.g. its holder's deadline passed)."""
+        i = self._check_request(i, "end_deferred")
+        self._deferred.remove(i)
+        self._end(i, state, reason, {})
+
+    # ------------------------------------------------------------------ deadlines
+    def _on_deadline(self, i: int) -> None:
+        """`deadline_s` of an enforced request: time it out if it is still waiting."""
+        if self.state[i]:
+            return
+        dl = float(self._deadline[i])
+        if i in self._deferred:
+            self._deferred.remove(i)
+            self._timeout(i, f"deadline {dl:.6g} s passed while deferred (never released)")
+            return
+        inst = self._inst_of_req.get(i)
+        if inst is not None:
+            withdraw = getattr(inst.engine, "withdraw", None)
+            if withdraw is None or not withdraw(i):
+                return  # started (or an engine that cannot withdraw): runs to its end
+            ep = self.eps[(inst.model, inst.region)]
+            self._unsend(i, inst, ep)
+            if inst.state is State.READY:
+                ep.router.update(inst)
+            self._timeout(i, f"deadline {dl:.6g} s passed while queued in {inst.id} (not started)")
+            if inst.state is State.DRAINING and inst.outstanding == 0:
+                self._finish_drain(inst)
+            return
+        for ep in self.eps.values():
+            if i in ep.queue:
+                ep.queue.remove(i)
+                self._timeout(i, f"deadline {dl:.6g} s passed while queued at endpoint {ep.model}@{ep.region}")
+                return
+        self._timeout(i, f"deadline {dl:.6g} s passed in transit to its endpoint")
+
+    def _timeout(self, i: int, reason: str) -> None:
+        self.timed_out += 1
+        self._end(i, "timeout", reason, {})
 
     def latency(self, src: str, dst: str) -> float:
         """Network latency (s) from region `src` to `dst`."""
@@ -555,6 +741,11 @@ class Fleet:
     def instance_state(self, iid: str) -> State:
         return self.ledger.state(iid)
 
+    def instance_endpoint(self, iid: str) -> EndpointKey:
+        """(model, region) instance `iid` serves, or last served (released/pooled ones)."""
+        m, r, _ = self.ledger.where(iid)
+        return m, r
+
     # ------------------------------------------------------------------ control actors
     def add_actor(self, actor: Any, start_s: float | None = None) -> None:
         """Call ``actor.act(self)`` every ``actor.period_s`` seconds while work remains."""
@@ -597,7 +788,8 @@ class Fleet:
         rows = []
         for (model, region), ep in self.eps.items():
             row: dict[str, Any] = {"time_s": now, "model": model, "region": region}
-            for s in (State.REQUESTED, State.PROVISIONING, State.LOADING, State.READY, State.DRAINING):
+            for s in (State.REQUESTED, State.PROVISIONING, State.LOADING, State.CONVERTING, State.READY,
+                      State.DRAINING):
                 row[f"n_{s.value}"] = 0
             kv, nkv, waiting, running = 0.0, 0, 0, 0
             for inst in ep.instances.values():
@@ -629,8 +821,8 @@ class Fleet:
                         self.records[i] = rec
         for i in np.flatnonzero(self.state == ""):
             i = int(i)
-            where = "in an engine" if i in self._inst_of_req else (
-                "waiting at its endpoint" if i < self._next_arrival else "not yet arrived")
+            where = "in an engine" if i in self._inst_of_req else "deferred (not released)" if (
+                i in self._deferred) else ("waiting at its endpoint" if i < self._next_arrival else "not yet arrived")
             self.state[i] = "unfinished"
             self.reason[i] = f"run ended {where}"
         self.ledger.close(end_s)

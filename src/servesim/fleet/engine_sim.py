@@ -53,6 +53,32 @@ class _Engine(InstanceListener):
     def take_waiting(self) -> list[tuple[int, Any]]:
         return [(r.idx, r) for r in self.inst.take_waiting()]
 
+    def withdraw(self, ridx: int) -> bool:
+        """Remove request `ridx` if it waits here never admitted to a batch (True), else leave
+        everything as is (False). O(queued requests): the instance's queues are taken and the
+        others handed back in order (what a fresh submit of each would do)."""
+        inst = self.inst
+        if not any(r.idx == ridx and r.sched_t != r.sched_t for r in inst.waiting) and not any(
+                r.idx == ridx and r.sched_t != r.sched_t for q in inst.parked.values() for r in q):
+            return False  # (sched_t is NaN until the first admission)
+        back = inst.take_waiting()
+        for r in back:
+            if r.idx != ridx:
+                inst.submit(r)
+        return True
+
+    def switch_model(self, model: str, load_s: float) -> bool:
+        """Switch the (drained) instance to `model` in place (`Instance.switch_model`: its step
+        model and KV capacity become `model`'s, and it runs nothing for `load_s`). Returns False
+        (nothing done) when other engine settings differ: the fleet then builds a fresh engine."""
+        o = self.owner
+        old, new = o._cfg[self.inst.model], o._cfg[model]
+        same = (old.block_size, old.max_num_seqs, old.max_num_batched_tokens, old.max_model_len, old.policy) == (
+            new.block_size, new.max_num_seqs, new.max_num_batched_tokens, new.max_model_len, new.policy)
+        if same:
+            self.inst.switch_model(model, load_s, step_model=o._step[model], num_blocks=new.num_blocks)
+        return same
+
     def kv_util(self) -> float:
         return self.inst.kv_usage()
 

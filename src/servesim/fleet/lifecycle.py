@@ -4,9 +4,12 @@ A fleet instance is one VM (a replica's worth of GPUs). It moves along
 
     requested -> provisioning -> loading -> ready -> draining -> released
 
-with two detours: a draining instance may be re-activated (draining -> ready, no cold start,
+with three detours: a draining instance may be re-activated (draining -> ready, no cold start,
 as PreServe assumes), and a region's spot/free pool may hold instances between tenures
-(draining -> pooled -> loading for the same or another model, or pooled -> released).
+(draining -> pooled -> loading for the same model, or pooled -> released), and an instance may
+switch to another model in place (draining -> converting -> ready, or pooled -> converting ->
+ready when the pooled VM holds another model's weights): ``converting`` hours are the scale-up
+waste of conversions (SageServe's "Other>model" bars), booked under the *new* model.
 Not-yet-ready instances can be cancelled (requested/provisioning/loading -> released, or a VM
 that already exists -> pooled when scale-ins go to the pool).
 Every transition goes through `InstanceLedger.transition`, which rejects any other edge and
@@ -23,6 +26,7 @@ class State(str, Enum):
     REQUESTED = "requested"
     PROVISIONING = "provisioning"
     LOADING = "loading"
+    CONVERTING = "converting"
     READY = "ready"
     DRAINING = "draining"
     POOLED = "pooled"
@@ -37,15 +41,16 @@ ALLOWED: dict[State, frozenset[State]] = {
     State.PROVISIONING: frozenset({State.LOADING, State.RELEASED, State.POOLED}),
     State.LOADING: frozenset({State.READY, State.RELEASED, State.POOLED}),
     State.READY: frozenset({State.DRAINING}),
-    State.DRAINING: frozenset({State.READY, State.RELEASED, State.POOLED, State.LOADING}),
-    State.POOLED: frozenset({State.LOADING, State.RELEASED}),
+    State.CONVERTING: frozenset({State.READY, State.RELEASED, State.POOLED}),
+    State.DRAINING: frozenset({State.READY, State.RELEASED, State.POOLED, State.LOADING, State.CONVERTING}),
+    State.POOLED: frozenset({State.LOADING, State.CONVERTING, State.RELEASED}),
     State.RELEASED: frozenset(),
 }
 
 #: states that cost money (the instance is held by the fleet); pooled instances are lent out
 #: as spot capacity (SageServe) and released ones are gone.
 BILLED: frozenset[State] = frozenset(
-    {State.REQUESTED, State.PROVISIONING, State.LOADING, State.READY, State.DRAINING}
+    {State.REQUESTED, State.PROVISIONING, State.LOADING, State.CONVERTING, State.READY, State.DRAINING}
 )
 
 
@@ -76,6 +81,10 @@ class InstanceLedger:
 
     def state(self, iid: str) -> State:
         return self._where[iid][2]
+
+    def where(self, iid: str) -> tuple[str, str, State]:
+        """(model, region, state) of instance `iid` now."""
+        return self._where[iid]
 
     def transition(self, now: float, iid: str, to: State, model: str | None = None) -> None:
         """Move `iid` to `to` (optionally re-labelled with a new model, e.g. pooled -> loading)."""

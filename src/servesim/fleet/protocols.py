@@ -40,6 +40,11 @@ class Engine(Protocol):
         """Remove the requests not yet admitted to a batch: (request index, handle) each."""
         ...
 
+    # optional: ``withdraw(ridx) -> bool`` removes a request that waits never admitted to a
+    # batch (deadline enforcement); ``switch_model(model, load_s) -> bool`` switches a drained
+    # engine to another model in place (conversions). Engines without them: deadlines only
+    # time out requests outside engines, and a conversion builds a fresh engine.
+
     def kv_util(self) -> float:
         """Fraction of KV capacity in use now."""
         ...

@@ -156,6 +156,8 @@ def summarise(sc: Scenario, seed: int, req: pd.DataFrame, hours: pd.DataFrame, e
         },
         "scale_denied": int(fleet.scale_denied),
         "requeued_on_drain": int(fleet.requeued),
+        **({"timed_out": int(fleet.timed_out)} if sc.enforce_deadlines else {}),
+        **({"conversions": int(fleet.conversions)} if fleet.conversions else {}),
     }
 
 
@@ -174,7 +176,8 @@ def build_fleet(sc: Scenario, kernel: Any, workload: pd.DataFrame, engine_factor
     for e in sc.endpoints:
         lead = sc.models[e.model].lead
         eps.append(EndpointConfig(e.model, e.region, e.instances, e.min_instances, e.max_instances,
-                                  LeadTimes(lead.request_s, lead.provision_s, lead.load_s, lead.reclaim_s)))
+                                  LeadTimes(lead.request_s, lead.provision_s, lead.load_s, lead.reclaim_s,
+                                                            lead.convert_s)))
     g = sc.global_router
     grouter = LocalRouter() if g.name == "local" else PreferenceRouter(g.preferences, g.threshold, g.refresh_s)
     return Fleet(kernel, workload, eps, engine_factory, router_factory, global_router=grouter,
@@ -182,7 +185,8 @@ def build_fleet(sc: Scenario, kernel: Any, workload: pd.DataFrame, engine_factor
                  region_capacity={r.name: r.capacity for r in sc.regions if r.capacity is not None},
                  pool={r.name: dict(r.pool) for r in sc.regions if r.pool},
                  scale_in_to=sc.scale_in_to, requeue_on_drain=sc.requeue_on_drain,
-                 window_s=sc.output.window_s)
+                 window_s=sc.output.window_s, enforce_deadlines=tuple(sc.enforce_deadlines),
+                 pool_conversions=sc.pool_conversions)
 
 
 def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = False,

@@ -218,6 +218,8 @@ class LeadCfg(Strict):
     provision_s: Seconds = 60.0
     load_s: Seconds = 120.0
     reclaim_s: Seconds = 60.0
+    #: switching an instance from another model to this one (weights local); None: load_s
+    convert_s: Seconds | None = None
 
 
 class ModelCfg(Strict):
@@ -318,6 +320,12 @@ class Scenario(Strict):
     scale_in_to: Literal["release", "pool"] = "release"
     #: a draining instance hands its not-yet-admitted requests back for re-routing
     requeue_on_drain: bool = True
+    #: tiers whose requests end ``timeout`` (with a reason) when their ``deadline_s`` passes
+    #: while they still wait: deferred, at/to their endpoint, or queued in an engine and never
+    #: admitted to a batch (started requests run on). Empty (default): deadlines are reported only.
+    enforce_deadlines: list[Literal["IW-F", "IW-N", "NIW"]] = []
+    #: a scale-up may convert a pooled instance of another model (state ``converting``)
+    pool_conversions: bool = True
     #: servesim.sim Instance mode: "fast" (decode runs in one event) or "reference" (per iteration)
     mode: Literal["fast", "reference"] = "fast"
     output: OutputCfg = OutputCfg()

@@ -17,6 +17,11 @@ requests are routed to the prefill pool, and after their first token handed to t
 by ``decode_router`` after ``kv_transfer_s(req)`` seconds (default: prompt KV bytes over
 ``kv_transfer_bw``).
 
+Draining: ``cl.drain(j, at=t)`` (before or during ``run``) stops routing to instance ``j`` at
+``t``; with ``requeue`` (default) the requests it has not admitted yet are routed again to the rest
+of its pool, else it serves them too; once it holds nothing it stops (``stats["drained"]`` gives
+the time per instance name, ``cl.is_drained(j)``).
+
 Routers are those of :mod:`servesim.sim.routers` (the fleet's too): the cluster keeps one
 :class:`~servesim.sim.routers.InstanceLoad` per instance (``loads``; ``seq`` = instance index,
 ``outstanding`` and ``pending_tokens`` counting requests routed to it and not yet finished or
@@ -27,8 +32,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -36,10 +41,10 @@ import pandas as pd
 from ..perf.base import StepTimeModel
 from ..workload import schema
 from .instance import Instance, InstanceConfig, InstanceListener
-from .kernel import PRIO_ARRIVAL, Kernel
+from .kernel import PRIO_ARRIVAL, PRIO_CONTROL, Kernel
 from .metrics import RequestLog, request_frame
 from .request import Req
-from .routers import InstanceLoad, Router, make_router
+from .routers import CallableRouter, InstanceLoad, Router, make_router
 from .timeseries import Sampler
 
 
@@ -94,9 +99,13 @@ class Cluster(InstanceListener):
         self.log: RequestLog | None = None
         self._in_transfer: dict[int, Req] = {}
         self.on_request_done: Callable[[Req], None] | None = None
+        self._pools = (set(prefill_pool), set(decode_pool))
+        self._draining: set[int] = set()
+        self._drained: dict[int, float] = {}  # instance index -> time it stopped
+        self.requeued = 0  # requests taken back from draining instances and routed again
 
     @classmethod
-    def uniform(cls, n: int, cfg: InstanceConfig, step_model: StepTimeModel, **kw) -> "Cluster":
+    def uniform(cls, n: int, cfg: InstanceConfig, step_model: StepTimeModel, **kw) -> Cluster:
         """``n`` identical instances."""
         return cls([cfg] * n, [step_model] * n, **kw)
 
@@ -115,6 +124,60 @@ class Cluster(InstanceListener):
         self.router.update(rec)
         if self.decode_router is not None:
             self.decode_router.update(rec)
+        if self._draining and j in self._draining and rec.outstanding == 0:
+            self._stop_drained(j)
+
+    # ---------------------------------------------------------------- draining
+    def drain(self, j: int, *, requeue: bool = True, at: float | None = None) -> None:
+        """Drain instance ``j``: no new requests; with ``requeue`` its not-yet-admitted requests
+        (waiting, or parked for another model) go back to the routers of its pool(s) now, else it
+        serves them; when it holds no request it stops (later submits would be rejected).
+
+        ``at``: do it at that simulated time (schedule before ``run`` or from a callback);
+        default now. Draining the last routable instance of a pool is an error (its requests
+        would have nowhere to go), and so is draining under a callable router (it picks indices
+        itself and cannot be told an instance left).
+        """
+        if not 0 <= j < len(self.instances):
+            raise IndexError(f"drain({j}): no instance {j}; the cluster has {len(self.instances)}")
+        if at is not None:
+            if at < self.kernel.now:
+                raise ValueError(f"drain({j}, at={at}): the clock is already at {self.kernel.now}")
+            self.kernel.at(float(at), lambda _: self.drain(j, requeue=requeue), None, PRIO_CONTROL)
+            return
+        if j in self._draining or j in self._drained:
+            return
+        routers = [(rt, pool) for rt, pool in ((self.router, self._pools[0]), (self.decode_router, self._pools[1]))
+                   if rt is not None and j in pool]
+        for rt, _ in routers:
+            if isinstance(rt, CallableRouter):
+                raise TypeError(f"drain({j}): a callable router cannot be told that an instance left")
+            if len(rt) <= 1:
+                raise ValueError(f"drain({j}): instance {self.names[j]} is the last routable one of its pool")
+        rec = self.loads[j]
+        for rt, _ in routers:
+            rt.remove(rec)
+        self._draining.add(j)
+        if requeue:
+            inst = self.instances[j]
+            for r in inst.take_waiting():
+                rec.outstanding -= 1
+                rec.pending_tokens -= r.prompt + 1
+                self.requeued += 1
+                to = self.decode_router if (r.kv_ready and self.decode_router is not None) else self.router
+                self._route(to, r)
+        if rec.outstanding == 0:
+            self._stop_drained(j)
+
+    def _stop_drained(self, j: int) -> None:
+        self._draining.discard(j)
+        self._drained[j] = self.kernel.now
+        # stop after the event in progress (this may run inside the instance's own callback)
+        self.kernel.at(self.kernel.now, lambda _: self.instances[j].stop("instance drained"), None, PRIO_CONTROL)
+
+    def is_drained(self, j: int) -> bool:
+        """Instance ``j`` was drained and has stopped."""
+        return j in self._drained
 
     def _route(self, router: Router, r: Req) -> None:
         """Send ``r`` to the instance ``router`` picks, counting it in that instance's load."""
@@ -207,6 +270,8 @@ class Cluster(InstanceListener):
             "instance_events": sum(i.events for i in insts),
             "sim_end_s": self.kernel.now,
             "mode": self.mode,
+            "requeued": self.requeued,
+            "drained": {self.names[j]: t for j, t in sorted(self._drained.items())},
         }
         ts = sampler.frame(self.names) if sampler is not None else None
         return SimResult(df, ts, stats)

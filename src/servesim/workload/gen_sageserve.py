@@ -100,13 +100,26 @@ def tier_shape(tier: str, model: str, days: int = 7, diurnal_params: dict | None
     return shape / shape.sum()
 
 
-def stream_rates(total: float, days: int = 7, diurnal_params: dict | None = None):
+def tier_shares_for_ratio(iw_niw_ratio: float) -> dict[str, float]:
+    """Tier shares with IW:NIW = ``iw_niw_ratio``:1, IW-F:IW-N kept at the default 2:1 and the total
+    fixed (J App. A changes "the IW to NIW ratio in our traces"; which volume was held is not said:
+    here the trace's size is held, so 1:1 has less IW and more NIW than 3:1)."""
+    if not iw_niw_ratio > 0:
+        raise ValueError(f"sageserve_week: iw_niw_ratio must be > 0, got {iw_niw_ratio!r}")
+    iw = iw_niw_ratio / (iw_niw_ratio + 1.0)
+    f = TIER_SHARES["IW-F"] / (TIER_SHARES["IW-F"] + TIER_SHARES["IW-N"])
+    return {"IW-F": iw * f, "IW-N": iw * (1.0 - f), "NIW": 1.0 - iw}
+
+
+def stream_rates(total: float, days: int = 7, diurnal_params: dict | None = None,
+                 tier_shares: dict[str, float] | None = None):
     """Expected requests per minute for each (tier, region, model) stream: (keys, rates[streams, minutes])."""
+    ts = TIER_SHARES if tier_shares is None else tier_shares
     keys, rows = [], []
     for tier in TIERS:
         for r, region in enumerate(REGIONS):
             for m, model in enumerate(MODELS):
-                share = TIER_SHARES[tier] * REGION_SHARES[tier][r] * MODEL_SHARES[tier][region][m]
+                share = ts[tier] * REGION_SHARES[tier][r] * MODEL_SHARES[tier][region][m]
                 keys.append((tier, region, model))
                 rows.append(total * share * tier_shape(tier, model, days, diurnal_params))
     return keys, np.vstack(rows)
@@ -115,7 +128,8 @@ def stream_rates(total: float, days: int = 7, diurnal_params: dict | None = None
 def sageserve_week(scale: float = 1.0, seed: int = 0, *, total_requests: float = 7.2e6, growth: float = 1.0,
                    days: int = 7, bursts: bool = False, burst_factor: float = 8.0,
                    burst_window_s: tuple[float, float] = (90_000.0, 172_800.0), burst_len_s: float = 60.0,
-                   diurnal_params: dict | None = None) -> pd.DataFrame:
+                   diurnal_params: dict | None = None, iw_niw_ratio: float | None = None,
+                   fifth_model: str | None = None, fifth_model_share: float = 1.0) -> pd.DataFrame:
     """Generate the O365-like fleet week (see the module doc for every calibration target).
 
     ``scale`` multiplies the volume (1.0 = 7.2 M requests per week, the authors' replayed trace;
@@ -123,10 +137,26 @@ def sageserve_week(scale: float = 1.0, seed: int = 0, *, total_requests: float =
     the first ``burst_len_s`` of every hour inside ``burst_window_s`` are replicated so that load is
     ``burst_factor`` times higher for that minute (the authors' notebook copies them 8 more times,
     i.e. 9x: ``burst_factor=9``).
+
+    ``iw_niw_ratio`` (J App. A ablation; default 3:1) re-splits the tiers with the total held, see
+    `tier_shares_for_ratio`. ``fifth_model`` (J Fig 14: ``"llama-4-scout"``) adds a fifth model's
+    traffic on top of the four: a statistical copy of Model A's streams (same tier, region and
+    diurnal shape, Model A's token distributions) times ``fifth_model_share``, drawn from its own
+    random streams so the four models' requests stay exactly those of the same seed without it.
     """
     r_arr, r_noise, r_len, r_app, r_burst = seeds(seed, 5)
     total = total_requests * growth * scale * days / 7.0
-    keys, rates = stream_rates(total, days, diurnal_params)
+    tshares = None if iw_niw_ratio is None else tier_shares_for_ratio(iw_niw_ratio)
+    keys, rates = stream_rates(total, days, diurnal_params, tshares)
+    if fifth_model is not None:
+        if fifth_model in MODELS:
+            raise ValueError(f"sageserve_week: fifth_model {fifth_model!r} is already one of {MODELS}")
+        if bursts:
+            raise ValueError("sageserve_week: fifth_model and bursts together are not supported")
+        if not fifth_model_share > 0:
+            raise ValueError(f"sageserve_week: fifth_model_share must be > 0, got {fifth_model_share!r}")
+        a_rows = [i for i, k in enumerate(keys) if k[2] == MODELS[0]]
+        fifth = (rates[a_rows] * fifth_model_share, [keys[i][0] for i in a_rows], [keys[i][1] for i in a_rows])
     sig = np.array([MINUTE_NOISE[k[0]] for k in keys])[:, None]
     rates = rates * (np.exp(sig * r_noise.standard_normal(rates.shape) - 0.5 * sig * sig) if sig.any() else 1.0)
     for i, k in enumerate(keys):
@@ -150,6 +180,17 @@ def sageserve_week(scale: float = 1.0, seed: int = 0, *, total_requests: float =
     app = r_app.choice(len(APPS), size=t.size, p=app_p / app_p.sum()).astype(np.int8)
     attrs = {"generator": "sageserve_week", "seed": seed, "scale": scale, "growth": growth, "days": days,
              "day0": "Monday", "bursts": bursts}
+    models = MODELS
+    if iw_niw_ratio is not None:
+        attrs.update(iw_niw_ratio=float(iw_niw_ratio), tier_shares=tshares)
+    if fifth_model is not None:
+        models = MODELS + (fifth_model,)
+        extra = _fifth_model_requests(seed, *fifth, code=len(MODELS), app_p=app_p / app_p.sum())
+        order = np.argsort(np.concatenate([t, extra[0]]), kind="stable")
+        t, tier, region, model, prompt, output, app = (
+            np.concatenate([a, b])[order] for a, b in zip((t, tier, region, model, prompt, output, app), extra))
+        attrs.update(fifth_model=fifth_model, fifth_model_share=float(fifth_model_share),
+                     fifth_model_requests=int(extra[0].size))
     if bursts:
         lo, hi = burst_window_s
         in_burst = (t >= lo) & (t < hi) & ((t % 3600.0) < burst_len_s)
@@ -164,8 +205,26 @@ def sageserve_week(scale: float = 1.0, seed: int = 0, *, total_requests: float =
     deadline = t + np.array([DEADLINES[x] for x in TIERS])[tier]
     df = pd.DataFrame({
         "request_id": np.arange(t.size, dtype=np.int64), "arrival_s": t, "prompt_tokens": prompt,
-        "output_tokens": output, "model": categorical(model, MODELS), "region": categorical(region, REGIONS),
+        "output_tokens": output, "model": categorical(model, models), "region": categorical(region, REGIONS),
         "tier": categorical(tier, TIERS), "app": categorical(app, APPS), "deadline_s": deadline})
     out = validate(df, "<sageserve_week>")
     out.attrs.update(attrs)
     return out
+
+
+def _fifth_model_requests(seed: int, rates: np.ndarray, tiers: list[str], regions: list[str], *, code: int,
+                          app_p: np.ndarray):
+    """Arrays (t, tier, region, model, prompt, output, app) of the fifth model's requests: Model A's
+    per-stream rates, noise and token distributions, from random streams of its own."""
+    r_arr, r_noise, r_len, r_app = (np.random.default_rng(s) for s in
+                                    np.random.SeedSequence([seed, 5]).spawn(4))
+    sig = np.array([MINUTE_NOISE[x] for x in tiers])[:, None]
+    rates = rates * np.exp(sig * r_noise.standard_normal(rates.shape) - 0.5 * sig * sig)
+    t, stream = bin_arrivals(r_arr, rates, BIN_S)
+    tier = np.array([TIERS.index(x) for x in tiers], dtype=np.int8)[stream]
+    region = np.array([REGIONS.index(x) for x in regions], dtype=np.int8)[stream]
+    p_med, p_sig, p_max, o_med, o_sig, o_max = LENGTHS[MODELS[0]]
+    prompt = lognormal_lengths(r_len, np.full(t.size, float(p_med)), p_sig, 1, int(p_max))
+    output = lognormal_lengths(r_len, np.full(t.size, float(o_med)), o_sig, 1, int(o_max))
+    app = r_app.choice(app_p.size, size=t.size, p=app_p).astype(np.int8)
+    return t, tier, region, np.full(t.size, code, dtype=np.int8), prompt, output, app

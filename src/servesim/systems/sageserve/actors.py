@@ -7,7 +7,9 @@ ILP and gets a target instance count per (model, region). Within the hour:
 - LT-I: apply the change at once (scale-downs first);
 - LT-U: move one instance toward the target per step only while KV utilisation is above the
   scale-out threshold (or below the scale-in threshold); ``lt_scale_down="immediate"`` applies
-  the ILP's scale-downs at the hour (the authors' code);
+  the ILP's scale-downs at the hour, ``lt_u_override_out`` adds one instance beyond the target
+  when utilisation exceeds it, and ``use_locks`` replaces the cooldown by the code's lock after a
+  scale-up (the authors' code);
 - LT-UA: LT-U, plus once at the target and in the last ``lt_ua_window_s`` of the hour, observed
   demand >= ``lt_ua_up_ratio`` x the forecast keeps scaling out and <= ``lt_ua_down_ratio`` x keeps
   scaling in.
@@ -28,6 +30,7 @@ from ...fleet.control import Scale
 from ...forecast import Arima, Forecaster, insample_one_step
 from .config import SageServeConfig
 from .ilp import AllocationProblem, solve
+from .reactive import lock_after_up
 
 LT_MODES = ("lt_i", "lt_u", "lt_ua")
 
@@ -37,6 +40,7 @@ class EndpointPlan:
     target: int
     forecast: np.ndarray  # per-minute forecast for the hour (tokens/min)
     last_action_s: float = -math.inf
+    locked_until_s: float = -math.inf  # use_locks: no action before this (the code's lock after a scale-up)
 
 
 @dataclass
@@ -146,7 +150,7 @@ class LongTermScaler:
         minute = self.offset_min + int(view.now // 60)
         in_hour = view.now - hour * c.lt_interval_s
         for k, plan in self.plans.items():
-            if view.now - plan.last_action_s < c.cooldown_s:
+            if view.now - plan.last_action_s < c.cooldown_s or view.now < plan.locked_until_s:
                 continue
             st = view.endpoint(*k)
             util = st.kv_util
@@ -158,13 +162,18 @@ class LongTermScaler:
             elif pending < 0 and util < c.lt_u_scale_in:
                 step = -1
             elif pending == 0 and c.lt_u_override_out is not None and util > c.lt_u_override_out:
-                step, plan.target = 1, plan.target + 1
+                # the code's override: one instance beyond the target (pending becomes -1, so it can
+                # be scaled in again below lt_u_scale_in, and no second override until it is)
+                step = 1
             elif pending == 0 and self.mode == "lt_ua":
                 gate = c.lt_ua_window_s is None or in_hour >= c.lt_interval_s - c.lt_ua_window_s
                 if gate:
                     idx = min(max(int(in_hour // 60), 0), plan.forecast.size - 1)
                     expected = float(plan.forecast[idx])
-                    observed = float(self.demand[k][minute - 1]) if minute >= 1 else 0.0
+                    if c.lt_ua_observed == "endpoint":  # code: tokens that reached the endpoint, last 60 s
+                        observed = st.prompt_token_rate * 60.0
+                    else:
+                        observed = float(self.demand[k][minute - 1]) if minute >= 1 else 0.0
                     ratio = observed / expected if expected > 0 else math.inf
                     if ratio >= c.lt_ua_up_ratio:
                         step = 1
@@ -172,10 +181,15 @@ class LongTermScaler:
                         step = -1
                     if step:
                         plan.target += step
+                        self.log.append({"kind": "lt_ua", "minute": minute, "model": k[0], "region": k[1],
+                                         "step": step, "ratio": ratio})
             if step:
                 cap = self.max_instances.get(k)
                 if step > 0 and cap is not None and active >= cap:
                     continue
+                if step > 0 and c.use_locks:
+                    plan.locked_until_s = view.now + lock_after_up(view, k[0], k[1], c.lock_reclaim_s,
+                                                                   c.lock_conversion_s)
                 actions.append(Scale(k[0], k[1], step))
                 plan.last_action_s = view.now
         return actions

@@ -12,6 +12,8 @@ STRATEGIES = ("siloed", "reactive", "lt_i", "lt_u", "lt_ua", "chiron")
 TIER_POLICIES = ("fcfs", "edf", "pf", "dpa")
 #: "none": the engine's own FIFO queue (no tier ordering)
 TIER_CHOICES = ("none",) + TIER_POLICIES
+#: instance step-time sources (see instance_models.py)
+HARDWARE_CHOICES = ("default", "a100-80gb", "h100-80gb")
 
 
 class ConfigError(ValueError):
@@ -29,7 +31,11 @@ class SageServeConfig:
     niw_release_one_below: float = 0.60   # util < 60 % -> release 1 request
     niw_release_two_below: float = 0.50   # util < 50 % -> release 2
     niw_release_rule: str = "paper"       # "paper" | "code" (code: (0.5, 0.6] -> 2, <= 0.5 -> 1, on every completion)
-    niw_deadline_s: float = 86_400.0      # 24 h
+    niw_release_route: str = "endpoint"   # "endpoint": to the signalling (model, region) endpoint (paper);
+                                          # "global": back through the global IW router (code's feed_async)
+    niw_deadline_s: float = 86_400.0      # 24 h; sets every NIW request's deadline_s in a run
+    niw_deadline_enforce: bool = True     # paper: NIW still waiting (queue manager, or queued not started in an
+                                          # instance) at the deadline ends "timeout"; code: never expires, leftovers dropped
     niw_priority_bump_s: float = 36_000.0  # age > 10 h -> priority 0 (as IW)
     niw_queue: bool = True                # hold NIW in the queue manager (False: route on arrival)
     niw_signal_period_s: float = 1.0      # endpoints also signal on this period (besides every completion)
@@ -38,16 +44,22 @@ class SageServeConfig:
     reactive_scale_in: float = 0.30       # code: 0.25
     lt_u_scale_out: float = 0.70          # code: 0.5
     lt_u_scale_in: float = 0.30           # code: 0.25
-    lt_u_override_out: float | None = None  # code: 0.9 (scale up beyond the target)
+    lt_u_override_out: float | None = None  # code: 0.9 (one instance beyond the target; pending becomes -1)
     lt_scale_down: str = "deferred"       # "deferred" (paper) | "immediate" (code: ILP downs at the hour)
     cooldown_s: float = 15.0              # paper; code uses locks instead (below)
-    use_locks: bool = False               # code: per-model lock after a reclaim / conversion
+    reactive_interval_s: float = 5.0      # how often the reactive scaler checks (R scaling_interval; R's
+                                          # default -1 = on every request has no periodic equivalent)
+    use_locks: bool = False               # code: lock after a scale-up (reclaim / conversion), none after a
+                                          # scale-in; Reactive then runs reactive.LockedReactive
     lock_reclaim_s: float = 65.0
     lock_conversion_s: float = 155.0
     # --- LT-UA (J §6.4) ---
     lt_ua_up_ratio: float = 5.0           # observed >= 5x forecast -> keep scaling up
     lt_ua_down_ratio: float | None = 0.5  # <= 0.5x -> keep scaling down (code: none)
     lt_ua_window_s: float | None = 1200.0  # only in the last 20 min of the hour (code: always)
+    lt_ua_observed: str = "offered"       # "offered": the client region's IW prompt tokens of the last minute
+                                          # (the load predictor's signal); "endpoint" (code): prompt tokens
+                                          # that reached the endpoint in the last 60 s, NIW releases included
     # --- forecasting and ILP (J §5, §6.3) ---
     lt_interval_s: float = 3600.0
     forecast_mode: str = "rolling"        # "rolling" (paper text) | "insample" (code)
@@ -71,6 +83,9 @@ class SageServeConfig:
     chiron_mixed: int = 5
     chiron_batch: int = 5
     chiron_theta: float = 0.6
+    # --- instance performance (J §7.1 profiled on H100; J §4 / C / code: A100) ---
+    hardware: str = "default"             # "default": the spec-quoted A100 linear fit; "a100-80gb" / "h100-80gb":
+                                          # a fit to the Splitwise profile's rows of that GPU (App. A)
     # --- provisioning (J §4, §7.1) ---
     spot_switch_s: float = 60.0           # private <-> spot
     reclaim_median_s: float = 60.0
@@ -79,6 +94,7 @@ class SageServeConfig:
     remote_weights_s: float = 7200.0
     delays_in_sim: bool = True            # code: instances usable at once; delays only in the waste metric
     scaling_level: int = 2                # 0 off, 1 same-model spot, 2 also convert other models' spot
+                                          # (fleet pool_conversions = level >= 2; level 0 is not modelled)
     # --- cost (J §7.2.1) ---
     vm_price_per_hour: float = 98.32      # one 8xH100 cluster
     # --- instance scheduling (J §6.5) ---
@@ -103,14 +119,18 @@ class SageServeConfig:
             bad("lt_u_scale_in", "must be below lt_u_scale_out")
         if not 0.0 < self.epsilon <= 1.0:
             bad("epsilon", "must be in (0, 1]")
-        for k, allowed in (("niw_release_rule", ("paper", "code")), ("lt_scale_down", ("deferred", "immediate")),
+        for k, allowed in (("niw_release_rule", ("paper", "code")), ("niw_release_route", ("endpoint", "global")),
+                           ("lt_scale_down", ("deferred", "immediate")),
                            ("forecast_mode", ("rolling", "insample")), ("niw_buffer_rule", ("load", "max_prompt")),
                            ("theta_source", ("measured", "code")),
-                           ("tier_policy", TIER_CHOICES), ("engine_policy", ("orca", "vllm-v1"))):
+                           ("tier_policy", TIER_CHOICES), ("engine_policy", ("orca", "vllm-v1")),
+                           ("lt_ua_observed", ("offered", "endpoint")), ("hardware", HARDWARE_CHOICES)):
             if getattr(self, k) not in allowed:
                 bad(k, f"must be one of {allowed}")
         if self.min_per_deployment > self.max_per_deployment:
             bad("min_per_deployment", "exceeds max_per_deployment")
+        if self.reactive_interval_s <= 0:
+            bad("reactive_interval_s", "must be > 0 (R's -1, every request, is not modelled)")
         if self.niw_signal_period_s <= 0:
             bad("niw_signal_period_s", "must be > 0")
         if self.scaling_level not in (0, 1, 2):
@@ -126,10 +146,11 @@ class SageServeConfig:
     @classmethod
     def code(cls, **overrides) -> "SageServeConfig":
         """The authors' repository (spec §1.7 'code' column)."""
-        base = dict(reroute_lt=False, global_routing_delay_s=1.0, niw_release_rule="code",
+        base = dict(reroute_lt=False, global_routing_delay_s=1.0, niw_release_rule="code", niw_release_route="global",
                     reactive_scale_out=0.5, reactive_scale_in=0.25, lt_u_scale_out=0.5, lt_u_scale_in=0.25,
                     lt_u_override_out=0.9, lt_scale_down="immediate", use_locks=True, cooldown_s=0.0,
-                    lt_ua_down_ratio=None, lt_ua_window_s=None, forecast_mode="insample",
+                    lt_ua_down_ratio=None, niw_deadline_enforce=False, lt_ua_window_s=None, lt_ua_observed="endpoint",
+                    forecast_mode="insample",
                     forecast_lo_min=20, niw_buffer_rule="max_prompt", ilp_global_constraint=False,
                     theta_source="code", start_instances=8, chiron_interactive=20, chiron_mixed=10, chiron_batch=10,
                     delays_in_sim=False, meta={"preset": "code"})

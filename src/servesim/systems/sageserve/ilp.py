@@ -17,6 +17,8 @@ drops (2) and uses eps = 1 (``global_constraint=False``). ``min_instances`` / ``
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from dataclasses import dataclass, field
 
@@ -103,6 +105,26 @@ class AllocationResult:
         raise AttributeError("use problem.n + result.delta")
 
 
+def _var(prob: "pulp.LpProblem", name: str, lowBound=None, upBound=None, cat: str = "Continuous"):
+    """A variable owned by ``prob`` (PuLP >= 3.3's API; free-standing LpVariable before it)."""
+    if hasattr(prob, "add_variable"):
+        return prob.add_variable(name, lowBound, upBound, cat=cat)
+    return pulp.LpVariable(name, lowBound=lowBound, upBound=upBound, cat=cat)
+
+
+def _cbc_path() -> str:
+    """A CBC executable: one on PATH (PuLP 4 ships none) or the binary bundled with PuLP 2/3."""
+    found = shutil.which("cbc")
+    if found:
+        return found
+    from pulp.apis import coin_api
+    bundled = getattr(coin_api, "pulp_cbc_path", None)
+    if bundled and os.path.exists(bundled):
+        return bundled
+    raise ILPError("no CBC executable: install one on PATH (e.g. `pip install pulp[cbc]` or a system cbc) "
+                   "or use solver='highs'")
+
+
 def solve(problem: AllocationProblem, solver: str = "cbc", linearisation: str = "max",
           warm_start: bool = False, time_limit_s: float | None = None, threads: int = 1,
           gap_rel: float | None = None, relax: bool = False) -> AllocationResult:
@@ -129,20 +151,20 @@ def solve(problem: AllocationProblem, solver: str = "cbc", linearisation: str = 
 
     prob = pulp.LpProblem("sageserve_allocation", pulp.LpMinimize)
     idx = [(i, j, k) for i in range(l) for j in range(r) for k in range(g)]
-    d = {x: pulp.LpVariable(f"d_{x[0]}_{x[1]}_{x[2]}", lowBound=-int(n[x]), cat="Continuous" if relax else "Integer") for x in idx}  # (3)
+    d = {x: _var(prob, f"d_{x[0]}_{x[1]}_{x[2]}", lowBound=-int(n[x]), cat="Continuous" if relax else "Integer") for x in idx}  # (3)
     pos = {}
     if relax and linearisation == "bigm":
         raise ILPError("relax=True needs linearisation='max'")
     if linearisation == "max":
         for x in idx:
-            pos[x] = pulp.LpVariable(f"u_{x[0]}_{x[1]}_{x[2]}", lowBound=0)
+            pos[x] = _var(prob, f"u_{x[0]}_{x[1]}_{x[2]}", lowBound=0)
             prob += pos[x] >= d[x]
     else:  # the authors' big-M form
         M = 1e6
         for x in idx:
-            s = pulp.LpVariable(f"iss_{x[0]}_{x[1]}_{x[2]}", cat="Binary")
-            rr = pulp.LpVariable(f"isr_{x[0]}_{x[1]}_{x[2]}", cat="Binary")
-            c = pulp.LpVariable(f"c_{x[0]}_{x[1]}_{x[2]}", lowBound=-M, upBound=M)
+            s = _var(prob, f"iss_{x[0]}_{x[1]}_{x[2]}", cat="Binary")
+            rr = _var(prob, f"isr_{x[0]}_{x[1]}_{x[2]}", cat="Binary")
+            c = _var(prob, f"c_{x[0]}_{x[1]}_{x[2]}", lowBound=-M, upBound=M)
             prob += s + rr == 1
             prob += d[x] <= M * s
             prob += d[x] >= -M * rr + s
@@ -175,7 +197,8 @@ def solve(problem: AllocationProblem, solver: str = "cbc", linearisation: str = 
     build = time.perf_counter() - t0
 
     if solver == "cbc":
-        cmd = pulp.PULP_CBC_CMD(msg=False, warmStart=warm_start, timeLimit=time_limit_s, threads=threads, gapRel=gap_rel)
+        cmd = pulp.COIN_CMD(path=_cbc_path(), msg=False, warmStart=warm_start, timeLimit=time_limit_s, threads=threads,
+                            gapRel=gap_rel)
     else:
         cmd = pulp.HiGHS(msg=False, timeLimit=time_limit_s, threads=threads, gapRel=gap_rel)
     t1 = time.perf_counter()

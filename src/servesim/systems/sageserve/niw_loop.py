@@ -5,18 +5,21 @@ manager and releases them to their (model, region) endpoint when that endpoint's
 memory utilisation is low. This module wraps the fleet's engine side (the ``engines`` hook of
 `servesim.fleet.run_scenario`, which sees the fleet before its arrivals start) so that:
 
-- an NIW arrival goes into `NIWQueueManager` instead of the global router;
+- an NIW arrival goes into `NIWQueueManager` instead of the global router (the fleet's public
+  arrival hook defers it: `Fleet.set_arrival_hook`);
 - every request completion at an endpoint is a signal (the authors' code), and so is a periodic
   tick every ``niw_signal_period_s`` (so an idle endpoint still drains the queue); each signal
   releases 0, 1 or 2 requests by the configured rule (``niw_release_rule`` paper | code);
-- queued NIW requests past their deadline end as ``timeout`` (paper: 24 h deadline);
-- released requests enter their endpoint now; their latency clock still starts at arrival.
+- with ``niw_deadline_enforce`` (paper: 24 h deadline) queued NIW requests past their deadline
+  end as ``timeout`` (and the scenario's ``enforce_deadlines`` also times out released NIW
+  requests still queued, not started, in an instance); without it (authors' code) nothing
+  expires and leftovers end ``unfinished`` when the run stops;
+- released requests enter the signalling endpoint now (`Fleet.release`), or go back through the
+  global router (``niw_release_route="global"``, the authors' code); their latency clock still
+  starts at arrival. A request's deadline is its ``deadline_s`` (set from ``niw_deadline_s``).
 
 `register_tier_scheduler` adds a scheduler policy that orders each instance's waiting queue by a
 tier policy (FCFS / EDF / PF / DPA, `tiers.sort_key`) before the base policy plans an iteration.
-
-Uses two fleet internals (``Fleet._arrive`` replaced per fleet, ``Fleet._at_endpoint`` to release)
-because the fleet has no public defer/release hook yet.
 """
 
 from __future__ import annotations
@@ -39,33 +42,33 @@ class NIWLoop:
 
     def __init__(self, workload: pd.DataFrame, config: SageServeConfig) -> None:
         self.cfg = config
-        self.manager = NIWQueueManager(config, expire=True)
+        self.manager = NIWQueueManager(config, expire=config.niw_deadline_enforce)
         self.is_niw = (workload["tier"].astype(str) == "NIW").to_numpy(bool)
         self.release_s = np.full(len(workload), np.nan)
         self.signals = 0
         self.fleet = None
 
     # -- engines hook (`run_scenario(..., engines=loop.engines)`) --------------------------
-    def engines(self, sc: Any, workload: pd.DataFrame, seed: int) -> "_Engines":
+    def engines(self, sc: Any, workload: pd.DataFrame, seed: int) -> _Engines:
         from ...fleet.engine_sim import SimEngines
 
         return _Engines(SimEngines(sc, workload, seed), self)
 
     def attach(self, fleet: Any) -> None:
         self.fleet = fleet
-        routed = fleet._arrive
+        is_niw = self.is_niw
 
-        def arrive(i: int) -> None:
-            if not self.is_niw[i]:
-                routed(i)
-                return
-            fleet._next_arrival = i + 1
+        def hold(i: int) -> bool:
+            """Arrival hook: defer NIW requests into the queue manager."""
+            if not is_niw[i]:
+                return False
             self.manager.push(NIWRequest(i, fleet.req_model[i], fleet.req_region[i], float(fleet.arrival[i]),
                                          int(fleet.prompt[i]), int(fleet.output[i]),
-                                         float(fleet.arrival[i]) + self.cfg.niw_deadline_s))
+                                         float(fleet.deadline_of(i))))
             self._schedule_tick()
+            return True
 
-        fleet._arrive = arrive  # instance attribute: `Fleet.start` hands this to the kernel
+        fleet.set_arrival_hook(hold)
         self._tick_on = False
 
     # -- signals -----------------------------------------------------------------------------
@@ -76,8 +79,7 @@ class NIWLoop:
 
     def _tick(self, _: Any) -> None:
         f = self.fleet
-        for r in self.manager.expire(f.kernel.now):
-            f._end(r.request_id, "timeout", "NIW deadline passed in the queue manager", {})
+        self._expire()
         for key in list(self.manager._q):
             if self.manager.queued(*key):
                 self.signal(*key)
@@ -86,19 +88,35 @@ class NIWLoop:
         else:
             self._tick_on = False
 
+    def _expire(self) -> None:
+        f = self.fleet
+        for r in self.manager.expire(f.kernel.now):
+            if f.is_deferred(r.request_id):  # the fleet's own deadline enforcement may be first
+                f.end_deferred(r.request_id, "timeout", "NIW deadline passed in the queue manager")
+
     def on_completion(self, model: str, region: str) -> None:
         if self.manager.queued(model, region):  # release after the completion has been booked
             self.fleet.kernel.after(0.0, lambda _: self.signal(model, region), None, PRIO_ARRIVAL)
 
     def signal(self, model: str, region: str) -> None:
         f = self.fleet
-        ep = f.eps.get((model, region))
-        if ep is None:
+        if not f.has_endpoint(model, region):
             return
         self.signals += 1
-        for r in self.manager.on_signal(model, region, f.kv_util(model, region), f.kernel.now):
+        m = self.manager
+        n_expired = len(m.expired)
+        released = m.on_signal(model, region, f.kv_util(model, region), f.kernel.now)
+        for r in m.expired[n_expired:]:  # on_signal expires first: end those in the fleet too
+            if f.is_deferred(r.request_id):
+                f.end_deferred(r.request_id, "timeout", "NIW deadline passed in the queue manager")
+        for r in released:
+            if not f.is_deferred(r.request_id):
+                continue  # timed out by the fleet's deadline enforcement meanwhile
             self.release_s[r.request_id] = f.kernel.now
-            f._at_endpoint(r.request_id, ep)
+            if self.cfg.niw_release_route == "global":
+                f.release(r.request_id)
+            else:
+                f.release(r.request_id, model, region)
 
 
 class _Engines:
@@ -111,8 +129,10 @@ class _Engines:
         loop = self.loop
 
         def end(i: int, state: str, reason: str, record: dict) -> None:
+            # the endpoint it ended at: the instance's model may change later (a conversion)
+            m, r = loop.fleet.instance_endpoint(name)
             on_end(i, state, reason, record)
-            loop.on_completion(model, region)
+            loop.on_completion(m, r)
 
         return self.inner.factory(model, region, name, end)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from .config import SageServeConfig
+from .instance_models import instance_model_source
 from .strategies import RUN_STRATEGIES, run_strategy, summarise
 
 MODELS_4 = ["llama-2-70b", "bloom-176b", "llama-3.1-8b", "llama-3.2-3b"]
@@ -53,17 +54,29 @@ PRESETS = {
                    "to_h": 38.0, "bursts": True},
     "burst_tiny": {"scale": 0.1, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 35.0,
                    "to_h": 36.5, "bursts": True},
+    # journal Fig 15: a contended fleet so instance queues form (Llama-2, East US, the peak day's
+    # 14:00-16:00 at Nov'24 volume, at most 6 instances: about the peak's load, so KV memory fills
+    # and the queue order matters); IW-N TTFT SLA 5.6 s, the threshold the paper's own FCFS numbers
+    # imply (Q3 5.6 s with 25 % violations); the paper states < 1 min (spec §6 item 10)
+    "tier_quick": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 38.0,
+                   "to_h": 40.0, "max_instances": 6, "iwn_sla_s": 5.6},
+    "tier_full": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 36.0,
+                  "to_h": 42.0, "max_instances": 6, "iwn_sla_s": 5.6},
+    "tier_tiny": {"scale": 0.2, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 38.0,
+                  "to_h": 38.5, "max_instances": 2, "iwn_sla_s": 5.6},
 }
 
 
-def preset_workload(preset: str, seed: int = 0, burst_factor: float = 8.0):
+def preset_workload(preset: str, seed: int = 0, burst_factor: float = 8.0, overrides: dict | None = None,
+                    **generator_kw):
     """The request table a preset simulates (arrivals before ``to_h``; the run serves those from
-    ``from_h`` on) and ``t0_s``."""
+    ``from_h`` on) and ``t0_s``. ``overrides`` replace preset keys (models, regions, scale, from_h,
+    to_h); ``generator_kw`` go to `sageserve_week` (e.g. ``iw_niw_ratio``, ``fifth_model``)."""
     from servesim.workload import sageserve_week
 
-    p = PRESETS[preset]
+    p = {**PRESETS[preset], **(overrides or {})}
     wk = sageserve_week(scale=p["scale"], seed=seed, days=p["days"], bursts=p.get("bursts", False),
-                        burst_factor=burst_factor)
+                        burst_factor=burst_factor, **generator_kw)
     sel = wk[wk["model"].isin(p["models"]) & wk["region"].isin(p["regions"]) & (wk["arrival_s"] < p["to_h"] * 3600)]
     return sel.reset_index(drop=True), p["from_h"] * 3600
 
@@ -81,6 +94,28 @@ def _add_args(ap: argparse.ArgumentParser) -> None:
                     help="instance scheduler (default: the config's, orca as in the paper's simulator)")
     ap.add_argument("--niw-on-arrival", action="store_true",
                     help="route NIW on arrival instead of holding it in the NIW queue manager")
+    ap.add_argument("--max-instances", type=int, default=None,
+                    help="cap on instances per endpoint, also the start count (default: the preset's, else 20)")
+    ap.add_argument("--iwn-sla-s", type=float, default=None,
+                    help="IW-N TTFT SLA in seconds: rewrites IW-N deadlines (default: the preset's, else the workload's)")
+    ap.add_argument("--dpa-tau-n", type=float, default=None, help="override SageServeConfig.dpa_tau_n_s")
+    ap.add_argument("--dpa-tau-p", type=float, default=None, help="override SageServeConfig.dpa_tau_p_s")
+    # journal App. A, Fig 14 and the authors' repository sweeps
+    ap.add_argument("--hardware", default=None, choices=["default", "a100-80gb", "h100-80gb"],
+                    help="instance step-time source (SageServeConfig.hardware; App. A)")
+    ap.add_argument("--iw-niw-ratio", type=float, default=None,
+                    help="IW:NIW request ratio of the generated week (default 3, i.e. 3:1; App. A: 9 and 1)")
+    ap.add_argument("--fifth-model", default=None, choices=["llama-4-scout"],
+                    help="add a fifth model's traffic (a copy of Model A's streams) and serve it (Fig 14)")
+    ap.add_argument("--lt-ua-threshold", type=float, default=None,
+                    help="LT-UA scale-up ratio of observed to forecast demand (SageServeConfig.lt_ua_up_ratio)")
+    ap.add_argument("--scaling-interval", type=float, default=None,
+                    help="seconds between reactive scaler checks (SageServeConfig.reactive_interval_s)")
+    ap.add_argument("--models", nargs="+", default=None, help="override the preset's models")
+    ap.add_argument("--regions", nargs="+", default=None, help="override the preset's regions")
+    ap.add_argument("--window-h", nargs=2, type=float, default=None, metavar=("FROM_H", "TO_H"),
+                    help="override the preset's window (hours of the generated week)")
+    ap.add_argument("--volume-scale", type=float, default=None, help="override the preset's volume scale")
     ap.add_argument("-o", "--out", required=True)
 
 
@@ -99,9 +134,26 @@ def main(argv=None) -> None:
     run(ap.parse_args(argv))
 
 
+def _preset_overrides(a: argparse.Namespace) -> dict:
+    """Preset keys replaced by the command line (--models/--regions/--volume-scale/--window-h/--fifth-model)."""
+    o = {k: v for k, v in (("models", a.models), ("regions", a.regions), ("scale", a.volume_scale)) if v is not None}
+    if a.window_h is not None:
+        o.update(from_h=a.window_h[0], to_h=a.window_h[1])
+    if a.fifth_model is not None and a.models is None:
+        o["models"] = list(PRESETS[a.preset]["models"]) + [a.fifth_model]
+    return o
+
+
 def run(a: argparse.Namespace) -> int:
-    p = PRESETS[a.preset]
+    over = _preset_overrides(a)
+    p = {**PRESETS[a.preset], **over}
     cfg = SageServeConfig.paper() if a.reading == "paper" else SageServeConfig.code()
+    if a.hardware is not None:
+        cfg = cfg.with_(hardware=a.hardware)
+    if a.lt_ua_threshold is not None:
+        cfg = cfg.with_(lt_ua_up_ratio=a.lt_ua_threshold)
+    if a.scaling_interval is not None:
+        cfg = cfg.with_(reactive_interval_s=a.scaling_interval)
     if a.theta_headroom is not None:
         cfg = cfg.with_(theta_headroom=a.theta_headroom)
     if a.tier_policy is not None:
@@ -110,15 +162,33 @@ def run(a: argparse.Namespace) -> int:
         cfg = cfg.with_(engine_policy=a.engine)
     if a.niw_on_arrival:
         cfg = cfg.with_(niw_queue=False)
-    sel, t0_s = preset_workload(a.preset, a.seed, a.burst_factor)
+    if a.dpa_tau_n is not None:
+        cfg = cfg.with_(dpa_tau_n_s=a.dpa_tau_n)
+    if a.dpa_tau_p is not None:
+        cfg = cfg.with_(dpa_tau_p_s=a.dpa_tau_p)
+    cap = a.max_instances if a.max_instances is not None else p.get("max_instances")
+    if cap is not None:  # a fixed ceiling: start at it so the contended hours are not a ramp-up
+        cfg = cfg.with_(start_instances=cap, min_per_endpoint=min(cfg.min_per_endpoint, cap))
+    iwn_sla = a.iwn_sla_s if a.iwn_sla_s is not None else p.get("iwn_sla_s")
+    gen = {k: v for k, v in (("iw_niw_ratio", a.iw_niw_ratio), ("fifth_model", a.fifth_model)) if v is not None}
+    sel, t0_s = preset_workload(a.preset, a.seed, a.burst_factor, overrides=over, **gen)
+    if iwn_sla is not None:
+        iwn = (sel["tier"] == "IW-N").to_numpy()
+        sel.loc[iwn, "deadline_s"] = sel.loc[iwn, "arrival_s"] + float(iwn_sla)
     t = time.perf_counter()
-    res, actor = run_strategy(a.strategy, sel, t0_s=t0_s, config=cfg, seed=a.seed)
+    res, actor = run_strategy(a.strategy, sel, t0_s=t0_s, config=cfg, seed=a.seed,
+                              **({"max_instances": cap} if cap is not None else {}))
     wall = time.perf_counter() - t
     out = Path(a.out)
     res.write(out)
     s = summarise(res, a.strategy)
     s.update(preset=a.preset, reading=a.reading, theta_headroom=cfg.theta_headroom, tier_policy=cfg.tier_policy, engine_policy=cfg.engine_policy,
-             niw_queue=cfg.niw_queue, niw_release_rule=cfg.niw_release_rule, seed=a.seed, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
+             niw_queue=cfg.niw_queue, niw_release_rule=cfg.niw_release_rule, seed=a.seed,
+             max_instances=cap, iwn_sla_s=iwn_sla, dpa_tau_n_s=cfg.dpa_tau_n_s, dpa_tau_p_s=cfg.dpa_tau_p_s, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
+    s.update(hardware=cfg.hardware, iw_niw_ratio=3.0 if a.iw_niw_ratio is None else a.iw_niw_ratio,
+             fifth_model=a.fifth_model, lt_ua_up_ratio=cfg.lt_ua_up_ratio, lt_ua_observed=cfg.lt_ua_observed,
+             reactive_interval_s=cfg.reactive_interval_s, gpu_hours=8.0 * s["instance_hours"],
+             instance_models={m: instance_model_source(m, cfg.hardware) for m in p["models"]})
     if actor:
         s["theta_tokens_per_min"] = getattr(actor, "theta", None)
     (out / "summary.json").write_text(json.dumps(s, indent=1, sort_keys=True, default=str) + "\n")

@@ -9,7 +9,9 @@ KV utilisation above/below the thresholds, with the cooldown) or a `LongTermScal
 With ``niw_queue`` (default) NIW requests of the unified strategies wait in the queue manager and
 are released on low utilisation (`niw_loop.NIWLoop`); Siloed serves NIW on arrival in its own
 pool. ``tier_policy`` other than "none" orders each instance's waiting queue (Fig 15).
-Not yet modelled here: Chiron, inter-model conversions (``Move``).
+With ``niw_deadline_enforce`` the scenario times out NIW requests still waiting at their deadline
+(``enforce_deadlines: [NIW]``). Another model's pooled (spot) instance taken by a scale-up is a
+conversion (state ``converting``, ``model_redeploy_s``).
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from ...forecast.series import per_minute_demand
 from .actors import LongTermScaler
 from .chiron import INT_SUFFIX, ChironRouter, ChironScaler
 from .config import SageServeConfig
+from .instance_models import instance_model
 from .niw_loop import NIWLoop, register_tier_scheduler
+from .reactive import LockedReactive
 
 RUN_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua", "siloed", "chiron")
 #: Siloed: NIW requests of model m are served by a separate endpoint named m + NIW_SUFFIX
 NIW_SUFFIX = "@niw"
-BILLED_STATES = ("requested", "provisioning", "loading", "ready", "draining")
+BILLED_STATES = ("requested", "provisioning", "loading", "converting", "ready", "draining")
 
 #: Llama-2-70B on one 8xA100 instance (TP 8), a linear step-time fit to the Splitwise profile
 #: numbers quoted in the spec (prefill 512 tok 94 ms, 8192 tok 1.55 s; decode ~43-46 ms per
@@ -79,7 +83,8 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
         start = {m: c.start_instances for m in models}
     lead = {"request_s": 0.0, "provision_s": c.spot_switch_s if c.delays_in_sim else 0.0,
             "load_s": c.model_redeploy_s if c.delays_in_sim else 0.0,
-            "reclaim_s": c.reclaim_median_s if c.delays_in_sim else 0.0}
+            "reclaim_s": c.reclaim_median_s if c.delays_in_sim else 0.0,
+            "convert_s": c.model_redeploy_s if c.delays_in_sim else 0.0}
     sc = {
         "name": f"sageserve-{strategy}",
         "duration_s": duration_s,
@@ -87,11 +92,13 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
             {"model": models[0], "region": regions[0], "rate_rps": 1.0,
              "prompt_tokens": {"mean": 10, "cv": 0.0, "max": 10}, "output_tokens": {"mean": 1, "cv": 0.0, "max": 1}}]},
         "regions": [{"name": r, "capacity": None} for r in regions],
-        "models": {m: {**MODEL_DEFAULTS[base[m]], "lead": lead, "catalog": base[m]} for m in models},
+        "models": {m: {**instance_model(base[m], c.hardware), "lead": lead, "catalog": base[m]} for m in models},
         "endpoints": [{"model": m, "region": r, "instances": start[m], "min_instances": c.min_per_endpoint,
                        "max_instances": max_instances} for m in models for r in regions],
         "router": {"name": "jsq-tokens"},
         "scale_in_to": "pool",
+        "enforce_deadlines": ["NIW"] if c.niw_deadline_enforce else [],
+        "pool_conversions": c.scaling_level >= 2,
         "output": {"sample_s": sample_s, "window_s": 60.0},
     }
     for m in models:  # ORCA has no token cap (a huge one: a tier-ordered subclass is not named "orca")
@@ -103,8 +110,8 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
         sc["global_router"] = {"name": "preference", "threshold": c.iw_region_gate,
                                "preferences": {r: [r] + [x for x in regions if x != r] for r in regions}}
         sc["latency_s"] = {r: {x: c.inter_region_latency_s for x in regions if x != r} for r in regions}
-    if strategy in ("reactive", "siloed"):
-        sc["autoscaler"] = {"name": "reactive", "period_s": 5.0, "up": c.reactive_scale_out, "down": c.reactive_scale_in,
+    if strategy in ("reactive", "siloed") and not c.use_locks:  # with locks: reactive.LockedReactive (run_strategy)
+        sc["autoscaler"] = {"name": "reactive", "period_s": c.reactive_interval_s, "up": c.reactive_scale_out, "down": c.reactive_scale_in,
                             "cooldown_s": c.cooldown_s, "metric": "kv"}
     return sc
 
@@ -125,6 +132,9 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
     wl = workload[workload["arrival_s"] >= t0_s].copy()
     wl["arrival_s"] -= t0_s
     wl["deadline_s"] -= t0_s
+    # one deadline source for NIW: the config's, which the queue manager and the fleet both enforce
+    is_niw = (wl["tier"] == "NIW").to_numpy()
+    wl.loc[is_niw, "deadline_s"] = wl.loc[is_niw, "arrival_s"] + c.niw_deadline_s
     wl["request_id"] = np.arange(len(wl), dtype=np.int64)
     if strategy in ("siloed", "chiron"):  # NIW gets its own pool per (model, region), served on arrival
         niw = (wl["tier"] == "NIW").to_numpy()
@@ -160,11 +170,17 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
         else:
             from .theta import measure_theta
 
-            theta = {m: c.theta_headroom * measure_theta(m, full, seed=seed, engine_policy=c.engine_policy)
+            theta = {m: c.theta_headroom * measure_theta(m, full, seed=seed, engine_policy=c.engine_policy,
+                                                         hardware=c.hardware)
                      for m in dict.fromkeys(m for m, _ in keys)}  # once per model, not per region
         actor = LongTermScaler(mode=strategy, demand=demand, niw_demand=niw, config=c, theta=theta,
                                max_instances={k: max_instances for k in keys}, offset_min=int(t0_s // 60))
-    res = run_scenario(sc, seed=seed, workload=wl, actors=[actor] if actor else None,
+    actors = [actor] if actor else []
+    if strategy in ("reactive", "siloed") and c.use_locks:
+        actors.append(LockedReactive(period_s=c.reactive_interval_s, up=c.reactive_scale_out, down=c.reactive_scale_in,
+                                     cooldown_s=0.0, metric="kv", lock_reclaim_s=c.lock_reclaim_s,
+                                     lock_conversion_s=c.lock_conversion_s))
+    res = run_scenario(sc, seed=seed, workload=wl, actors=actors or None,
                        engines=loop.engines if loop else None, global_router=grouter)
     if loop is not None:
         res.requests["niw_release_s"] = loop.release_s

@@ -17,7 +17,7 @@ from .config import SageServeConfig
 
 
 def measure_theta(model: str, requests: pd.DataFrame, n: int = 2000, seed: int = 0,
-                  engine_policy: str = "orca") -> float:
+                  engine_policy: str = "orca", hardware: str = "default") -> float:
     """Prompt tokens per minute one instance of ``model`` (scheduler ``engine_policy``) completes
     when saturated."""
     from .strategies import scenario_dict
@@ -32,7 +32,8 @@ def measure_theta(model: str, requests: pd.DataFrame, n: int = 2000, seed: int =
     pick["request_id"] = np.arange(len(pick), dtype=np.int64)
     pick["region"] = pick["region"].iloc[0]
     pick = pick.reset_index(drop=True)
-    cfg = SageServeConfig(start_instances=1, min_per_endpoint=1, delays_in_sim=False, engine_policy=engine_policy)
+    cfg = SageServeConfig(start_instances=1, min_per_endpoint=1, delays_in_sim=False, engine_policy=engine_policy,
+                          hardware=hardware)
     sc = scenario_dict("lt_i", pick, cfg, duration_s=None or 10 * 86400.0, max_instances=1)
     sc.pop("duration_s")
     res = run_scenario(parse_scenario(sc), seed=seed, workload=pick)

@@ -1,0 +1,94 @@
+"""One SageServe instance (8 GPUs, TP 8) per model and hardware: engine limits and step-time model.
+
+``hardware="default"`` keeps the spec-quoted linear fits of `strategies.MODEL_DEFAULTS` (Llama-2 /
+Bloom on A100, what every main-text run uses). ``"a100-80gb"`` / ``"h100-80gb"`` (journal App. A:
+the same strategies on another GPU) fit the few-coefficient `servesim.perf.fitted` model to the
+Splitwise profile rows of that GPU at TP 8 (``sageserve/perf_model.csv``), so both GPUs come from
+one source and one fitting procedure. Llama-3.1-8B / Llama-3.2-3B have only the authors' A100
+vLLM profiles (their `MODEL_DEFAULTS` entries); they keep those on either GPU, and
+`instance_model_source` says so (runs record it in summary.json).
+
+Llama-4 Scout (journal Fig 14) has no profile: its step time is the `servesim.perf.roofline`
+prior for Scout's MoE shape on that GPU (``default`` = H100, where the journal profiled), with
+the roofline's efficiencies and overheads calibrated on the same GPU's Splitwise Llama-2-70B rows
+(`fit_roofline`): Llama-2's measured efficiency transferred to Scout's FLOPs and bytes.
+
+KV capacity follows the authors' simulator for every model: free memory of 8 x 80 GB minus the
+fp16 weights, over 2 x hidden x layers x 2 bytes per token (no GQA; spec §1.3): 477k tokens for
+Scout (218 GB of weights). Llama-2 / Bloom keep the spec's 210.6k / 89.2k (the authors' weight
+sizes, 135 / 329 GB; the rule with the catalog's parameter counts gives 209.5k / 83.5k).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ...catalog import get_model
+
+TP = 8
+INSTANCE_MEM_BYTES = 687.19e9  # 8 x 80 GiB (spec §2)
+SPLITWISE_FILE = "perf_model.csv"
+#: the GPU Scout's step time is modelled on when ``hardware="default"`` (J §7.1 profiled on H100)
+SCOUT_DEFAULT_HW = "h100-80gb"
+ROOFLINE_MODELS = ("llama-4-scout",)
+#: models with Splitwise rows on both GPUs (perf_model.csv)
+SPLITWISE_MODELS = ("llama-2-70b", "bloom-176b")
+ENGINE = {"max_num_seqs": 512, "max_num_batched_tokens": 16384}
+
+
+def kv_capacity_tokens(model: str) -> int:
+    """Free KV tokens of one instance, by the authors' no-GQA rule."""
+    m = get_model(model)
+    per_tok = 2 * m.hidden * m.layers * 2
+    return int((INSTANCE_MEM_BYTES - m.param_bytes) // per_tok)
+
+
+@lru_cache(maxsize=None)
+def splitwise_fit(model: str, hardware: str) -> dict:
+    """Coefficients of `FittedStepTime` fitted to the Splitwise rows of (model, hardware, TP 8)."""
+    from ...perf import sources
+    from ...perf.fitted import fit
+
+    return fit(sources.splitwise(SPLITWISE_FILE, model, hardware, TP), tp=TP).coefficients()
+
+
+@lru_cache(maxsize=None)
+def roofline_params(hardware: str, reference: str = "llama-2-70b") -> dict:
+    """Roofline efficiencies/overheads calibrated on ``reference``'s Splitwise rows on ``hardware``."""
+    from ...perf import sources
+    from ...perf.roofline import RooflineStepTime, fit_roofline
+
+    df = sources.splitwise(SPLITWISE_FILE, reference, hardware, TP)
+    return fit_roofline(RooflineStepTime(reference, hardware, tp=TP), df).params()
+
+
+def instance_model(model: str, hardware: str = "default") -> dict:
+    """The fleet scenario's ``models.<name>`` entry (engine, step_time, and hardware/tp where the
+    backend needs them) for one SageServe instance of ``model``."""
+    from .strategies import MODEL_DEFAULTS
+
+    key = get_model(model).key
+    if key in ROOFLINE_MODELS:
+        hw = SCOUT_DEFAULT_HW if hardware == "default" else hardware
+        return {"engine": {"kv_capacity_tokens": kv_capacity_tokens(key), **ENGINE},
+                "step_time": {"backend": "roofline", **roofline_params(hw)}, "hardware": hw, "tp": TP}
+    if key not in MODEL_DEFAULTS:
+        raise ValueError(f"SageServe instance model: no step-time model for {model!r}; "
+                         f"known: {sorted(MODEL_DEFAULTS) + list(ROOFLINE_MODELS)}")
+    if hardware == "default" or key not in SPLITWISE_MODELS:
+        return MODEL_DEFAULTS[key]
+    return {"engine": dict(MODEL_DEFAULTS[key]["engine"]),
+            "step_time": {"backend": "fitted", "coefficients": splitwise_fit(key, hardware)}, "tp": TP}
+
+
+def instance_model_source(model: str, hardware: str = "default") -> str:
+    """Where ``instance_model(model, hardware)``'s step time comes from, in words."""
+    key = get_model(model).key
+    if key in ROOFLINE_MODELS:
+        hw = SCOUT_DEFAULT_HW if hardware == "default" else hardware
+        return f"roofline on {hw}, calibrated on Splitwise llama-2-70b {hw} TP{TP}"
+    if hardware != "default" and key in SPLITWISE_MODELS:
+        return f"fitted to Splitwise {SPLITWISE_FILE} {key} {hardware} TP{TP}"
+    if hardware != "default":
+        return f"MODEL_DEFAULTS (A100 profile; no {hardware} profile of {key})"
+    return "MODEL_DEFAULTS"

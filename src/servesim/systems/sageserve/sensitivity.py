@@ -1,0 +1,257 @@
+"""Sensitivity of SageServe's headline saving (LT-I/LT-U/LT-UA vs Unified Reactive, J §7.2.1).
+
+One run = one (reading, theta headroom, strategy) on a `runs.PRESETS` window:
+
+    python -m servesim.systems.sageserve.sensitivity run --reading paper --headroom 0.7 --strategy lt_ua \
+        --preset quick -o results/quick/sageserve/sensitivity/paper/h0.70/lt_ua
+
+A *reading* is a named set of `SageServeConfig` overrides (`READINGS`): the paper's text, the
+authors' code, and the paper with one code choice swapped in (start state, in-sample forecast,
+no provisioning delays). Reactive does not depend on theta, so it runs once per reading
+(``--headroom`` omitted). Writes ``summary.json`` (instance-hours, IW TTFT/E2E percentiles,
+theta, saturation throughput, mean instances per region) and ``hourly.csv`` (per hour of the
+window: mean billed instances, the ILP target, the forecast rho, KV utilisation, P95 TTFT).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .config import SageServeConfig
+from .strategies import BILLED_STATES, THETA_TOKENS_PER_MIN, run_strategy, summarise
+
+SENS_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua")
+#: windows of this study besides `runs.PRESETS`: journal Fig 11's setting (Llama-2 over the three
+#: regions, the whole peak day, from the same week trace as the `full` preset)
+SENS_PRESETS = {
+    "peak_llama2": {"scale": 1.0, "days": 7, "models": ["llama-2-70b"], "regions": ["centralus", "eastus", "westus"],
+                    "from_h": 24.0, "to_h": 48.0},
+}
+
+
+def window(name: str) -> dict:
+    """A window of `SENS_PRESETS` or `runs.PRESETS`; an unknown name is an error listing both."""
+    from .runs import PRESETS
+
+    if name in SENS_PRESETS:
+        return SENS_PRESETS[name]
+    if name in PRESETS:
+        return PRESETS[name]
+    raise ValueError(f"preset must be one of {sorted(SENS_PRESETS) + sorted(PRESETS)}, got {name!r}")
+LT_STRATEGIES = ("lt_i", "lt_u", "lt_ua")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A named configuration: a base preset plus overrides (``lt_only`` apply to LT runs only)."""
+
+    base: str  # "paper" | "code"
+    overrides: dict = field(default_factory=dict)
+    lt_only: dict = field(default_factory=dict)
+    doc: str = ""
+
+    def config(self, strategy: str, headroom: float | None = None) -> SageServeConfig:
+        kw = dict(self.overrides)
+        if strategy in LT_STRATEGIES:
+            kw.update(self.lt_only)
+        if headroom is not None:
+            kw["theta_headroom"] = float(headroom)
+        return SageServeConfig.paper(**kw) if self.base == "paper" else SageServeConfig.code(**kw)
+
+    @property
+    def fixed_theta(self) -> bool:
+        """True when theta is the code's constant (the headroom has no effect)."""
+        return self.config("lt_i").theta_source == "code"
+
+
+#: start_instances: the code starts Reactive at 20 and LT runs at 8 per (model, region) (spec §1.7)
+READINGS: dict[str, Reading] = {
+    "paper": Reading("paper", doc="the journal's text (SageServeConfig.paper())"),
+    "code": Reading("code", overrides={"start_instances": 20}, lt_only={"start_instances": 8},
+                    doc="the authors' code: 0.5/0.25 thresholds, LT starts at 8, immediate ILP downs, "
+                        "in-sample ARIMA, no delays in the simulator, theta = 225 500 tok/min"),
+    "code_measured": Reading("code", overrides={"start_instances": 20, "theta_source": "measured"},
+                             lt_only={"start_instances": 8},
+                             doc="the code reading with theta = headroom x the measured saturation throughput"),
+    "paper_start8": Reading("paper", lt_only={"start_instances": 8}, doc="paper; LT runs start at 8 instances"),
+    "paper_insample": Reading("paper", overrides={"forecast_mode": "insample"},
+                              doc="paper; in-sample one-step ARIMA (the code's forecast)"),
+    "paper_nodelay": Reading("paper", overrides={"delays_in_sim": False},
+                             doc="paper; instances usable at once (the code's simulator)"),
+    "paper_period1": Reading("paper", overrides={"reactive_interval_s": 1.0},
+                             doc="paper; Reactive samples utilisation every 1 s (the paper: on every arrival)"),
+    "paper_5030": Reading("paper", overrides={"reactive_scale_out": 0.5, "reactive_scale_in": 0.25,
+                                              "lt_u_scale_out": 0.5, "lt_u_scale_in": 0.25},
+                          doc="paper; the code's 0.5/0.25 utilisation thresholds (Reactive and LT-U/UA)"),
+}
+
+
+def _billed(ts: pd.DataFrame) -> pd.Series:
+    return ts[[f"n_{s}" for s in BILLED_STATES]].sum(axis=1)
+
+
+def hourly_table(res, actor, t0_s: float) -> pd.DataFrame:
+    """Per (region, hour of the window): billed instances, ILP target and forecast, KV util, IW TTFT."""
+    ts = res.timeseries.copy()
+    ts["billed"] = _billed(ts)
+    ts["hour"] = ((ts["time_s"] + t0_s) // 3600).astype(int)
+    g = ts.groupby(["region", "hour"]).agg(instances=("billed", "mean"), kv_util=("kv_util", "mean"),
+                                           prompt_tokens_per_min=("prompt_tokens_in", "mean")).reset_index()
+    req = res.requests
+    iw = req[(req["tier"] != "NIW") & (req["state"] == "finished")].copy()
+    iw["hour"] = ((iw["arrival_s"] + t0_s) // 3600).astype(int)
+    tt = iw.groupby(["region", "hour"])["ttft_s"].quantile(0.95).rename("ttft_p95").reset_index()
+    g = g.merge(tt, on=["region", "hour"], how="left")
+    if actor is not None and getattr(actor, "log", None):
+        log = pd.DataFrame(actor.log)
+        tg = log[log["kind"] == "target"].copy() if "kind" in log else pd.DataFrame()
+        if len(tg):
+            tg["hour"] = (tg["minute"] // 60).astype(int)
+            tg = tg.groupby(["region", "hour"]).agg(ilp_target=("target", "first"), rho=("rho", "first"),
+                                                    buffer=("buffer", "first")).reset_index()
+            g = g.merge(tg, on=["region", "hour"], how="left")
+    return g
+
+
+def run_one(reading: str, strategy: str, preset_name: str, out: str | Path, headroom: float | None = None,
+            seed: int = 0, tables: bool = False) -> dict:
+    """Simulate one (reading, headroom, strategy) on window ``preset_name`` and write its outputs to ``out``
+    (``tables``: also the per-request table)."""
+    from servesim.workload import sageserve_week
+
+    from .theta import measure_theta
+
+    if reading not in READINGS:
+        raise ValueError(f"reading must be one of {sorted(READINGS)}, got {reading!r}")
+    if strategy not in SENS_STRATEGIES:
+        raise ValueError(f"strategy must be one of {SENS_STRATEGIES}, got {strategy!r}")
+    if headroom is not None and not 0.0 < headroom <= 1.5:
+        raise ValueError(f"headroom must be in (0, 1.5], got {headroom}")
+    rd = READINGS[reading]
+    cfg = rd.config(strategy, headroom if strategy in LT_STRATEGIES else None)
+    p = window(preset_name)
+    wk = sageserve_week(scale=p["scale"], seed=seed, days=p["days"], bursts=p.get("bursts", False))
+    sel = wk[wk["model"].isin(p["models"]) & wk["region"].isin(p["regions"])]
+    sel = sel[sel["arrival_s"] < p["to_h"] * 3600].reset_index(drop=True)
+    t0 = p["from_h"] * 3600
+    t = time.perf_counter()
+    res, actor = run_strategy(strategy, sel, t0_s=t0, config=cfg, seed=seed)
+    wall = time.perf_counter() - t
+    s = summarise(res, strategy)
+    hours = (res.timeseries["time_s"].max() + res.scenario.output.sample_s) / 3600.0
+    regions = len(p["regions"])
+    models = len(p["models"])
+    # saturation throughput of one instance (what theta_headroom multiplies)
+    sat = {m: measure_theta(m, sel, seed=seed, engine_policy=cfg.engine_policy) for m in p["models"]}
+    theta = getattr(actor, "theta", None) if actor is not None else None
+    s.update(reading=reading, preset=preset_name, seed=seed, wall_s=wall,
+             headroom=(cfg.theta_headroom if strategy in LT_STRATEGIES and not rd.fixed_theta else None),
+             theta_tokens_per_min=theta, saturation_tokens_per_min=sat,
+             theta_equiv_headroom=({m: theta[m] / sat[m] for m in theta} if theta else None),
+             window_hours=hours, mean_instances_per_endpoint=s["instance_hours"] / (hours * regions * models),
+             config=cfg.to_dict())
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    hourly_table(res, actor, t0).to_csv(out / "hourly.csv", index=False)
+    res.timeseries.to_parquet(out / "timeseries.parquet", index=False)
+    if tables:
+        res.requests.to_parquet(out / "requests.parquet", index=False)
+    (out / "summary.json").write_text(json.dumps(s, indent=1, sort_keys=True, default=str) + "\n")
+    return s
+
+
+def _row(summary_path: Path) -> dict:
+    d = json.loads(Path(summary_path).read_text())
+    teq = d.get("theta_equiv_headroom")
+    return {"reading": d["reading"], "strategy": d["strategy"], "headroom": d.get("headroom"),
+            "theta_equiv_headroom": next(iter(teq.values())) if teq else np.nan, "preset": d["preset"],
+            "instance_hours": d["instance_hours"], "ttft_p50": d["ttft_p50"], "ttft_p95": d["ttft_p95"],
+            "e2e_p95": d["e2e_p95"], "mean_instances_per_endpoint": d["mean_instances_per_endpoint"],
+            "iw_unfinished": d["iw_unfinished"], "window_hours": d["window_hours"], "wall_s": d["wall_s"]}
+
+
+def collect(summaries: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(runs, hourly): one row per run's ``summary.json``, and its ``hourly.csv`` rows tagged with
+    the run's reading / strategy / headroom."""
+    if not summaries:
+        raise ValueError("collect: no summary.json given")
+    rows, hourly = [], []
+    for f in map(Path, summaries):
+        if not f.exists():
+            raise FileNotFoundError(f"collect: {f} does not exist")
+        r = _row(f)
+        rows.append(r)
+        h = pd.read_csv(f.parent / "hourly.csv")
+        hourly.append(h.assign(reading=r["reading"], strategy=r["strategy"], headroom=r["headroom"]))
+    return pd.DataFrame(rows), pd.concat(hourly, ignore_index=True)
+
+
+def savings_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Each LT run joined with its reading's Reactive run: saving % and TTFT ratio."""
+    rx = runs[runs["strategy"] == "reactive"].set_index("reading")
+    lt = runs[runs["strategy"] != "reactive"].copy()
+    missing = sorted(set(lt["reading"]) - set(rx.index))
+    if missing:
+        raise KeyError(f"no Reactive run for reading(s) {missing}")
+    lt["reactive_instance_hours"] = lt["reading"].map(rx["instance_hours"])
+    lt["reactive_ttft_p95"] = lt["reading"].map(rx["ttft_p95"])
+    lt["savings_pct"] = 100.0 * (1.0 - lt["instance_hours"] / lt["reactive_instance_hours"])
+    lt["ttft_p95_ratio"] = lt["ttft_p95"] / lt["reactive_ttft_p95"]
+    lt["x_headroom"] = lt["headroom"].where(lt["headroom"].notna(), lt["theta_equiv_headroom"])
+    return lt.sort_values(["reading", "strategy", "x_headroom"]).reset_index(drop=True)
+
+
+def headroom_at_saving(curve: pd.DataFrame, target_pct: float) -> float:
+    """Smallest headroom at which the saving (linear between grid points) reaches ``target_pct``;
+    the first grid point when that one already does (an upper bound); NaN if no point reaches it."""
+    c = curve.dropna(subset=["x_headroom", "savings_pct"]).sort_values("x_headroom")
+    x, y = c["x_headroom"].to_numpy(float), c["savings_pct"].to_numpy(float)
+    for i in range(len(x)):
+        if y[i] >= target_pct:
+            if i == 0:
+                return float(x[0])
+            return float(x[i - 1] + (target_pct - y[i - 1]) * (x[i] - x[i - 1]) / (y[i] - y[i - 1]))
+    return float("nan")
+
+
+def _args(ap: argparse.ArgumentParser) -> None:
+    from .runs import PRESETS
+
+    ap.add_argument("--reading", required=True, choices=sorted(READINGS))
+    ap.add_argument("--strategy", required=True, choices=SENS_STRATEGIES)
+    ap.add_argument("--headroom", type=float, default=None,
+                    help="theta headroom (fraction of the measured saturation throughput); default: the reading's")
+    ap.add_argument("--preset", default="quick", choices=sorted(SENS_PRESETS) + sorted(PRESETS))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tables", action="store_true", help="also write requests.parquet")
+    ap.add_argument("-o", "--out", required=True)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    _args(sub.add_parser("run", help="one (reading, headroom, strategy) run"))
+    c = sub.add_parser("collect", help="gather runs into runs.csv and hourly.csv")
+    c.add_argument("summaries", nargs="+", help="summary.json files of the runs")
+    c.add_argument("-o", "--out", required=True, help="runs table (CSV); hourly table goes next to it")
+    a = ap.parse_args(argv)
+    if a.cmd == "collect":
+        runs, hourly = collect(a.summaries)
+        out = Path(a.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        runs.to_csv(out, index=False)
+        hourly.to_csv(out.with_name(out.stem + "_hourly.csv"), index=False)
+        return
+    s = run_one(a.reading, a.strategy, a.preset, a.out, headroom=a.headroom, seed=a.seed, tables=a.tables)
+    print(json.dumps({k: s[k] for k in ("reading", "strategy", "headroom", "instance_hours", "ttft_p95", "wall_s")}))
+
+
+if __name__ == "__main__":
+    main()

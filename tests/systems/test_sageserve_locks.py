@@ -1,0 +1,94 @@
+"""The authors' code reading of the scalers: locks after scale-ups, the LT-U 0.9 override."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from servesim.fleet.control import Scale
+from servesim.forecast import MovingAverage
+from servesim.systems.sageserve.actors import LongTermScaler
+from servesim.systems.sageserve.config import SageServeConfig
+from servesim.systems.sageserve.reactive import LockedReactive
+
+KEY = ("m", "east")
+
+
+@dataclass
+class _Stats:
+    active: int
+    kv_util: float
+    ready: int = 1
+    queued: int = 0
+    outstanding: int = 0
+
+
+class View:
+    def __init__(self, active, util, pooled=0):
+        self.now, self.active, self.util, self.pool = 0.0, active, util, pooled
+
+    def endpoints(self):
+        return [KEY]
+
+    def endpoint(self, model, region):
+        return _Stats(self.active, self.util, ready=self.active)
+
+    def pooled(self, region):
+        return {"m": self.pool} if self.pool else {}
+
+    def apply(self, actions):
+        for a in actions:
+            self.active += a.delta
+
+
+def _at(scaler, view, t):
+    view.now = t
+    acts = scaler.act(view)
+    view.apply(acts)
+    return acts
+
+
+def test_locked_reactive_locks_after_ups_only():
+    r = LockedReactive(up=0.5, down=0.25, cooldown_s=0.0)
+    v = View(active=4, util=0.8, pooled=1)  # a same-model instance in the pool: a reclaim, 65 s
+    assert _at(r, v, 0.0) == [Scale("m", "east", 1)]
+    assert _at(r, v, 5.0) == [] and _at(r, v, 60.0) == []
+    assert _at(r, v, 65.0) == [Scale("m", "east", 1)]
+    v.pool = 0  # nothing of this model pooled: a conversion / new VM, 155 s
+    assert _at(r, v, 129.0) == []  # the 65-s lock of the second up
+    assert _at(r, v, 130.0) == [Scale("m", "east", 1)]
+    assert _at(r, v, 284.0) == []
+    assert _at(r, v, 285.0) == [Scale("m", "east", 1)]
+    v.util = 0.1  # scale-ins lock nothing: one per period
+    assert _at(r, v, 440.0) == [Scale("m", "east", -1)]
+    assert _at(r, v, 445.0) == [Scale("m", "east", -1)]
+
+
+def _lt_u(**cfg):
+    return LongTermScaler(mode="lt_u", demand={KEY: np.full(180, 730.0)}, theta={"m": 100.0},
+                          config=SageServeConfig.code(**cfg), forecaster=MovingAverage, offset_min=60,
+                          max_instances={KEY: 20})
+
+
+def test_lt_u_code_override_is_one_instance_beyond_the_target():
+    a = _lt_u(forecast_mode="rolling")
+    v = View(active=8, util=0.5, pooled=3)  # the ILP wants ceil(730/100) = 8: at the target
+    assert _at(a, v, 0.0) == []
+    v.util = 0.95  # above the 0.9 override: one extra instance, the target stays 8
+    assert _at(a, v, 15.0) == [Scale("m", "east", 1)] and a.plans[KEY].target == 8
+    # pending is now -1: no second override however hot, even after the lock
+    assert _at(a, v, 15.0 + 65.0) == [] and _at(a, v, 300.0) == []
+    v.util = 0.1  # back below 0.25: the extra instance goes
+    assert _at(a, v, 315.0) == [Scale("m", "east", -1)] and v.active == 8
+
+
+def test_lt_u_code_lock_after_a_scale_up():
+    a = _lt_u(forecast_mode="rolling", lt_scale_down="deferred")
+    v = View(active=5, util=0.8, pooled=0)  # below the target 8, hot: scale up one at a time
+    assert _at(a, v, 0.0) == [Scale("m", "east", 1)]
+    assert _at(a, v, 15.0) == [] and _at(a, v, 150.0) == []  # 155-s conversion lock
+    assert _at(a, v, 165.0) == [Scale("m", "east", 1)]
+    # the paper reading (no locks, 15-s cooldown) steps every 15 s
+    p = LongTermScaler(mode="lt_u", demand={KEY: np.full(180, 730.0)}, theta={"m": 100.0},
+                       config=SageServeConfig.paper(), forecaster=MovingAverage, offset_min=60, max_instances={KEY: 20})
+    w = View(active=5, util=0.8)
+    assert _at(p, w, 0.0) == [Scale("m", "east", 1)] and _at(p, w, 15.0) == [Scale("m", "east", 1)]
