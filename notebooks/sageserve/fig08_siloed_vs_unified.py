@@ -32,7 +32,6 @@
 scale = "quick"
 root = None
 seed = 0
-billed_states = ["requested", "provisioning", "loading", "ready", "draining"]
 region = "centralus"  # the figure's region
 settle_h = 1.0  # max instance counts are taken from this many hours into the run
 
@@ -43,7 +42,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
-from servesim.systems.sageserve.strategies import NIW_SUFFIX
+from servesim.systems.sageserve.strategies import BILLED_STATES, NIW_SUFFIX
 
 apply_style()
 base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs_models"
@@ -53,14 +52,14 @@ for strat, label in (("reactive", "unified"), ("siloed", "siloed")):
     h = pd.read_parquet(base / strat / "instance_hours.parquet")
     h = h[h["region"] == region]
     h["base_model"] = h["model"].str.removesuffix(NIW_SUFFIX)
-    billed = h[h["state"].isin(billed_states)].groupby("base_model")["hours"].sum()
+    billed = h[h["state"].isin(BILLED_STATES)].groupby("base_model")["hours"].sum()
     pooled = h[h["state"] == "pooled"].groupby("base_model")["hours"].sum()
     for m, v in billed.items():
         rows.append({"mode": label, "model": m, "instance_hours": v, "pooled_hours": float(pooled.get(m, 0.0))})
     ts = pd.read_parquet(base / strat / "timeseries.parquet")
     ts = ts[ts["region"] == region].copy()
     ts["base_model"] = ts["model"].str.removesuffix(NIW_SUFFIX)
-    n = sum(ts[c] for c in ("n_requested", "n_provisioning", "n_loading", "n_ready", "n_draining") if c in ts)
+    n = sum(ts[f"n_{st}"] for st in BILLED_STATES if f"n_{st}" in ts)
     counts.append(ts.assign(instances=n, mode=label).groupby(["mode", "time_s", "base_model", "region"], as_index=False)
                   [["instances", "n_pooled"]].sum())
 data = pd.DataFrame(rows)

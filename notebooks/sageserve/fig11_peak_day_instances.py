@@ -43,7 +43,6 @@ seed = 0
 strategies = ["reactive", "lt_i", "lt_u", "lt_ua", "chiron"]
 bin_s = 900.0
 model = "llama-2-70b"  # the figure's model (summed over the regions of the run)
-billed_states = ["requested", "provisioning", "loading", "ready", "draining"]
 
 # %%
 import json
@@ -53,6 +52,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.systems.sageserve.strategies import BILLED_STATES
 
 apply_style()
 base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
@@ -67,12 +67,12 @@ def base_model(col: pd.Series) -> pd.Series:
 for s in strategies:
     summ[s] = json.loads((base / s / "summary.json").read_text())
     h = pd.read_parquet(base / s / "instance_hours.parquet")
-    h = h[h["state"].isin(billed_states)]
+    h = h[h["state"].isin(BILLED_STATES)]
     ih[s] = float(h.loc[base_model(h["model"]) == model, "hours"].sum())
     ih_all[s] = float(h["hours"].sum())
     ts = pd.read_parquet(base / s / "timeseries.parquet")
     ts = ts[base_model(ts["model"]) == model]
-    billed = sum(ts[c] for c in ("n_requested", "n_provisioning", "n_loading", "n_ready", "n_draining") if c in ts)
+    billed = sum(ts[f"n_{st}"] for st in BILLED_STATES if f"n_{st}" in ts)
     ts = ts.assign(instances=billed, bin=(ts["time_s"] // bin_s).astype(int))
     # per bin: the max count per endpoint, summed over regions (as the authors' post-processing)
     # (Chiron's pools are summed first at each sample)

@@ -19,7 +19,7 @@
 # Journal Fig 12a: bars per strategy per region (y 0–200); Chiron's bars are clipped and labelled
 # 403 / 381.25 / 371.75 (their sum ≈ Fig 11's Chiron 1146, so the figure is Llama-2 per region).
 # Ours: the runs of rule `sageserve_run` (see Fig 11's notebook), the figure's model per region;
-# billed states are requested, provisioning, loading, ready and draining; Chiron's three pools
+# billed states are `strategies.BILLED_STATES` (every state but pooled and stopped); Chiron's three pools
 # (interactive, mixed, batch) are summed.
 
 # %% tags=["parameters"]
@@ -28,7 +28,6 @@ root = None
 seed = 0
 strategies = ["reactive", "lt_i", "lt_u", "lt_ua", "chiron"]
 model = "llama-2-70b"  # the figure's model
-billed_states = ["requested", "provisioning", "loading", "ready", "draining"]
 
 # %%
 from pathlib import Path
@@ -37,6 +36,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.systems.sageserve.strategies import BILLED_STATES
 
 apply_style()
 base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
@@ -44,7 +44,7 @@ ih = []
 for s in strategies:
     h = pd.read_parquet(base / s / "instance_hours.parquet")
     h = h[h["model"].astype(str).str.split("@").str[0] == model]  # Siloed / Chiron pools: m@niw, m@int
-    ih.append(h[h["state"].isin(billed_states)].groupby("region", as_index=False)["hours"].sum().assign(strategy=s))
+    ih.append(h[h["state"].isin(BILLED_STATES)].groupby("region", as_index=False)["hours"].sum().assign(strategy=s))
 ih = pd.concat(ih, ignore_index=True)
 table = ih.pivot(index="region", columns="strategy", values="hours")[strategies]
 table
