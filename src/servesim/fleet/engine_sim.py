@@ -19,9 +19,10 @@ from ..sim import (
     Kernel,
     Req,
     RequestLog,
-    request_frame,
 )
+from ..sim.metrics import timing_columns
 from ..sim.request import DROPPED, FINISHED, REJECTED
+from .core import shared_strings
 from .protocols import EndCallback
 from .scenario import Scenario
 
@@ -103,6 +104,11 @@ class _Engine(InstanceListener):
         return out
 
 
+def _items(col: pd.Series, dtype) -> memoryview:
+    """A read-only memoryview of ``col`` as ``dtype``: ``v[i]`` is a Python float/int."""
+    return memoryview(np.ascontiguousarray(col.to_numpy(dtype))).toreadonly()
+
+
 class SimEngines:
     """Builds sim instances for a scenario; `timing` turns the shared log into columns."""
 
@@ -111,11 +117,14 @@ class SimEngines:
         self.kernel = Kernel()
         self.workload = workload
         self.log = RequestLog(len(workload))
-        self.arrival = workload["arrival_s"].to_numpy(np.float64).tolist()
-        self.prompt = workload["prompt_tokens"].to_numpy(np.int64).tolist()
-        self.output = workload["output_tokens"].to_numpy(np.int64).tolist()
-        self.model = workload["model"].astype(str).tolist()
-        self.rid = workload["request_id"].to_numpy(np.int64).tolist()
+        # per-request inputs of `Req`: memoryviews of the workload's columns index to plain
+        # float/int like a list does, at no memory of their own (a list of floats/ints takes
+        # ~32-36 B a row); model names are shared str objects
+        self.arrival = _items(workload["arrival_s"], np.float64)
+        self.prompt = _items(workload["prompt_tokens"], np.int64)
+        self.output = _items(workload["output_tokens"], np.int64)
+        self.model = shared_strings(workload["model"]).tolist()
+        self.rid = _items(workload["request_id"], np.int64)
         self.names: list[str] = []  # sim instance index -> fleet instance id
         self._cfg: dict[str, InstanceConfig] = {}
         self._step: dict[str, Any] = {}
@@ -140,6 +149,8 @@ class SimEngines:
     def attach(self, fleet: Any) -> None:
         """Nothing to wire: engines reach the fleet through their end callbacks."""
 
-    def timing(self) -> pd.DataFrame:
-        """The sim's REQUEST_COLUMNS frame (timings, preemptions, partial) for every row."""
-        return request_frame(self.log, self.workload, self.names)
+    def timing(self) -> dict[str, np.ndarray]:
+        """The timing columns of REQUEST_COLUMNS and ``preemptions`` for every row, as arrays:
+        what `fleet.run.request_table` reads (a whole REQUEST_COLUMNS frame, or even a frame of
+        these columns, would be one more copy of them at the run's memory peak)."""
+        return timing_columns(self.log, self.workload["arrival_s"].to_numpy(np.float64))

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ import pandas as pd
 from ..policies.autoscalers import ReactiveAutoscaler
 from ..policies.global_routers import LocalRouter, PreferenceRouter
 from ..sim.routers import ROUTERS
-from .core import EndpointConfig, Fleet, LeadTimes
+from .core import EndpointConfig, Fleet, LeadTimes, shared_strings
 from .lifecycle import BILLED
 from .scenario import Scenario, build_workload
 
@@ -54,22 +54,22 @@ class Result:
 TIMING = ("scheduled_s", "first_token_s", "finish_s", "ttft_s", "e2e_s", "tbt_mean_s", "tbt_max_s", "tbt_p99_s")
 
 
-def request_table(fleet: Fleet, timing: pd.DataFrame | None = None) -> pd.DataFrame:
+def request_table(fleet: Fleet, timing: pd.DataFrame | Mapping[str, np.ndarray] | None = None) -> pd.DataFrame:
     """Per-request results in REQUEST_COLUMNS order, plus ``app`` and ``deadline_s``.
 
     ``state``/``reason``/``instance`` are the fleet's (it also ends requests that never reach an
     engine: no endpoint, or still queued when the run stopped). Timings come from `timing`
-    (the sim's REQUEST_COLUMNS frame, row-aligned with the workload) or else from the engines'
-    end records (`fleet.records`). ``partial``: the run stopped while the request was in an
+    (the sim's timing columns and ``preemptions``, row-aligned with the workload: a frame or a
+    mapping of arrays) or else from the engines' end records (`fleet.records`). ``partial``: the run stopped while the request was in an
     engine or queued at an endpoint (not for requests that had not arrived yet).
     """
     n = fleet.n
     w = fleet.workload
     cols: dict[str, Any] = {
-        "request_id": w["request_id"].to_numpy(np.int64),
-        "model": w["model"].astype(str).to_numpy(object),
-        "region": w["region"].astype(str).to_numpy(object),
-        "tier": w["tier"].astype(str).to_numpy(object),
+        "request_id": w["request_id"].to_numpy(np.int64, copy=True),
+        "model": shared_strings(w["model"]),
+        "region": shared_strings(w["region"]),
+        "tier": shared_strings(w["tier"]),
         "instance": fleet.instance_of.astype(object),
         "arrival_s": fleet.arrival.copy(),
         "prompt_tokens": fleet.prompt.copy(),
@@ -78,11 +78,14 @@ def request_table(fleet: Fleet, timing: pd.DataFrame | None = None) -> pd.DataFr
         "reason": fleet.reason.astype(object),
     }
     if timing is not None:
-        if len(timing) != n:
-            raise ValueError(f"timing frame has {len(timing)} rows for {n} requests")
+        rows = len(timing) if isinstance(timing, pd.DataFrame) else len(timing["finish_s"])
+        if rows != n:
+            raise ValueError(f"timing frame has {rows} rows for {n} requests")
+        # a mapping hands its arrays over (the sim's log, dropped after the run); a frame's are copied
+        take = np.array if isinstance(timing, pd.DataFrame) else np.asarray
         for c in TIMING:
-            cols[c] = timing[c].to_numpy(np.float64)
-        cols["preemptions"] = timing["preemptions"].to_numpy(np.int64)
+            cols[c] = take(timing[c], dtype=np.float64)
+        cols["preemptions"] = take(timing["preemptions"], dtype=np.int64)
     else:
         timing_cols = {c: np.full(n, np.nan) for c in TIMING}
         pre = np.zeros(n, np.int64)
@@ -95,9 +98,10 @@ def request_table(fleet: Fleet, timing: pd.DataFrame | None = None) -> pd.DataFr
         cols.update(timing_cols)
         cols["preemptions"] = pre
     cols["partial"] = (fleet.state == "unfinished") & (np.arange(n) < fleet._next_arrival)
-    cols["app"] = w["app"].astype(str).to_numpy(object)
-    cols["deadline_s"] = w["deadline_s"].to_numpy(np.float64)
-    df = pd.DataFrame(cols)
+    cols["app"] = shared_strings(w["app"])
+    cols["deadline_s"] = w["deadline_s"].to_numpy(np.float64, copy=True)
+    df = pd.DataFrame(cols, copy=False)  # the arrays are this table's own: no second copy at the peak
+    del cols
     for c in ("model", "region", "tier", "instance", "state", "reason", "app"):
         df[c] = df[c].astype("string")
     return df
@@ -116,25 +120,30 @@ def _pct(x: np.ndarray, q: float) -> float | None:
 def summarise(sc: Scenario, seed: int, req: pd.DataFrame, hours: pd.DataFrame, end_s: float,
               fleet: Fleet) -> dict[str, Any]:
     """Run summary: deterministic (no wall-clock numbers), JSON-ready."""
-    fin = req[req["state"] == "finished"]
+    # boolean masks over column arrays, not filtered copies of the table (each copy is the
+    # table's size: GBs over a simulated week); selections keep row order, so means are the same
+    fin = (req["state"] == "finished").to_numpy(bool)
     lat: dict[str, Any] = {}
     for col in ("ttft_s", "e2e_s", "tbt_mean_s"):
-        x = fin[col].to_numpy(np.float64)
+        x = req[col].to_numpy(np.float64)[fin]
         lat[col] = {f"p{q}": _pct(x, q) for q in (50, 90, 99)} | {"mean": _mean(x)}
     by_tier = {}
-    for tier, g in req.groupby("tier", sort=True):
-        f = g[g["state"] == "finished"]
-        by_tier[str(tier)] = {"requests": len(g), "finished": len(f),
-                              "ttft_p90_s": _pct(f["ttft_s"].to_numpy(np.float64), 90)}
+    tier_col = shared_strings(req["tier"])
+    ttft = req["ttft_s"].to_numpy(np.float64)
+    for tier in sorted(set(tier_col)):  # == groupby("tier", sort=True): no missing tiers here
+        g = tier_col == tier
+        f = g & fin
+        by_tier[str(tier)] = {"requests": int(g.sum()), "finished": int(f.sum()),
+                              "ttft_p90_s": _pct(ttft[f], 90)}
     # deadline_s is absolute: a TTFT deadline for IW tiers, a completion deadline for NIW
     dl = req["deadline_s"].to_numpy(np.float64)
     has_dl = ~np.isnan(dl)
-    niw = (req["tier"] == "NIW").to_numpy(bool)
+    niw = tier_col == "NIW"
     at = np.where(niw, req["finish_s"].to_numpy(np.float64), req["first_token_s"].to_numpy(np.float64))
-    met = has_dl & (req["state"].to_numpy() == "finished") & (at <= dl)
+    met = has_dl & fin & (at <= dl)
     deadlines = {"with_deadline": int(has_dl.sum()), "met": int(met.sum())}
-    for tier in sorted(set(req["tier"].astype(str))):
-        m = has_dl & (req["tier"] == tier).to_numpy(bool)
+    for tier in sorted(set(tier_col)):
+        m = has_dl & (tier_col == tier)
         if m.any():
             deadlines[f"{tier}_attainment"] = float(met[m].mean())
     billed = hours[hours["state"].isin([s.value for s in BILLED])]

@@ -181,6 +181,7 @@ class Instance:
         "_k",
         "_a",
         "_elog",
+        "_e0",
         "_paused",
         "_blocked_until",
         "_stopped",
@@ -233,8 +234,12 @@ class Instance:
         self._run: np.ndarray | None = None
         self._k = 0
         self._a = 0
-        # decode-iteration end-time log (for exact TBT)
+        # decode-iteration end-time log (for exact TBT): _elog[j] is the end of decode step
+        # _e0 + j. Steps before every open stint's start are dropped when it fills (_log_ends), so
+        # it stays as long as the longest stint instead of growing with the instance's lifetime
+        # (8 B per decode iteration: GBs over a simulated week of a fleet).
         self._elog = np.empty(1024)
+        self._e0 = 0
         # control state
         self._paused = False
         self._blocked_until = -math.inf
@@ -397,13 +402,26 @@ class Instance:
         self._a += m
         self.iterations += m
 
-    def _log_ends(self, D: int, ends) -> None:
-        n = D + len(ends)
+    def _log_ends(self, D: int, ends, leaving=()) -> None:
+        """Log the end times of decode steps D, D+1, ... (``ends``); ``leaving``: requests already
+        out of the decode set whose stints are still to be closed."""
+        e0 = self._e0
+        n = D + len(ends) - e0
         if n > len(self._elog):
-            new = np.empty(max(2 * len(self._elog), n))
-            new[:D] = self._elog[:D]
+            # full: keep only the steps from the earliest open stint's start on (closed stints
+            # were materialised into their requests), and grow only if that is still over half
+            lo = min(self.ds.min_d0(), D, *(r.d0 for r in leaving))
+            lo = max(e0, lo)  # (min_d0 may come from a stale heap entry, below e0)
+            keep = D - lo
+            size = len(self._elog)
+            if keep + len(ends) > size // 2:
+                size = max(2 * size, keep + len(ends))
+            new = np.empty(size)
+            new[:keep] = self._elog[lo - e0: D - e0]
             self._elog = new
-        self._elog[D:n] = ends
+            self._e0 = e0 = lo
+            n = D + len(ends) - e0
+        self._elog[D - e0:n] = ends
 
     def _on_event(self, ver: int) -> None:
         if ver != self._ver:
@@ -487,7 +505,7 @@ class Instance:
         b = self.ds.D
         if b <= a:
             return
-        seg = self._elog[a:b]
+        seg = self._elog[a - self._e0:b - self._e0]
         g = np.empty(b - a)
         g[0] = seg[0] - r.last_t
         np.subtract(seg[1:], seg[:-1], out=g[1:])
@@ -598,10 +616,11 @@ class Instance:
         self._gen_end = e
         self.busy = True
         if dec:
-            if D >= len(self._elog):
-                self._log_ends(D, (e,))
+            j = D - self._e0
+            if j >= len(self._elog):
+                self._log_ends(D, (e,), done)
             else:
-                self._elog[D] = e
+                self._elog[j] = e
             for r in done:
                 self._close_stint(r)
                 r.dec = False

@@ -110,6 +110,10 @@ class RefDecodeSet:
         """Output tokens the members have still to sample."""
         return sum(r.output - r.generated for r in self.members)
 
+    def min_d0(self) -> int:
+        """Earliest decode step a member's open stint started at (``D`` with no members)."""
+        return min((r.d0 for r in self.members), default=self.D)
+
 
 class FastDecodeSet:
     """Implicit decode bookkeeping with O(1)/O(block_size)/O(log n) queries (fast mode)."""
@@ -218,6 +222,11 @@ class FastDecodeSet:
     def remaining(self) -> int:
         """Output tokens the members have still to sample."""
         return self.fsum - self.n * self.D
+
+    def min_d0(self) -> int:
+        """A lower bound of the decode step each member's open stint started at (``D`` with no
+        members): the minimum over the heap, whose stale entries only lower it."""
+        return min((e[2].d0 for e in self.heap), default=self.D)
 
     def min_fin(self) -> int:
         heap = self.heap

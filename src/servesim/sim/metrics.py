@@ -133,6 +133,16 @@ def request_frame(log: RequestLog, workload: pd.DataFrame, instance_names: list[
         "output_tokens": workload["output_tokens"].to_numpy(dtype=np.int64),
         "state": np.asarray(STATES, dtype=object)[log.state],
         "reason": reason,
+        **timing_columns(log, arrival),
+        "partial": log.partial,
+    })
+    return df.astype(REQUEST_COLUMNS)
+
+
+def timing_columns(log: RequestLog, arrival: np.ndarray) -> dict[str, np.ndarray]:
+    """The timing columns of REQUEST_COLUMNS (``scheduled_s`` ... ``tbt_p99_s``) and
+    ``preemptions`` from ``log`` and the requests' ``arrival`` times (float64)."""
+    return {
         "scheduled_s": log.sched,
         "first_token_s": log.first,
         "finish_s": log.finish,
@@ -142,9 +152,7 @@ def request_frame(log: RequestLog, workload: pd.DataFrame, instance_names: list[
         "tbt_max_s": log.tbt_max,
         "tbt_p99_s": log.tbt_p99,
         "preemptions": log.preemptions,
-        "partial": log.partial,
-    })
-    return df.astype(REQUEST_COLUMNS)
+    }
 
 
 def empty_request_frame() -> pd.DataFrame:

@@ -140,7 +140,7 @@ class _Engines:
         self.inner.attach(fleet)
         self.loop.attach(fleet)
 
-    def timing(self) -> pd.DataFrame:
+    def timing(self):
         return self.inner.timing()
 
 

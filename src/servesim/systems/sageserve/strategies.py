@@ -195,16 +195,20 @@ def summarise(res, strategy: str) -> dict:
     h = res.instance_hours
     billed = h[h["state"].isin(BILLED_STATES)]
     req = res.requests
-    niw = req[req["tier"] == "NIW"]
-    iw = req[req["tier"] != "NIW"]
-    fin = iw[iw["state"] == "finished"]
+    # masks over columns, not filtered copies of the table (each is the table's size)
+    niw = (req["tier"] == "NIW").to_numpy(bool)
+    done = (req["state"] == "finished").to_numpy(bool)
+    fin = ~niw & done
+    n_fin, n_iw = int(fin.sum()), int((~niw).sum())
     out = {"strategy": strategy, "instance_hours": float(billed["hours"].sum()),
            "pooled_hours": float(h.loc[h["state"] == "pooled", "hours"].sum()),
-           "requests": int(len(req)), "iw_finished": int(len(fin)), "iw_unfinished": int(len(iw) - len(fin)),
-           "niw_requests": int(len(niw)), "niw_finished": int((niw["state"] == "finished").sum()),
-           "niw_timeout": int((niw["state"] == "timeout").sum()),
-           "niw_released": int(niw["niw_release_s"].notna().sum()) if "niw_release_s" in niw else None}
+           "requests": int(len(req)), "iw_finished": n_fin, "iw_unfinished": n_iw - n_fin,
+           "niw_requests": int(niw.sum()), "niw_finished": int((niw & done).sum()),
+           "niw_timeout": int((niw & (req["state"] == "timeout").to_numpy(bool)).sum()),
+           "niw_released": int((niw & req["niw_release_s"].notna().to_numpy(bool)).sum())
+           if "niw_release_s" in req else None}
     for col in ("ttft_s", "e2e_s"):
+        x = req[col].to_numpy(np.float64)[fin]
         for q in (50, 75, 90, 95):
-            out[f"{col[:-2]}_p{q}"] = float(np.percentile(fin[col], q)) if len(fin) else None
+            out[f"{col[:-2]}_p{q}"] = float(np.percentile(x, q)) if n_fin else None
     return out
