@@ -26,8 +26,11 @@ FAKE_SERVER = textwrap.dedent('''
     http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
 ''')
 
+# The driver restores Python's SIGINT handler: a test run started as a background job inherits
+# SIGINT ignored (POSIX shells do that for `cmd &`), and Python then keeps it ignored.
 DRIVER = textwrap.dedent('''
-    import sys, time
+    import signal, sys, time
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from servesim.engine.server import EngineConfig, VLLMServer
     fake, model, log, pidfile = sys.argv[1:5]
     cfg = EngineConfig(extra_args=("--pidfile", pidfile))

@@ -55,19 +55,27 @@ class ReactiveAutoscaler:
                 util *= st.ready / st.active  # capacity on its way dilutes the load
         return util
 
+    def holding(self, key: tuple[str, str], now: float) -> bool:
+        """Is endpoint ``key`` barred from scaling now? (the cooldown after its last action)"""
+        last = self._last.get(key)
+        return last is not None and now - last < self.cooldown_s
+
+    def scaled(self, view: FleetView, key: tuple[str, str], delta: int, now: float) -> None:
+        """Book an action of ``delta`` instances on endpoint ``key`` (starts its cooldown)."""
+        self._last[key] = now
+
     def act(self, view: FleetView) -> list[Action]:
         now = view.now
         actions: list[Action] = []
-        for model, region in view.endpoints():
-            last = self._last.get((model, region))
-            if last is not None and now - last < self.cooldown_s:
+        for key in view.endpoints():
+            if self.holding(key, now):
                 continue
-            st = view.endpoint(model, region)
+            st = view.endpoint(*key)
             u = self.utilisation(st)
             delta = self.step if u > self.up else (-self.step if u < self.down else 0)
             if delta < 0 and st.active <= 0:
                 delta = 0
             if delta:
-                actions.append(Scale(model, region, delta))
-                self._last[(model, region)] = now
+                actions.append(Scale(key[0], key[1], delta))
+                self.scaled(view, key, delta, now)
         return actions

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ...fleet.control import Scale
 from ...policies.autoscalers import ReactiveAutoscaler
 
 
@@ -30,20 +29,9 @@ class LockedReactive(ReactiveAutoscaler):
     lock_conversion_s: float = 155.0
     _until: dict = field(default_factory=dict, repr=False)
 
-    def act(self, view) -> list:
-        now = view.now
-        actions = []
-        for model, region in view.endpoints():
-            if now < self._until.get((model, region), -math.inf):
-                continue
-            st = view.endpoint(model, region)
-            u = self.utilisation(st)
-            delta = self.step if u > self.up else (-self.step if u < self.down else 0)
-            if delta < 0 and st.active <= 0:
-                delta = 0
-            if delta > 0:
-                self._until[(model, region)] = now + lock_after_up(view, model, region, self.lock_reclaim_s,
-                                                                   self.lock_conversion_s)
-            if delta:
-                actions.append(Scale(model, region, delta))
-        return actions
+    def holding(self, key: tuple[str, str], now: float) -> bool:
+        return now < self._until.get(key, -math.inf)
+
+    def scaled(self, view, key: tuple[str, str], delta: int, now: float) -> None:
+        if delta > 0:  # a scale-in locks nothing
+            self._until[key] = now + lock_after_up(view, *key, self.lock_reclaim_s, self.lock_conversion_s)

@@ -134,6 +134,12 @@ def main(argv=None) -> None:
     run(ap.parse_args(argv))
 
 
+#: command-line option (argparse dest) -> the SageServeConfig field it overrides
+CONFIG_FLAGS = {"hardware": "hardware", "lt_ua_threshold": "lt_ua_up_ratio", "scaling_interval": "reactive_interval_s",
+                "theta_headroom": "theta_headroom", "tier_policy": "tier_policy", "engine": "engine_policy",
+                "dpa_tau_n": "dpa_tau_n_s", "dpa_tau_p": "dpa_tau_p_s"}
+
+
 def _preset_overrides(a: argparse.Namespace) -> dict:
     """Preset keys replaced by the command line (--models/--regions/--volume-scale/--window-h/--fifth-model)."""
     o = {k: v for k, v in (("models", a.models), ("regions", a.regions), ("scale", a.volume_scale)) if v is not None}
@@ -148,24 +154,9 @@ def run(a: argparse.Namespace) -> int:
     over = _preset_overrides(a)
     p = {**PRESETS[a.preset], **over}
     cfg = SageServeConfig.paper() if a.reading == "paper" else SageServeConfig.code()
-    if a.hardware is not None:
-        cfg = cfg.with_(hardware=a.hardware)
-    if a.lt_ua_threshold is not None:
-        cfg = cfg.with_(lt_ua_up_ratio=a.lt_ua_threshold)
-    if a.scaling_interval is not None:
-        cfg = cfg.with_(reactive_interval_s=a.scaling_interval)
-    if a.theta_headroom is not None:
-        cfg = cfg.with_(theta_headroom=a.theta_headroom)
-    if a.tier_policy is not None:
-        cfg = cfg.with_(tier_policy=a.tier_policy)
-    if a.engine is not None:
-        cfg = cfg.with_(engine_policy=a.engine)
+    cfg = cfg.with_(**{f: getattr(a, d) for d, f in CONFIG_FLAGS.items() if getattr(a, d) is not None})
     if a.niw_on_arrival:
         cfg = cfg.with_(niw_queue=False)
-    if a.dpa_tau_n is not None:
-        cfg = cfg.with_(dpa_tau_n_s=a.dpa_tau_n)
-    if a.dpa_tau_p is not None:
-        cfg = cfg.with_(dpa_tau_p_s=a.dpa_tau_p)
     cap = a.max_instances if a.max_instances is not None else p.get("max_instances")
     if cap is not None:  # a fixed ceiling: start at it so the contended hours are not a ramp-up
         cfg = cfg.with_(start_instances=cap, min_per_endpoint=min(cfg.min_per_endpoint, cap))
