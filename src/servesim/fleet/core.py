@@ -223,7 +223,7 @@ class Fleet:
         self._deadline = w["deadline_s"].to_numpy(np.float64) if "deadline_s" in w else np.full(self.n, np.nan)
         self._enforce: np.ndarray | None = None
         if tiers and self.n:
-            self._enforce = (w["tier"].astype(str).isin(tiers).to_numpy(bool) & ~np.isnan(self._deadline))
+            self._enforce = (w["tier"].isin(tiers).to_numpy(bool) & ~np.isnan(self._deadline))
 
         for cfg in endpoints:
             key = (cfg.model, cfg.region)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...fleet.core import shared_strings
 from ...sim.kernel import PRIO_ARRIVAL, PRIO_CONTROL
 from ...sim.schedulers import _REGISTRY, register
 from .config import SageServeConfig
@@ -43,7 +44,8 @@ class NIWLoop:
     def __init__(self, workload: pd.DataFrame, config: SageServeConfig) -> None:
         self.cfg = config
         self.manager = NIWQueueManager(config, expire=config.niw_deadline_enforce)
-        self.is_niw = (workload["tier"].astype(str) == "NIW").to_numpy(bool)
+        # (comparing the column itself: astype(str) of a categorical makes a str object per row)
+        self.is_niw = (workload["tier"] == "NIW").to_numpy(bool)
         self.release_s = np.full(len(workload), np.nan)
         self.signals = 0
         self.fleet = None
@@ -154,7 +156,7 @@ def tier_key(policy: str, workload: pd.DataFrame, config: SageServeConfig):
     ranks as IW; d_r = deadline_s - now (the TTFT deadline for IW)."""
     if policy not in ("fcfs", "edf", "pf", "dpa"):
         raise ValueError(f"tier policy must be fcfs|edf|pf|dpa, got {policy!r}")
-    tier = workload["tier"].astype(str).to_numpy()
+    tier = shared_strings(workload["tier"])  # (astype(str) would make a str object per row)
     rank = np.array([TIER_RANK[t] for t in tier], dtype=np.int64)
     arrival = workload["arrival_s"].to_numpy(np.float64)
     deadline = workload["deadline_s"].to_numpy(np.float64)
