@@ -23,6 +23,8 @@ import heapq
 import math
 from typing import Any, Callable
 
+import numpy as np
+
 PRIO_ARRIVAL = 0
 PRIO_CONTROL = 1
 PRIO_INSTANCE = 2
@@ -85,10 +87,18 @@ class Kernel:
 
         Stream events have priority ``PRIO_ARRIVAL``; among streams, the earlier-added wins ties.
         """
-        ts = [float(x) for x in times] if not hasattr(times, "tolist") else times.tolist()
-        for a, b in zip(ts, ts[1:]):
-            if b < a:
+        if isinstance(times, np.ndarray):
+            # kept as a float64 memoryview (items index to Python floats like a list's): 8 B an
+            # arrival, not the ~32 B of a list of floats (0.2 GB over a simulated week)
+            a = np.ascontiguousarray(times, dtype=np.float64)
+            if a.size > 1 and bool((a[1:] < a[:-1]).any()):
                 raise SimulationError("arrival stream is not sorted by time")
+            ts = memoryview(a).toreadonly()
+        else:
+            ts = [float(x) for x in times] if not hasattr(times, "tolist") else times.tolist()
+            for a, b in zip(ts, ts[1:]):
+                if b < a:
+                    raise SimulationError("arrival stream is not sorted by time")
         if ts and ts[0] < self.now:
             raise SimulationError(f"arrival stream starts at {ts[0]} before now={self.now}")
         self._streams.append([ts, 0, callback])
