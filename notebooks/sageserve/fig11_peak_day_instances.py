@@ -52,16 +52,11 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
-from servesim.systems.sageserve.strategies import BILLED_STATES
+from servesim.systems.sageserve.strategies import BILLED_STATES, base_model
 
 apply_style()
 base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
 summ, series, ih, ih_all = {}, [], {}, {}
-
-
-def base_model(col: pd.Series) -> pd.Series:
-    """Model names without the pool suffixes of Siloed / Chiron (``@niw``, ``@int``)."""
-    return col.astype(str).str.split("@").str[0]
 
 
 for s in strategies:

@@ -36,14 +36,14 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
-from servesim.systems.sageserve.strategies import BILLED_STATES
+from servesim.systems.sageserve.strategies import BILLED_STATES, base_model
 
 apply_style()
 base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
 ih = []
 for s in strategies:
     h = pd.read_parquet(base / s / "instance_hours.parquet")
-    h = h[h["model"].astype(str).str.split("@").str[0] == model]  # Siloed / Chiron pools: m@niw, m@int
+    h = h[base_model(h["model"]) == model]  # Siloed / Chiron pools: m@niw, m@int
     ih.append(h[h["state"].isin(BILLED_STATES)].groupby("region", as_index=False)["hours"].sum().assign(strategy=s))
 ih = pd.concat(ih, ignore_index=True)
 table = ih.pivot(index="region", columns="strategy", values="hours")[strategies]

@@ -36,13 +36,14 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.systems.sageserve.strategies import base_model
 
 apply_style()
 base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
 util = []
 for s in strategies:
     ts = pd.read_parquet(base / s / "timeseries.parquet", columns=["time_s", "model", "region", "n_ready", "kv_util"])
-    ts = ts[(ts["model"].astype(str).str.split("@").str[0] == model) & (ts["n_ready"] > 0)]
+    ts = ts[(base_model(ts["model"]) == model) & (ts["n_ready"] > 0)]
     # one value per (sample, region): pools of one model (Chiron) weighted by ready instances
     ts = ts.assign(w=ts["kv_util"] * ts["n_ready"]).groupby(["time_s", "region"], as_index=False)[["w", "n_ready"]].sum()
     util.append(ts.assign(kv_util=ts["w"] / ts["n_ready"], strategy=s)[["time_s", "region", "n_ready", "kv_util", "strategy"]])

@@ -39,13 +39,14 @@ import numpy as np
 import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.systems.sageserve.strategies import base_model
 
 apply_style()
 base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
 lat = {}
 for s in strategies:
     r = pd.read_parquet(base / s / "requests.parquet", columns=["model", "tier", "state", "ttft_s", "e2e_s"])
-    m = r["model"].astype(str).str.split("@").str[0]  # Chiron's IW requests carry m@int
+    m = base_model(r["model"])  # Chiron's IW requests carry m@int
     lat[s] = r[(m == model) & (r["tier"] != "NIW") & (r["state"] == "finished")]
 rows = []
 for s, r in lat.items():

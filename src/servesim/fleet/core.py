@@ -488,20 +488,7 @@ class Fleet:
         if self._hook is not None and self._hook(i):
             self._deferred.add(i)
             return
-        # the body of `_route`, inlined: this is the per-request hot path
-        src = self.req_region[i]
-        dest = self.global_router.route(i, self) if self.global_router is not None else None
-        if dest is None:
-            dest = (self.req_model[i], src)
-        ep = self.eps.get(dest)
-        if ep is None:
-            self._end(i, "rejected", f"no endpoint for model {dest[0]!r} in region {dest[1]!r}", {})
-            return
-        d = self.latency(src, ep.region)
-        if d > 0:  # a request that timed out on the way is not delivered
-            self.kernel.after(d, lambda _: self.state[i] or self._at_endpoint(i, ep), None, PRIO_ARRIVAL)
-        else:
-            self._at_endpoint(i, ep)
+        self._route(i)
 
     def _route(self, i: int) -> None:
         """Global routing of request `i` (at arrival, or at release without an endpoint)."""

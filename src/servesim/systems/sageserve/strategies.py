@@ -31,6 +31,11 @@ from .reactive import LockedReactive
 RUN_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua", "siloed", "chiron")
 #: Siloed: NIW requests of model m are served by a separate endpoint named m + NIW_SUFFIX
 NIW_SUFFIX = "@niw"
+
+
+def base_model(col: "pd.Series") -> "pd.Series":
+    """Model names without the pool suffixes of Siloed / Chiron (``@niw``, ``@int``)."""
+    return col.astype(str).str.split("@").str[0]
 BILLED_STATES = ("requested", "provisioning", "loading", "converting", "ready", "draining")
 
 #: Llama-2-70B on one 8xA100 instance (TP 8), a linear step-time fit to the Splitwise profile
