@@ -52,13 +52,45 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_signal_stops_server_and_its_workers(tmp_path, sig):
+def _fake_python(tmp_path) -> Path:
     fake = tmp_path / "fake_python"
     (tmp_path / "fake_server.py").write_text(FAKE_SERVER)
     # argv: fake_python -m vllm.entrypoints... --model ... ; run the stand-in with the rest
     fake.write_text(f'#!/bin/sh\nshift 2\nexec "{sys.executable}" "{tmp_path / "fake_server.py"}" "$@"\n')
     fake.chmod(0o755)
+    return fake
+
+
+def test_port_taken_before_bind_is_retried_on_a_fresh_port(tmp_path):
+    """The port found free is taken by another process before the server binds it: the server
+    exits during start-up, and is started again on another port; the failed log is kept."""
+    import socket
+
+    from servesim.engine.server import EngineConfig, EngineStartError, VLLMServer
+
+    model = tmp_path / "model"
+    model.mkdir()
+    cfg = EngineConfig(extra_args=("--pidfile", str(tmp_path / "worker.pid")))
+    log = tmp_path / "server.log"
+    srv = VLLMServer(model, cfg, log_path=log, python=str(_fake_python(tmp_path)), start_timeout_s=30)
+    taken = srv.port
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", taken))
+        squatter.listen()
+        with srv:
+            assert srv.port != taken and srv.alive()
+        assert "Address already in use" in (tmp_path / "server.log.attempt1").read_text()
+        # with one attempt (or a port the caller fixed) the failure is reported, log tail included
+        one = VLLMServer(model, cfg, log_path=tmp_path / "one.log", python=str(_fake_python(tmp_path)),
+                         port=taken, start_timeout_s=30, start_attempts=2)
+        with pytest.raises(EngineStartError, match="exited with code") as err:
+            one.start()
+        assert "Address already in use" in str(err.value)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_stops_server_and_its_workers(tmp_path, sig):
+    fake = _fake_python(tmp_path)
     (tmp_path / "driver.py").write_text(DRIVER)
     model = tmp_path / "model"
     model.mkdir()

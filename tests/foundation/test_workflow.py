@@ -41,6 +41,22 @@ def _copy_project(dst):
         shutil.copy(ROOT / "traces" / f, dst / "traces" / f)
 
 
+def _failed_job_logs(proj, out: str, n: int = 2500) -> str:
+    """The tails of the failed jobs' logs (they live in the temporary project, gone after the
+    test): the engine's log and its server's, and any log Snakemake names as a failed job's."""
+    import re
+
+    failed = re.findall(r"^\s*log: (\S+) \(check log file\(s\) for error details\)", out, re.M)
+    found = [proj / p for p in failed]
+    found += sorted((proj / "results/quick/engine").glob("server.log*"))
+    found.append(proj / "logs/quick/engine/calibration.log")
+    parts = []
+    for f in dict.fromkeys(found):
+        if f.is_file():
+            parts.append(f"\n===== {f.relative_to(proj)} (tail) =====\n" + f.read_text(errors="replace")[-n:])
+    return "".join(parts)
+
+
 @pytest.mark.slow
 def test_quick_target_end_to_end(tmp_path, mirror):
     import importlib.util
@@ -54,7 +70,8 @@ def test_quick_target_end_to_end(tmp_path, mirror):
     env["PYTHONPATH"] = str(proj / "src")
     cmd = SNAKEMAKE + ["--cores", "2", "--config", "tiny=true", f"data_mirror={mirror}", "allow_download=false"]
     r = subprocess.run(cmd, cwd=proj, capture_output=True, text=True, env=env)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-5000:]
+    assert r.returncode == 0, _failed_job_logs(proj, r.stdout + r.stderr) + "\n===== snakemake (tail) =====\n" \
+        + (r.stdout + r.stderr)[-4000:]
     with open(proj / "results/quick/claims_report.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert all(row["status"] in {"PASS", "FAIL", "NOT-REPRODUCIBLE", "PENDING", "NOT-CHECKED"} for row in rows)

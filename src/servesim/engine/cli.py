@@ -11,6 +11,12 @@ import argparse
 import json
 import sys
 
+#: exit status of a run whose results are written but partly incomplete (requests that timed
+#: out or errored, a replay cut at its max duration): marked ``partial`` in summary.json. Not 1,
+#: which is what an uncaught exception gives, so a workflow can keep partial results and still
+#: fail on a crash.
+EXIT_PARTIAL = 3
+
 
 def _engine_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("engine configuration (mirrors the simulator's instance)")
@@ -60,7 +66,7 @@ def _cmd_replay(a) -> int:
                      start_timeout_s=a.start_timeout)
     print(json.dumps({k: summary[k] for k in ("n_requests", "states", "partial", "kv_blocks",
                                               "throughput_req_s", "throughput_out_tok_s")}))
-    return 1 if summary["partial"] else 0
+    return EXIT_PARTIAL if summary["partial"] else 0
 
 
 def _cmd_profile(a) -> int:
@@ -132,7 +138,7 @@ def _cmd_calibrate(a) -> int:
                           max_duration_s=a.max_duration)
     print(json.dumps({"capacity_req_s": res["fit"]["capacity_req_s"], "kv_blocks": res["fit"].get("kv_blocks"),
                       "partial": {str(x): s["partial"] for x, s in res["replays"].items()}}))
-    return 1 if any(s["partial"] for s in res["replays"].values()) else 0
+    return EXIT_PARTIAL if any(s["partial"] for s in res["replays"].values()) else 0
 
 
 def add_parser(subparsers) -> None:

