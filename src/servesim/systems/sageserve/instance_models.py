@@ -17,11 +17,16 @@ KV capacity follows the authors' simulator for every model: free memory of 8 x 8
 fp16 weights, over 2 x hidden x layers x 2 bytes per token (no GQA; spec §1.3): 477k tokens for
 Scout (218 GB of weights). Llama-2 / Bloom keep the spec's 210.6k / 89.2k (the authors' weight
 sizes, 135 / 329 GB; the rule with the catalog's parameter counts gives 209.5k / 83.5k).
+
+`derive_scaled_coefficients` re-derives the Llama-3.x `MODEL_DEFAULTS` step times from the data:
+Llama-2's spec-quoted coefficients times the ratio of two models' fits to their A100 profiles.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+
+import numpy as np
 
 from ...catalog import get_model
 
@@ -34,6 +39,16 @@ ROOFLINE_MODELS = ("llama-4-scout",)
 #: models with Splitwise rows on both GPUs (perf_model.csv)
 SPLITWISE_MODELS = ("llama-2-70b", "bloom-176b")
 ENGINE = {"max_num_seqs": 512, "max_num_batched_tokens": 16384}
+#: each model's A100 profile for `profile_line_fit`: (sageserve file, hardware, TP). The Llama-3
+#: files are TP 4 (the authors' simulator relabels them as the 8-GPU instance).
+A100_PROFILES = {
+    "llama-2-70b": (SPLITWISE_FILE, "a100-80gb", TP),
+    "bloom-176b": (SPLITWISE_FILE, "a100-80gb", TP),
+    "llama-3.1-8b": ("Llama-3.1-8B-tp-4.csv", "a100-80gb", 4),
+    "llama-3.2-3b": ("Llama-3.2-3B-tp-4.csv", "a100-80gb", 4),
+}
+#: the `LinearStepTime` coefficients `derive_scaled_coefficients` scales (c_pc = c_dc = 0)
+SCALED_COEFS = ("c0", "c_pt", "c_ds")
 
 
 def kv_capacity_tokens(model: str) -> int:
@@ -60,6 +75,51 @@ def roofline_params(hardware: str, reference: str = "llama-2-70b") -> dict:
 
     df = sources.splitwise(SPLITWISE_FILE, reference, hardware, TP)
     return fit_roofline(RooflineStepTime(reference, hardware, tp=TP), df).params()
+
+
+def _relative_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(intercept, slope) of y = a + b*x minimising the squared relative error (y - fit) / y."""
+    w = 1.0 / y
+    (a, b), *_ = np.linalg.lstsq(np.column_stack([w, x * w]), np.ones_like(y), rcond=None)
+    return float(a), float(b)
+
+
+@lru_cache(maxsize=None)
+def profile_line_fit(model: str) -> dict:
+    """Two straight lines through ``model``'s A100 profile (`A100_PROFILES`, read by
+    `servesim.perf.sources.splitwise`), each by relative least squares: prefill rows
+    t = a + c_pt*prefill_tokens, decode rows t = c0 + c_ds*decode_seqs (no context terms).
+    Returns {"c0", "c_pt", "c_ds"}."""
+    from ...perf import sources
+
+    key = get_model(model).key
+    if key not in A100_PROFILES:
+        raise ValueError(f"profile_line_fit: no A100 profile for {model!r}; known: {sorted(A100_PROFILES)}")
+    file, hardware, tp = A100_PROFILES[key]
+    df = sources.splitwise(file, key, hardware, tp)
+    pre, dec = df[df.decode_seqs == 0], df[df.decode_seqs > 0]
+    _, c_pt = _relative_line(pre.prefill_tokens.to_numpy(float), pre.step_s.to_numpy(float))
+    c0, c_ds = _relative_line(dec.decode_seqs.to_numpy(float), dec.step_s.to_numpy(float))
+    return {"c0": c0, "c_pt": c_pt, "c_ds": c_ds}
+
+
+def derive_scaled_coefficients(model: str, reference: str = "llama-2-70b") -> dict:
+    """``model``'s step-time coefficients on ``reference``'s reading: for c0, c_pt and c_ds,
+    reference's `MODEL_DEFAULTS` value x profile_line_fit(model) / profile_line_fit(reference).
+
+    This is how the Llama-3.1-8B / Llama-3.2-3B entries of `MODEL_DEFAULTS` were obtained (they
+    are those values to 2 significant figures; tests/systems/test_sageserve_coefficients.py checks
+    it). The profile fits give the models' relative speed; the reference's spec-quoted numbers
+    (the authors' simulator reading of Splitwise) give the absolute scale, so all models share it.
+    """
+    from .strategies import MODEL_DEFAULTS
+
+    ref = get_model(reference).key
+    if ref not in MODEL_DEFAULTS:
+        raise ValueError(f"derive_scaled_coefficients: reference {reference!r} has no MODEL_DEFAULTS entry")
+    fm, fr = profile_line_fit(model), profile_line_fit(ref)
+    base = MODEL_DEFAULTS[ref]["step_time"]
+    return {k: base[k] * fm[k] / fr[k] for k in SCALED_COEFS}
 
 
 def instance_model(model: str, hardware: str = "default") -> dict:

@@ -53,10 +53,13 @@ MODEL_DEFAULTS = {
     # Llama-3.1-8B / Llama-3.2-3B: the authors' vLLM A100 profiles (Llama-3.*-tp-4.csv, which their
     # simulator relabels as the 8-GPU instance; seconds, token_time per whole decode, read by
     # servesim.perf.sources.splitwise), put on Llama-2's reading above: each coefficient is
-    # Llama-2's times the ratio of the two models' fits to their profiles (decode intercept -> c0,
-    # prefill slope -> c_pt, decode slope per sequence -> c_ds; relative least squares). The same
-    # rule applied to Bloom's Splitwise rows gives 0.044 / 3.7e-4 / 1.6e-6 against its 0.055 /
-    # 3.5e-4 / 1.2e-6. KV capacity from spec §4 (303k, 1.27M tokens).
+    # Llama-2's times the ratio of the two models' straight-line fits to their profiles (Llama-2:
+    # the Splitwise a100-80gb TP 8 rows; relative least squares, prefill rows a + c_pt*tokens and
+    # decode rows c0 + c_ds*sequences, no context terms). The same rule applied to Bloom's
+    # Splitwise rows gives 0.044 / 3.7e-4 / 1.6e-6 against its 0.055 / 3.5e-4 / 1.2e-6.
+    # instance_models.derive_scaled_coefficients re-derives these numbers from the data and
+    # tests/systems/test_sageserve_coefficients.py checks the entries below equal them to 2
+    # significant figures. KV capacity from spec §2 (303k, 1.27M tokens).
     "llama-3.1-8b": {
         "engine": {"kv_capacity_tokens": 303_000, "max_num_seqs": 512, "max_num_batched_tokens": 16384},
         "step_time": {"backend": "linear", "c0": 0.0062, "c_pt": 8.1e-5, "c_pc": 0.0, "c_ds": 9.5e-7, "c_dc": 0.0},
