@@ -95,3 +95,29 @@ def test_bad_input_is_a_clear_error():
 def test_predictions_are_non_negative():
     y = np.linspace(100, 1, 50)
     assert (F.TVAR(p=1).fit(y).predict(200) >= 0).all()
+
+
+def test_arima_falls_back_to_simpler_orders_then_the_last_value(monkeypatch):
+    """A window the requested order cannot be fitted on (statsmodels raises LinAlgError) gets a
+    simpler order, and with every order failing the last value; ``fallback`` says which."""
+    import servesim.forecast.arima as A
+
+    y = 100.0 + 10.0 * np.sin(np.arange(60) / 5.0)
+    real = A._fit_arima
+    failing = {(3, 1, 2)}
+
+    def flaky(z, order):
+        if tuple(order) in failing:
+            raise np.linalg.LinAlgError("LU decomposition error.")
+        return real(z, order)
+
+    monkeypatch.setattr(A, "_fit_arima", flaky)
+    f = F.Arima().fit(y)
+    assert f.chosen_order == (1, 1, 1) and "(3, 1, 2): LinAlgError" in f.fallback
+    assert np.all(np.isfinite(f.predict(5)))
+    assert F.Arima((1, 1, 1)).fit(y).fallback is None  # the order that works: no fallback
+
+    failing |= {(1, 1, 1), (0, 1, 1)}
+    f = F.Arima().fit(y)
+    assert f.chosen_order is None and f.fallback.startswith("last value")
+    assert np.array_equal(f.predict(3), np.full(3, y[-1]))

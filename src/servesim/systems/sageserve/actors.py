@@ -84,7 +84,7 @@ class LongTermScaler:
             return np.full(hi, float(hist.max()) if hist.size else 0.0)
         f = self.forecaster().fit(hist)
         self.log.append({"kind": "forecast", "minute": minute, "model": key[0], "region": key[1],
-                         "train_s": f.train_time_s})
+                         "train_s": f.train_time_s, "fallback": getattr(f, "fallback", None)})
         return f.predict(hi)
 
     def _buffer(self, key, minute: int) -> float:

@@ -182,6 +182,8 @@ def run(a: argparse.Namespace) -> int:
              instance_models={m: instance_model_source(m, cfg.hardware) for m in p["models"]})
     if actor:
         s["theta_tokens_per_min"] = getattr(actor, "theta", None)
+        # hourly forecasts whose ARIMA order could not be fitted (see servesim.forecast.arima)
+        s["forecast_fallbacks"] = sum(1 for e in getattr(actor, "log", ()) if e.get("fallback"))
     (out / "summary.json").write_text(json.dumps(s, indent=1, sort_keys=True, default=str) + "\n")
     pd.DataFrame(actor.log if actor else []).to_csv(out / "actor_log.csv", index=False)
     return 0
