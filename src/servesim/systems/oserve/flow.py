@@ -18,6 +18,8 @@ from functools import reduce
 import numpy as np
 import pulp
 
+from ..lp import variable
+
 
 def lcm_capacity(n) -> int:
     """M_k = LCM of a replica's per-type capacities (positive integers; zeros are types it cannot serve)."""
@@ -67,7 +69,7 @@ def max_flow(lam, n, e=None) -> Assignment:
     if lam.shape != (J,) or e.shape != n.shape or np.any(lam < 0):
         raise ValueError(f"lam must have {J} non-negative entries and e the shape {n.shape}")
     prob = pulp.LpProblem("oserve_flow", pulp.LpMaximize)
-    x = {(k, j): pulp.LpVariable(f"x_{k}_{j}", 0, float(e[k, j])) for k in range(K) for j in range(J)}
+    x = {(k, j): variable(prob, f"x_{k}_{j}", 0, float(e[k, j])) for k in range(K) for j in range(J)}
     prob += pulp.lpSum(x.values())
     for j in range(J):
         prob += pulp.lpSum(x[k, j] for k in range(K)) <= float(lam[j]), f"C1_{j}"
@@ -100,8 +102,8 @@ def min_makespan(lam, rates) -> tuple[float, np.ndarray]:
     lam, C = np.asarray(lam, float), np.asarray(rates, float)
     K, J = C.shape
     prob = pulp.LpProblem("oserve_makespan", pulp.LpMinimize)
-    u = pulp.LpVariable("u", 0)
-    f = {(k, j): pulp.LpVariable(f"f_{k}_{j}", 0, 1 if C[k, j] > 0 else 0) for k in range(K) for j in range(J)}
+    u = variable(prob, "u", 0)
+    f = {(k, j): variable(prob, f"f_{k}_{j}", 0, 1 if C[k, j] > 0 else 0) for k in range(K) for j in range(J)}
     prob += u
     for j in range(J):
         prob += pulp.lpSum(f[k, j] for k in range(K)) == 1, f"route_{j}"

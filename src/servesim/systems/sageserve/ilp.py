@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pulp
 
+from ..lp import variable
+
 SOLVERS = ("cbc", "highs")
 
 
@@ -105,13 +107,6 @@ class AllocationResult:
         raise AttributeError("use problem.n + result.delta")
 
 
-def _var(prob: "pulp.LpProblem", name: str, lowBound=None, upBound=None, cat: str = "Continuous"):
-    """A variable owned by ``prob`` (PuLP >= 3.3's API; free-standing LpVariable before it)."""
-    if hasattr(prob, "add_variable"):
-        return prob.add_variable(name, lowBound, upBound, cat=cat)
-    return pulp.LpVariable(name, lowBound=lowBound, upBound=upBound, cat=cat)
-
-
 def _cbc_path() -> str:
     """A CBC executable: one on PATH (PuLP 4 ships none) or the binary bundled with PuLP 2/3."""
     found = shutil.which("cbc")
@@ -151,20 +146,20 @@ def solve(problem: AllocationProblem, solver: str = "cbc", linearisation: str = 
 
     prob = pulp.LpProblem("sageserve_allocation", pulp.LpMinimize)
     idx = [(i, j, k) for i in range(l) for j in range(r) for k in range(g)]
-    d = {x: _var(prob, f"d_{x[0]}_{x[1]}_{x[2]}", lowBound=-int(n[x]), cat="Continuous" if relax else "Integer") for x in idx}  # (3)
+    d = {x: variable(prob, f"d_{x[0]}_{x[1]}_{x[2]}", lowBound=-int(n[x]), cat="Continuous" if relax else "Integer") for x in idx}  # (3)
     pos = {}
     if relax and linearisation == "bigm":
         raise ILPError("relax=True needs linearisation='max'")
     if linearisation == "max":
         for x in idx:
-            pos[x] = _var(prob, f"u_{x[0]}_{x[1]}_{x[2]}", lowBound=0)
+            pos[x] = variable(prob, f"u_{x[0]}_{x[1]}_{x[2]}", lowBound=0)
             prob += pos[x] >= d[x]
     else:  # the authors' big-M form
         M = 1e6
         for x in idx:
-            s = _var(prob, f"iss_{x[0]}_{x[1]}_{x[2]}", cat="Binary")
-            rr = _var(prob, f"isr_{x[0]}_{x[1]}_{x[2]}", cat="Binary")
-            c = _var(prob, f"c_{x[0]}_{x[1]}_{x[2]}", lowBound=-M, upBound=M)
+            s = variable(prob, f"iss_{x[0]}_{x[1]}_{x[2]}", cat="Binary")
+            rr = variable(prob, f"isr_{x[0]}_{x[1]}_{x[2]}", cat="Binary")
+            c = variable(prob, f"c_{x[0]}_{x[1]}_{x[2]}", lowBound=-M, upBound=M)
             prob += s + rr == 1
             prob += d[x] <= M * s
             prob += d[x] >= -M * rr + s
