@@ -161,3 +161,51 @@ def test_custom_router_actor_and_global_router_through_the_python_api():
     # the actor's +1 at t=60 reclaimed westus's pooled 7b instance (reclaim lead time 30 s)
     w = log[(log.region == "westus") & (log.time_s >= 60)]
     assert list(w.to_state[:2]) == ["loading", "ready"] and w.time_s.iloc[1] == pytest.approx(90.0)
+
+
+def test_a_failing_actor_keeps_what_was_simulated(tmp_path):
+    """An actor that raises part-way stops the run with its own error, and the error carries
+    the tables up to that moment, marked partial; `write_partial` saves them."""
+    from servesim.fleet.run import write_partial
+
+    class BreaksAt60:
+        period_s = 30.0
+
+        def act(self, view):
+            if view.now >= 60.0:
+                raise RuntimeError("policy bug at minute one")
+            return []
+
+    sc = short("one_region", 120.0)
+    with pytest.raises(RuntimeError, match="policy bug") as err:
+        run_scenario(sc, actors=[BreaksAt60()])
+    part = err.value.partial_result
+    s = part.summary
+    assert s["partial"] and s["stopped_by"] == "RuntimeError: policy bug at minute one"
+    assert s["end_s"] == 60.0
+    req = part.requests
+    assert (req.loc[req["state"] == "finished", "finish_s"] <= 60.0).all()
+    assert (req["state"] == "finished").sum() > 0
+    assert (req.loc[req["arrival_s"] > 60.0, "state"] == "unfinished").all()
+    out = write_partial(err.value, tmp_path)
+    assert out == tmp_path / "partial"
+    assert json.loads((out / "summary.json").read_text())["stopped_by"].startswith("RuntimeError")
+    assert len(pd.read_parquet(out / "requests.parquet")) == len(req)
+    assert write_partial(ValueError("no run"), tmp_path / "x") is None
+
+
+def test_cli_keeps_partial_results_of_a_failed_run(tmp_path, monkeypatch):
+    import servesim.fleet.run as run_mod
+
+    real = run_mod._run_kernel
+
+    def stop_midway(kernel, fleet, horizon, progress, span):
+        real(kernel, fleet, 30.0, progress, span)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_mod, "_run_kernel", stop_midway)
+    with pytest.raises(KeyboardInterrupt):
+        main([str(EX / "one_region.yaml"), "-o", str(tmp_path / "out"), "--no-progress"])
+    s = json.loads((tmp_path / "out" / "partial" / "summary.json").read_text())
+    assert s["partial"] and s["stopped_by"].startswith("KeyboardInterrupt") and s["end_s"] == 30.0
+    assert not (tmp_path / "out" / "summary.json").exists()

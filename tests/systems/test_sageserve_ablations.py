@@ -115,3 +115,29 @@ def test_runs_cli_records_new_options(tmp_path, mirror):
     assert s["preset_from_h"] == 36.0 and s["preset_to_h"] == 36.5 and s["preset_scale"] == 0.05
     assert s["gpu_hours"] == pytest.approx(8 * s["instance_hours"])
     assert "Splitwise" in s["instance_models"]["llama-2-70b"]
+
+
+def test_runs_cli_keeps_a_failed_runs_partial_results(tmp_path, monkeypatch):
+    """A strategy whose hourly decision raises (here: the ILP) stops the job with that error,
+    and what was simulated until then is in ``<out>/partial`` (the workflow keeps it)."""
+    from servesim.systems.sageserve import actors
+    from servesim.systems.sageserve.runs import main
+
+    calls = {"n": 0}
+    real = actors.LongTermScaler._plan
+
+    def second_hour_fails(self, view):
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise RuntimeError("solver crashed")
+        return real(self, view)
+
+    monkeypatch.setattr(actors.LongTermScaler, "_plan", second_hour_fails)
+    out = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="solver crashed"):
+        main(["--strategy", "lt_i", "--preset", "tiny", "--window-h", "36", "38", "--volume-scale", "0.02",
+              "-o", str(out)])
+    s = json.loads((out / "partial" / "summary.json").read_text())
+    assert s["partial"] and s["stopped_by"] == "RuntimeError: solver crashed"
+    assert 0 < s["end_s"] < 2 * 3600
+    assert not (out / "summary.json").exists()

@@ -27,7 +27,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def handle(args: argparse.Namespace) -> int:
     """Run the scenario; returns the exit status (2 on an invalid scenario)."""
-    from .run import run_scenario
+    from .run import run_scenario, write_partial
     from .scenario import ScenarioError, load_scenario
 
     try:
@@ -41,6 +41,12 @@ def handle(args: argparse.Namespace) -> int:
     except ScenarioError as exc:
         print(f"servesim simulate: {exc}", file=sys.stderr)
         return 2
+    except BaseException as exc:
+        kept = write_partial(exc, args.out)
+        if kept is not None:
+            print(f"servesim simulate: the run stopped ({type(exc).__name__}); what it simulated is in {kept}/",
+                  file=sys.stderr)
+        raise
     out = res.write(args.out)
     wall = time.perf_counter() - t0
     s = res.summary

@@ -209,6 +209,10 @@ def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = Fals
       the scenario's ``global_router``.
     engines: ``engines(scenario, workload, seed)`` builds the engine side: an object with
       ``kernel``, ``factory`` (an `EngineFactory`) and ``attach(fleet)``; default: `servesim.sim`.
+
+    If the run fails or is interrupted part-way (an actor raises, Ctrl-C), the exception goes on
+    carrying ``partial_result``: the `Result` up to that moment, marked ``partial`` with
+    ``stopped_by``; `write_partial` saves it.
     """
     if engines is None:
         from .engine_sim import (
@@ -237,8 +241,34 @@ def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = Fals
 
     last_arrival = float(workload["arrival_s"].iloc[-1]) if len(workload) else 0.0
     horizon = sc.duration_s if sc.duration_s is not None else last_arrival + sc.output.drain_limit_s
-    _run_kernel(engines.kernel, fleet, horizon, progress, span=sc.duration_s or max(last_arrival, 1.0))
+    try:
+        _run_kernel(engines.kernel, fleet, horizon, progress, span=sc.duration_s or max(last_arrival, 1.0))
+    except BaseException as exc:  # an actor's bug, a solver failure, Ctrl-C: keep what was simulated
+        _attach_partial(exc, lambda: _collect(sc, seed, workload, engines, fleet, samples,
+                                              float(engines.kernel.now)))
+        raise
     end_s = float(fleet.done_s) if fleet.done else float(horizon)
+    return _collect(sc, seed, workload, engines, fleet, samples, end_s)
+
+
+def _attach_partial(exc: BaseException, collect: Callable[[], Result]) -> None:
+    """Give ``exc`` a ``partial_result``: the run's tables up to the failure (``end_s`` is the
+    clock when it stopped), its summary marked ``partial`` with ``stopped_by``, the error. Best
+    effort: if the fleet is too broken to close its books, the original error goes on alone."""
+    try:
+        res = collect()
+    except Exception:  # noqa: BLE001 - the original error is the one to report
+        return
+    res.summary.update(partial=True, stopped_by=f"{type(exc).__name__}: {exc}")
+    try:
+        exc.partial_result = res  # type: ignore[attr-defined]
+    except AttributeError:  # an exception type without a __dict__
+        pass
+
+
+def _collect(sc: Scenario, seed: int, workload: pd.DataFrame, engines: Any, fleet: Fleet, samples: list,
+             end_s: float) -> Result:
+    """Close the run's books at ``end_s`` and build its `Result`."""
     if not samples or samples[-1]["time_s"] < end_s:
         samples.extend(fleet.sample(end_s))
     fleet.finalize(end_s)
@@ -247,6 +277,16 @@ def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = Fals
     hours = fleet.ledger.hours_table()
     summary = summarise(sc, seed, requests, hours, end_s, fleet)
     return Result(sc, seed, requests, ts, hours, fleet.ledger.log_table(), summary)
+
+
+def write_partial(exc: BaseException, outdir: str | Path) -> Path | None:
+    """Write a failed run's ``partial_result`` (if it has one) under ``outdir/partial``: the
+    tables up to the failure, ``summary.json`` with ``partial``, ``stopped_by`` and ``end_s``.
+    A sub-folder, so a workflow that removes a failed job's outputs keeps it."""
+    res = getattr(exc, "partial_result", None)
+    if res is None:
+        return None
+    return res.write(Path(outdir) / "partial")
 
 
 def _run_kernel(kernel: Any, fleet: Fleet, horizon: float, progress: bool, span: float) -> None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 
+from ...fleet.run import write_partial
 from .config import SageServeConfig
 from .instance_models import instance_model_source
 from .strategies import RUN_STRATEGIES, run_strategy, summarise
@@ -167,10 +169,17 @@ def run(a: argparse.Namespace) -> int:
         iwn = (sel["tier"] == "IW-N").to_numpy()
         sel.loc[iwn, "deadline_s"] = sel.loc[iwn, "arrival_s"] + float(iwn_sla)
     t = time.perf_counter()
-    res, actor = run_strategy(a.strategy, sel, t0_s=t0_s, config=cfg, seed=a.seed,
-                              **({"max_instances": cap} if cap is not None else {}))
-    wall = time.perf_counter() - t
     out = Path(a.out)
+    try:
+        res, actor = run_strategy(a.strategy, sel, t0_s=t0_s, config=cfg, seed=a.seed,
+                                  **({"max_instances": cap} if cap is not None else {}))
+    except BaseException as exc:
+        kept = write_partial(exc, out)
+        if kept is not None:
+            print(f"sageserve run: {a.strategy} stopped ({type(exc).__name__}); what it simulated is in {kept}/",
+                  file=sys.stderr)
+        raise
+    wall = time.perf_counter() - t
     res.write(out)
     s = summarise(res, a.strategy)
     s.update(preset=a.preset, reading=a.reading, theta_headroom=cfg.theta_headroom, tier_policy=cfg.tier_policy, engine_policy=cfg.engine_policy,
