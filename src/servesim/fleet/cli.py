@@ -27,7 +27,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def handle(args: argparse.Namespace) -> int:
     """Run the scenario; returns the exit status (2 on an invalid scenario)."""
-    from .run import run_scenario, write_partial
+    from .run import keeping_partial, run_scenario
     from .scenario import ScenarioError, load_scenario
 
     try:
@@ -37,16 +37,11 @@ def handle(args: argparse.Namespace) -> int:
         return 2
     t0 = time.perf_counter()
     try:
-        res = run_scenario(sc, seed=args.seed, progress=not args.no_progress and sys.stderr.isatty())
+        with keeping_partial(args.out, f"servesim simulate: {sc.name}"):
+            res = run_scenario(sc, seed=args.seed, progress=not args.no_progress and sys.stderr.isatty())
     except ScenarioError as exc:
         print(f"servesim simulate: {exc}", file=sys.stderr)
         return 2
-    except BaseException as exc:
-        kept = write_partial(exc, args.out)
-        if kept is not None:
-            print(f"servesim simulate: the run stopped ({type(exc).__name__}); what it simulated is in {kept}/",
-                  file=sys.stderr)
-        raise
     out = res.write(args.out)
     wall = time.perf_counter() - t0
     s = res.summary

@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -287,6 +289,19 @@ def write_partial(exc: BaseException, outdir: str | Path) -> Path | None:
     if res is None:
         return None
     return res.write(Path(outdir) / "partial")
+
+
+@contextlib.contextmanager
+def keeping_partial(outdir: str | Path, what: str):
+    """Around a command-line run: if it fails, `write_partial` under ``outdir``, say where on
+    stderr (``what`` names the run), and let the error go on."""
+    try:
+        yield
+    except BaseException as exc:
+        kept = write_partial(exc, outdir)
+        if kept is not None:
+            print(f"{what} stopped ({type(exc).__name__}); what it simulated is in {kept}/", file=sys.stderr)
+        raise
 
 
 def _run_kernel(kernel: Any, fleet: Fleet, horizon: float, progress: bool, span: float) -> None:

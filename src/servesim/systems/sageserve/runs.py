@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 
-from ...fleet.run import write_partial
+from ...fleet.run import keeping_partial
 from .config import SageServeConfig
 from .instance_models import instance_model_source
 from .strategies import RUN_STRATEGIES, run_strategy, summarise
@@ -170,15 +169,9 @@ def run(a: argparse.Namespace) -> int:
         sel.loc[iwn, "deadline_s"] = sel.loc[iwn, "arrival_s"] + float(iwn_sla)
     t = time.perf_counter()
     out = Path(a.out)
-    try:
+    with keeping_partial(out, f"sageserve run: {a.strategy}"):
         res, actor = run_strategy(a.strategy, sel, t0_s=t0_s, config=cfg, seed=a.seed,
                                   **({"max_instances": cap} if cap is not None else {}))
-    except BaseException as exc:
-        kept = write_partial(exc, out)
-        if kept is not None:
-            print(f"sageserve run: {a.strategy} stopped ({type(exc).__name__}); what it simulated is in {kept}/",
-                  file=sys.stderr)
-        raise
     wall = time.perf_counter() - t
     res.write(out)
     s = summarise(res, a.strategy)
