@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..policies.autoscalers import ReactiveAutoscaler
-from ..policies.global_routers import LocalRouter, PreferenceRouter
+from ..policies.registry import CONTROLLERS, GLOBAL_ROUTERS
 from ..sim.routers import ROUTERS
 from .core import EndpointConfig, Fleet, LeadTimes, shared_strings
 from .lifecycle import BILLED
@@ -178,10 +177,12 @@ def build_fleet(sc: Scenario, kernel: Any, workload: pd.DataFrame, engine_factor
     ss = np.random.SeedSequence([seed, 2])
     router_rngs = {(e.model, e.region): np.random.default_rng(s)
                    for e, s in zip(sc.endpoints, ss.spawn(len(sc.endpoints)))}
-    router_names = {(e.model, e.region): (e.router or sc.router).name for e in sc.endpoints}
+    router_cfgs = {(e.model, e.region): (e.router or sc.router, f"endpoints.{i}.router" if e.router else "router")
+                   for i, e in enumerate(sc.endpoints)}
 
     def router_factory(model: str, region: str):
-        return ROUTERS[router_names[(model, region)]](router_rngs[(model, region)])
+        cfg, where = router_cfgs[(model, region)]
+        return ROUTERS.create(cfg.name, cfg.options(), where=where, context={"rng": router_rngs[(model, region)]})
 
     eps = []
     for e in sc.endpoints:
@@ -190,7 +191,7 @@ def build_fleet(sc: Scenario, kernel: Any, workload: pd.DataFrame, engine_factor
                                   LeadTimes(lead.request_s, lead.provision_s, lead.load_s, lead.reclaim_s,
                                                             lead.convert_s)))
     g = sc.global_router
-    grouter = LocalRouter() if g.name == "local" else PreferenceRouter(g.preferences, g.threshold, g.refresh_s)
+    grouter = GLOBAL_ROUTERS.create(g.name, g.options(), where="global_router")
     return Fleet(kernel, workload, eps, engine_factory, router_factory, global_router=grouter,
                  latency_s={k: dict(v) for k, v in sc.latency_s.items()},
                  region_capacity={r.name: r.capacity for r in sc.regions if r.capacity is not None},
@@ -230,11 +231,9 @@ def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = Fals
     if global_router is not None:
         fleet.global_router = global_router
     engines.attach(fleet)
-    if sc.autoscaler is not None:
+    if sc.autoscaler is not None:  # any registered controller, by name (servesim.policies.CONTROLLERS)
         a = sc.autoscaler
-        fleet.add_actor(ReactiveAutoscaler(period_s=a.period_s, up=a.up, down=a.down, cooldown_s=a.cooldown_s,
-                                           step=a.step, metric=a.metric, target_outstanding=a.target_outstanding,
-                                           count_starting=a.count_starting))
+        fleet.add_actor(CONTROLLERS.create(a.name, a.options(), where="autoscaler"))
     for actor in actors or ():
         fleet.add_actor(actor)
     samples: list[dict] = []

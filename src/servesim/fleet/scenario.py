@@ -10,142 +10,36 @@ or a string with a unit (``"250ms"``, ``"90s"``, ``"2min"``, ``"1h"``). Errors a
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import importlib.util
 import re
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
 import yaml
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Discriminator,
-    Field,
-    Tag,
-    ValidationError,
-    model_validator,
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
+
+from ..workload.schema import WorkloadError
+from ..workload.spec import (  # noqa: F401 - re-exported: the schema's names from before the move
+    FileWorkload,
+    GeneratedWorkload,
+    NamedGenerator,
+    PosSeconds,
+    Seconds,
+    Stream,
+    Strict,
+    TokenDist,
+    WorkloadSpec,
+    materialise,
+    parse_duration,
 )
-
-from ..workload.schema import WorkloadError, make, validate
-
-_UNITS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, "hr": 3600.0, "d": 86400.0}
-_DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
-
-
-def parse_duration(v: Any) -> Any:
-    """Number -> seconds as is; "<number><unit>" -> seconds; anything else is left to fail."""
-    if isinstance(v, str):
-        m = _DUR.match(v)
-        if not m:
-            raise ValueError(f"not a duration: {v!r} (use a number of seconds or e.g. '90s', '2min', '1h')")
-        num, unit = float(m.group(1)), (m.group(2) or "s").lower()
-        if unit not in _UNITS:
-            raise ValueError(f"unknown time unit {unit!r} in {v!r}; use one of {sorted(_UNITS)}")
-        return num * _UNITS[unit]
-    if isinstance(v, bool):
-        raise ValueError("a duration cannot be a boolean")  # noqa: TRY004 (pydantic reports ValueError)
-    return v
-
-
-Seconds = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
-PosSeconds = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
-
 
 class ScenarioError(ValueError):
     """Invalid scenario; the message has one line per problem, each naming its key path."""
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-# ---------------------------------------------------------------- workload
-class TokenDist(Strict):
-    """Token counts: lognormal with this mean and coefficient of variation (cv=0: constant),
-    rounded and clipped to [min, max]."""
-
-    mean: float = Field(gt=0)
-    cv: float = Field(0.0, ge=0)
-    min: int = Field(1, ge=0)
-    max: int = Field(1_000_000, ge=1)
-
-    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        if self.cv == 0:
-            x = np.full(n, self.mean)
-        else:
-            s2 = np.log1p(self.cv**2)
-            x = rng.lognormal(np.log(self.mean) - s2 / 2, np.sqrt(s2), n)
-        return np.clip(np.rint(x), self.min, self.max).astype(np.int64)
-
-
-class Stream(Strict):
-    """One Poisson request stream (optionally with a rate that changes at given times)."""
-
-    model: str
-    region: str
-    tier: Literal["IW-F", "IW-N", "NIW"] = "IW-F"
-    app: str = "default"
-    rate_rps: float = Field(gt=0)
-    #: optional piecewise-constant rate: [[start_s, rate_rps], ...] overriding rate_rps from start_s
-    steps: list[tuple[Seconds, Annotated[float, Field(ge=0)]]] = []
-    prompt_tokens: TokenDist
-    output_tokens: TokenDist
-    #: deadline offset: the workload's absolute ``deadline_s`` = arrival + this (the TTFT
-    #: deadline for IW tiers, the completion deadline for NIW); None: no deadline
-    deadline_after_s: PosSeconds | None = None
-
-
-class GeneratedWorkload(Strict):
-    generator: Literal["poisson"]
-    duration_s: PosSeconds
-    streams: list[Stream] = Field(min_length=1)
-
-
-class FileWorkload(Strict):
-    """A request table (Parquet or CSV) in `servesim.workload.schema` form; a relative path is
-    taken from the scenario file's folder."""
-
-    file: str
-    limit: int | None = Field(None, ge=1)  # first N requests only
-
-
-class NamedGenerator(Strict):
-    """One of `servesim.workload.GENERATORS` (the papers' calibrated workloads), called as
-    ``generate(generator, scale, seed, **options)``; ``until_s`` keeps only arrivals before it
-    (e.g. the first day of a generated week)."""
-
-    generator: str
-    scale: float = Field(1.0, gt=0)
-    options: dict[str, Any] = {}
-    until_s: PosSeconds | None = None
-    limit: int | None = Field(None, ge=1)
-
-    @model_validator(mode="after")
-    def _known(self):
-        from ..workload import GENERATORS
-
-        if self.generator not in GENERATORS:
-            raise ValueError(f"unknown generator {self.generator!r}; known: ['poisson'] + {sorted(GENERATORS)}")
-        return self
-
-
-def _workload_kind(v: Any) -> str:
-    if isinstance(v, dict):
-        if "file" in v:
-            return "file"
-        return "poisson" if v.get("generator") == "poisson" else "named"
-    return {FileWorkload: "file", GeneratedWorkload: "poisson"}.get(type(v), "named")
-
-
-#: a file (key ``file``), the built-in Poisson generator (``generator: poisson``) or a named
-#: workload generator; tagged so errors name one branch
-Workload = Annotated[
-    Annotated[FileWorkload, Tag("file")] | Annotated[GeneratedWorkload, Tag("poisson")]
-    | Annotated[NamedGenerator, Tag("named")],
-    Discriminator(_workload_kind),
-]
 
 
 # ---------------------------------------------------------------- fleet
@@ -252,7 +146,21 @@ class ModelCfg(Strict):
 _STEP_CACHE: dict[tuple, Any] = {}
 
 
-class RouterCfg(Strict):
+class ComponentCfg(BaseModel):
+    """A registered component named by ``name``; every other key is one of its options, checked
+    by the component itself when the scenario is validated (`servesim.registry.Registry.create`)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class RouterCfg(ComponentCfg):
+    """An endpoint router of `servesim.sim.routers.ROUTERS`."""
+
     name: str = "jsq-tokens"
 
 
@@ -271,29 +179,14 @@ class RegionCfg(Strict):
     pool: dict[str, Annotated[int, Field(ge=0)]] = {}  # model -> pooled instances at time 0
 
 
-class GlobalRouterCfg(Strict):
-    name: Literal["local", "preference"] = "local"
-    preferences: dict[str, list[str]] = {}
-    threshold: float = Field(0.7, ge=0, le=1)
-    refresh_s: Seconds = 0.0  # 0: live KV readings per request; > 0: reuse a reading this long
+class GlobalRouterCfg(ComponentCfg):
+    """A global router of `servesim.policies.GLOBAL_ROUTERS` (``local``, ``preference``, ...)."""
+
+    name: str = "local"
 
 
-class ReactiveCfg(Strict):
-    name: Literal["reactive"]
-    period_s: PosSeconds = 5.0
-    up: float = Field(0.7, ge=0)
-    down: float = Field(0.3, ge=0)
-    cooldown_s: Seconds = 15.0
-    step: int = Field(1, ge=1)
-    metric: Literal["kv", "outstanding"] = "kv"
-    target_outstanding: float = Field(16.0, gt=0)
-    count_starting: bool = True
-
-    @model_validator(mode="after")
-    def _thresholds(self):
-        if self.down >= self.up:
-            raise ValueError(f"down ({self.down}) must be below up ({self.up})")
-        return self
+class AutoscalerCfg(ComponentCfg):
+    """A periodic control actor of `servesim.policies.CONTROLLERS` (``reactive``, ...)."""
 
 
 class OutputCfg(Strict):
@@ -309,14 +202,18 @@ class Scenario(Strict):
     name: str
     seed: int = 0
     duration_s: PosSeconds | None = None  # stop here; None = when every request has ended
-    workload: Workload
+    #: None: the caller passes the request table (``run_scenario(sc, workload=df)``)
+    workload: WorkloadSpec | None = None
+    #: Python files (relative to the scenario's folder) or module names imported before the
+    #: scenario is validated: where a user's own registered components live
+    plugins: list[str] = []
     regions: list[RegionCfg] = Field(min_length=1)
     latency_s: dict[str, dict[str, Seconds]] = {}
     models: dict[str, ModelCfg] = Field(min_length=1)
     endpoints: list[EndpointCfg] = Field(min_length=1)
     router: RouterCfg = RouterCfg()
     global_router: GlobalRouterCfg = GlobalRouterCfg()
-    autoscaler: ReactiveCfg | None = None
+    autoscaler: AutoscalerCfg | None = None
     scale_in_to: Literal["release", "pool"] = "release"
     #: a draining instance hands its not-yet-admitted requests back for re-routing
     requeue_on_drain: bool = True
@@ -334,6 +231,7 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _cross_refs(self):
+        from ..policies.registry import CONTROLLERS, GLOBAL_ROUTERS
         from ..sim.routers import ROUTERS
 
         regions = [r.name for r in self.regions]
@@ -351,10 +249,12 @@ class Scenario(Strict):
             seen.add((ep.model, ep.region))
             if ep.max_instances is not None and ep.max_instances < max(ep.min_instances, ep.instances):
                 errs.append(f"endpoints.{i}.max_instances: {ep.max_instances} is below instances/min_instances")
-            if ep.router is not None and ep.router.name not in ROUTERS:
-                errs.append(f"endpoints.{i}.router.name: unknown router {ep.router.name!r}; known: {sorted(ROUTERS)}")
-        if self.router.name not in ROUTERS:
-            errs.append(f"router.name: unknown router {self.router.name!r}; known: {sorted(ROUTERS)}")
+            if ep.router is not None:
+                _check_component(errs, ROUTERS, ep.router, f"endpoints.{i}.router", {"rng": None})
+        _check_component(errs, ROUTERS, self.router, "router", {"rng": None})
+        _check_component(errs, GLOBAL_ROUTERS, self.global_router, "global_router")
+        if self.autoscaler is not None:
+            _check_component(errs, CONTROLLERS, self.autoscaler, "autoscaler")
         for name, m in self.models.items():
             try:
                 m.build_step_time(name)
@@ -373,7 +273,8 @@ class Scenario(Strict):
         def has_latency(a: str, b: str) -> bool:
             return b in self.latency_s.get(a, {}) or a in self.latency_s.get(b, {})
 
-        for src, prefs in self.global_router.preferences.items():
+        prefs_of = self.global_router.options().get("preferences")
+        for src, prefs in (prefs_of.items() if isinstance(prefs_of, dict) else ()):
             for dst in [src] + list(prefs):
                 if dst not in regions:
                     errs.append(f"global_router.preferences.{src}: unknown region {dst!r}")
@@ -397,6 +298,20 @@ class Scenario(Strict):
         return self
 
 
+def _check_component(errs: list[str], registry: Any, cfg: ComponentCfg, where: str,
+                     context: dict[str, Any] | None = None) -> None:
+    """Append the errors of naming ``cfg`` at key path ``where``: an unknown name, bad options."""
+    from ..registry import OptionsError
+
+    if cfg.name not in registry:
+        errs.append(f"{where}.name: unknown {registry.kind} {cfg.name!r}; known: {registry.names()}")
+        return
+    try:
+        registry.create(cfg.name, cfg.options(), where=where, context=context)
+    except OptionsError as exc:
+        errs.extend(str(exc).split("\n"))
+
+
 def _format(exc: ValidationError, source: str) -> str:
     lines = []
     for e in exc.errors():
@@ -412,10 +327,45 @@ def _format(exc: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
+def load_plugins(entries: Any, base_dir: str | Path = ".", source: str = "<scenario>") -> None:
+    """Import a scenario's ``plugins``: ``*.py`` files (relative to ``base_dir``) or module names.
+    Their ``@register_...`` decorators add the user's components to the registries. A file is
+    imported once per process (its module name is derived from its resolved path)."""
+    if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+        raise ScenarioError(f"{source}: plugins: a list of Python files or module names, got {entries!r}")
+    for i, entry in enumerate(entries):
+        try:
+            if entry.endswith(".py") or "/" in entry or "\\" in entry:
+                path = Path(entry) if Path(entry).is_absolute() else Path(base_dir) / entry
+                path = path.resolve()
+                if not path.is_file():
+                    raise ScenarioError(f"{source}: plugins.{i}: {path} does not exist")
+                stem = re.sub(r"\W", "_", path.stem)
+                name = f"servesim_plugin_{stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:10]}"
+                if name in sys.modules:
+                    continue
+                spec = importlib.util.spec_from_file_location(name, path)
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[name] = module
+                try:
+                    spec.loader.exec_module(module)
+                except BaseException:
+                    del sys.modules[name]
+                    raise
+            else:
+                importlib.import_module(entry)
+        except ScenarioError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure of the user's code, named by its key
+            raise ScenarioError(f"{source}: plugins.{i}: importing {entry!r} failed: "
+                                f"{type(exc).__name__}: {exc}") from exc
+
+
 def parse_scenario(data: dict, source: str = "<scenario>", base_dir: str | Path = ".") -> Scenario:
     """Validate a scenario given as a dict (e.g. parsed YAML)."""
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: a scenario is a mapping of keys, got {type(data).__name__}")
+    load_plugins(data.get("plugins") or [], base_dir, source)
     data = {**data, "base_dir": str(base_dir)}
     try:
         return Scenario.model_validate(data)
@@ -435,63 +385,15 @@ def load_scenario(path: str | Path) -> Scenario:
 
 # ---------------------------------------------------------------- workload materialisation
 def build_workload(sc: Scenario, rng: np.random.Generator) -> pd.DataFrame:
-    """The scenario's request table (validated against the workload schema)."""
-    w = sc.workload
-    if isinstance(w, FileWorkload):
-        p = Path(w.file)
-        if not p.is_absolute():
-            p = Path(sc.base_dir) / p
-        if not p.exists():
-            raise ScenarioError(f"workload.file: {p} does not exist")
-        df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
-        if w.limit is not None:
-            df = df.iloc[: w.limit]
-        try:
-            return validate(df, str(p))
-        except WorkloadError as exc:
-            raise ScenarioError(f"workload.file: {exc}") from None
-    if isinstance(w, NamedGenerator):
-        from ..workload import generate
-
-        try:
-            df = generate(w.generator, scale=w.scale, seed=int(rng.integers(2**31)), **w.options)
-        except TypeError as exc:
-            raise ScenarioError(f"workload.options: {exc}") from None
-        if w.until_s is not None:
-            df = df[df["arrival_s"] < w.until_s]
-        if w.limit is not None:
-            df = df.iloc[: w.limit]
-        return validate(df.reset_index(drop=True), f"workload generator {w.generator}")
-    parts = []
-    for s, srng in zip(w.streams, (np.random.default_rng(x) for x in
-                                   np.random.SeedSequence(int(rng.integers(2**63))).spawn(len(w.streams)))):
-        t = _poisson_times(srng, s, w.duration_s)
-        n = len(t)
-        parts.append(pd.DataFrame({
-            "arrival_s": t,
-            "prompt_tokens": s.prompt_tokens.sample(srng, n),
-            "output_tokens": s.output_tokens.sample(srng, n),
-            "model": s.model, "region": s.region, "tier": s.tier, "app": s.app,
-            "deadline_s": t + (np.nan if s.deadline_after_s is None else s.deadline_after_s),
-        }))
-    df = pd.concat(parts, ignore_index=True).sort_values("arrival_s", kind="stable").reset_index(drop=True)
-    return make(df["arrival_s"].to_numpy(), df["prompt_tokens"].to_numpy(), df["output_tokens"].to_numpy(),
-                model=df["model"].to_numpy(), region=df["region"].to_numpy(), tier=df["tier"].to_numpy(),
-                app=df["app"].to_numpy(), deadline_s=df["deadline_s"].to_numpy(), source=f"{sc.name}:generator")
+    """The scenario's request table (`servesim.workload.spec.materialise` of its ``workload``)."""
+    if sc.workload is None:
+        raise ScenarioError(f"scenario {sc.name!r} has no workload: name one (key workload) or pass the "
+                            "request table to run_scenario(workload=...)")
+    try:
+        return materialise(sc.workload, rng, sc.base_dir, sc.name)
+    except WorkloadError as exc:
+        raise ScenarioError(str(exc)) from None
 
 
-def _poisson_times(rng: np.random.Generator, s: Stream, duration: float) -> np.ndarray:
-    """Piecewise-constant-rate Poisson arrivals on [0, duration)."""
-    bounds = [(0.0, s.rate_rps)] + sorted((float(a), float(b)) for a, b in s.steps)
-    out = []
-    for j, (t0, rate) in enumerate(bounds):
-        t1 = bounds[j + 1][0] if j + 1 < len(bounds) else duration
-        t1 = min(t1, duration)
-        if rate <= 0 or t1 <= t0:
-            continue
-        n = rng.poisson(rate * (t1 - t0))
-        out.append(np.sort(rng.uniform(t0, t1, n)))
-    return np.concatenate(out) if out else np.zeros(0)
-
-
-__all__ = ["Scenario", "ScenarioError", "build_workload", "load_scenario", "parse_duration", "parse_scenario"]
+__all__ = ["Scenario", "ScenarioError", "build_workload", "load_plugins", "load_scenario", "parse_duration",
+           "parse_scenario"]

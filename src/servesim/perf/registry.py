@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable
-
 import yaml
 
+from ..registry import Registry
 from .base import LinearStepTime, StepTimeModel
 
-_BACKENDS: dict[str, Callable[..., StepTimeModel]] = {}
+#: ``name -> factory(options: dict, model, hardware, tp, pp) -> StepTimeModel``
+BACKENDS: Registry = Registry("step-time backend", set_name=False)
 
 
 class BackendError(ValueError):
@@ -36,15 +36,12 @@ class BackendError(ValueError):
 
 def register(name: str):
     """Decorator: make a factory ``f(options: dict, model, hardware, tp, pp) -> StepTimeModel``
-    available to `build` under ``name``."""
-    def deco(f):
-        _BACKENDS[name] = f
-        return f
-    return deco
+    available to `build` under ``name`` (a taken name is an error)."""
+    return BACKENDS.register(name)
 
 
 def backends() -> list[str]:
-    return sorted(_BACKENDS)
+    return BACKENDS.names()
 
 
 def build(spec: dict | str | os.PathLike, model: str | None = None, hardware: str | None = None,
@@ -66,9 +63,9 @@ def build(spec: dict | str | os.PathLike, model: str | None = None, hardware: st
     else:
         raise BackendError(f"backend spec must be a name, a model-file path or a dict, got {type(spec).__name__}")
     name = opts.pop("backend", None)
-    if name not in _BACKENDS:
+    if name not in BACKENDS:
         raise BackendError(f"unknown step-time backend {name!r}; known: {', '.join(backends())}")
-    return _BACKENDS[name](opts, model, hardware, tp, pp)
+    return BACKENDS.get(name)(opts, model, hardware, tp, pp)
 
 
 def _need(name, **kw):

@@ -3,9 +3,32 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+from pydantic import Field, model_validator
 
 from ..fleet.control import Action, FleetView, Scale
+from ..workload.spec import PosSeconds, Seconds, Strict
 from .registry import register_controller
+
+
+class ReactiveOptions(Strict):
+    """Scenario options of ``autoscaler: {name: reactive, ...}`` (durations take units)."""
+
+    period_s: PosSeconds = 5.0
+    up: float = Field(0.7, ge=0)
+    down: float = Field(0.3, ge=0)
+    cooldown_s: Seconds = 15.0
+    step: int = Field(1, ge=1)
+    metric: Literal["kv", "outstanding"] = "kv"
+    target_outstanding: float = Field(16.0, gt=0)
+    count_starting: bool = True
+
+    @model_validator(mode="after")
+    def _thresholds(self):
+        if self.down >= self.up:
+            raise ValueError(f"down ({self.down}) must be below up ({self.up})")
+        return self
 
 
 @register_controller("reactive")
@@ -32,6 +55,7 @@ class ReactiveAutoscaler:
     target_outstanding: float = 16.0
     count_starting: bool = True
     _last: dict = field(default_factory=dict, repr=False)
+    Options: ClassVar[type[Strict]] = ReactiveOptions
 
     def __post_init__(self) -> None:
         if not 0 <= self.down < self.up:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
+from ..workload.spec import Seconds, Strict
 from .registry import register_global_router
 
 
@@ -26,6 +29,13 @@ class PreferenceRouter:
     `refresh_s` > 0 reuses an endpoint's reading for that long (a metrics-refresh interval),
     which makes the cost O(1) amortised on large fleets.
     """
+
+    class Options(Strict):
+        """Scenario options of ``global_router: {name: preference, ...}``."""
+
+        preferences: dict[str, list[str]] = {}
+        threshold: float = Field(0.7, ge=0, le=1)
+        refresh_s: Seconds = 0.0  # 0: live KV readings per request; > 0: reuse a reading this long
 
     def __init__(self, preferences: dict[str, list[str]] | None = None, threshold: float = 0.7,
                  refresh_s: float = 0.0) -> None:

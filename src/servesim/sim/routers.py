@@ -32,11 +32,11 @@ from __future__ import annotations
 import heapq
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
-T = TypeVar("T")
+from ..registry import Registry
 
 
 def canonical_name(name: str) -> str:
@@ -44,45 +44,14 @@ def canonical_name(name: str) -> str:
     return name.replace("_", "-")
 
 
-class RouterRegistry(dict):
-    """``name -> Router class``; keys are stored hyphenated and looked up with ``-`` or ``_``."""
-
-    def __getitem__(self, name: str) -> type:
-        return super().__getitem__(canonical_name(name))
-
-    def __setitem__(self, name: str, cls: type) -> None:
-        super().__setitem__(canonical_name(name), cls)
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and super().__contains__(canonical_name(name))
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return super().get(canonical_name(name), default) if isinstance(name, str) else default
-
-
-ROUTERS: RouterRegistry = RouterRegistry()
-
-
-def register_class(table: dict[str, type], kind: str, name: str) -> Callable[[type[T]], type[T]]:
-    """Class decorator adding a class to a name registry ``table`` and setting its ``name``.
-
-    Registering a second class under a taken name is an error naming both.
-    """
-
-    def deco(cls: type[T]) -> type[T]:
-        if name in table and table[name] is not cls:
-            raise ValueError(f"{kind} {name!r} is already registered to {table[name].__name__}")
-        table[name] = cls
-        cls.name = name  # type: ignore[attr-defined]
-        return cls
-
-    return deco
+#: ``name -> Router class``; names are stored hyphenated and looked up with ``-`` or ``_``
+ROUTERS: Registry = Registry("router", normalise=canonical_name)
 
 
 def register_router(name: str):
     """Class decorator: make a router available under `name` (scenario ``router:``,
     ``Cluster(router=...)``)."""
-    return register_class(ROUTERS, "router", canonical_name(name))
+    return ROUTERS.register(name)
 
 
 class InstanceLoad:
@@ -305,11 +274,7 @@ def make_router(spec: Any, rng: np.random.Generator | None = None) -> Router:
     if isinstance(spec, Router):
         return spec
     if isinstance(spec, str):
-        try:
-            cls = ROUTERS[spec]
-        except KeyError:
-            raise ValueError(f"unknown router {spec!r}; known: {sorted(ROUTERS)}") from None
-        return cls(rng)
+        return ROUTERS.get(spec)(rng)
     if isinstance(spec, type) and issubclass(spec, Router):
         return spec(rng)
     if callable(spec):
@@ -329,9 +294,7 @@ __all__ = [
     "RandomRouter",
     "RoundRobin",
     "Router",
-    "RouterRegistry",
     "canonical_name",
     "make_router",
-    "register_class",
     "register_router",
 ]

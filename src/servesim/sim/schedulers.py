@@ -29,33 +29,27 @@ Adding a policy: subclass :class:`SchedulerPolicy`, implement ``schedule`` and
 
 from __future__ import annotations
 
-from typing import Callable
-
+from ..registry import Registry
 from .kvcache import cdiv
 
-_REGISTRY: dict[str, Callable[..., "SchedulerPolicy"]] = {}
+#: ``name -> SchedulerPolicy class`` (scenario ``models.<m>.engine.policy``)
+SCHEDULERS: Registry = Registry("scheduler policy")
+_REGISTRY = SCHEDULERS  # the name systems code used before the registry helper
 
 
 def register(name: str):
-    """Class decorator adding a policy to the registry under ``name``."""
-    def deco(cls):
-        _REGISTRY[name] = cls
-        cls.name = name
-        return cls
-    return deco
+    """Class decorator adding a policy to the registry under ``name`` (a taken name is an error)."""
+    return SCHEDULERS.register(name)
 
 
 def policy_names() -> list[str]:
     """Names of the registered policies."""
-    return sorted(_REGISTRY)
+    return SCHEDULERS.names()
 
 
 def get_policy(name: str, **options) -> "SchedulerPolicy":
     """Instantiate a registered policy; unknown names or options raise ValueError."""
-    try:
-        cls = _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown scheduler policy {name!r}; known: {policy_names()}") from None
+    cls = SCHEDULERS.get(name)
     try:
         return cls(**options)
     except TypeError as exc:

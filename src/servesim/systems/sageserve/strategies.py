@@ -96,9 +96,6 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
     sc = {
         "name": f"sageserve-{strategy}",
         "duration_s": duration_s,
-        "workload": {"generator": "poisson", "duration_s": 1.0, "streams": [
-            {"model": models[0], "region": regions[0], "rate_rps": 1.0,
-             "prompt_tokens": {"mean": 10, "cv": 0.0, "max": 10}, "output_tokens": {"mean": 1, "cv": 0.0, "max": 1}}]},
         "regions": [{"name": r, "capacity": None} for r in regions],
         "models": {m: {**instance_model(base[m], c.hardware), "lead": lead, "catalog": base[m]} for m in models},
         "endpoints": [{"model": m, "region": r, "instances": start[m], "min_instances": c.min_per_endpoint,
