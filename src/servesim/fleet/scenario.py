@@ -1,11 +1,18 @@
 """Typed, validated scenario files for `servesim simulate`.
 
-A scenario names the workload (a request-table file or a generator), the fleet (regions,
-network latency, models with their engine and step-time settings, endpoints), the routers and
-the autoscaler. Every section forbids unknown keys; durations are seconds, given as a number
-or a string with a unit (``"250ms"``, ``"90s"``, ``"2min"``, ``"1h"``). Errors are raised as
-`ScenarioError` with one line per problem naming the key path, e.g.
+A scenario names the workload (a request-table file or a generator: `servesim.workload.spec`;
+optional when the caller passes the request table), the fleet (regions, network latency, models
+with their engine and step-time settings, endpoints), the routers and the autoscaler. Every
+section forbids unknown keys; durations are seconds, given as a number or a string with a unit
+(``"250ms"``, ``"90s"``, ``"2min"``, ``"1h"``). Errors are raised as `ScenarioError` with one
+line per problem naming the key path, e.g.
 ``endpoints.1.instances: Input should be greater than or equal to 0``.
+
+Components are named by registry name (`servesim.registry`): ``router``, ``global_router`` and
+``autoscaler`` are ``{name: <name>, <option>: <value>, ...}``, the options checked by the
+component; ``models.<m>.engine.policy`` and ``models.<m>.step_time.backend`` name a scheduler and
+a step-time backend. ``plugins`` lists the user's files (or modules) that register more
+components; they are imported before validation (docs/extending.md).
 """
 
 from __future__ import annotations
