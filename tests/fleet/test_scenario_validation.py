@@ -127,3 +127,16 @@ def test_other_perf_backends_by_name_and_their_errors():
     d["models"]["llama-2-7b"]["step_time"] = {"backend": "linear", "c9": 1}
     with pytest.raises(ScenarioError, match=r"models.llama-2-7b.step_time.c9: unknown key"):
         parse_scenario(copy.deepcopy(d), "s.yaml")
+
+
+def test_workload_spec_stands_alone_and_matches_the_scenarios_table():
+    import pandas as pd
+    from pydantic import TypeAdapter
+
+    from servesim.workload.spec import WorkloadSpec, materialise
+
+    spec = TypeAdapter(WorkloadSpec).validate_python(BASE["workload"])
+    a = materialise(spec, np.random.default_rng(1), name="t")
+    b = build_workload(parse_scenario(copy.deepcopy(BASE)), np.random.default_rng(1))
+    pd.testing.assert_frame_equal(a, b)
+    assert len(a) > 0 and set(a["model"]) == {"m"}

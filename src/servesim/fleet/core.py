@@ -95,6 +95,7 @@ class Fleet(InstancePools, RequestPath, FleetQueries):
         pool_conversions: bool = True,
     ) -> None:
         self.kernel = kernel
+        # configuration; instances, endpoints and pools (InstancePools)
         self.engine_factory = engine_factory
         self.global_router = global_router
         self.latency_s = latency_s or {}
@@ -117,6 +118,7 @@ class Fleet(InstancePools, RequestPath, FleetQueries):
         self.conversions = 0  # instances switched to another model (Move, or a pooled one reclaimed)
         self._handles: dict[int, Any] = {}  # request -> engine request object to resume elsewhere
 
+        # requests: per-row arrays over the workload, deferral, deadlines (RequestPath)
         w = workload
         self.n = len(w)
         self.arrival = w["arrival_s"].to_numpy(np.float64)
@@ -146,6 +148,7 @@ class Fleet(InstancePools, RequestPath, FleetQueries):
         if tiers and self.n:
             self._enforce = (w["tier"].isin(tiers).to_numpy(bool) & ~np.isnan(self._deadline))
 
+        # the fleet at time 0: endpoints with their routers, ready instances, pooled ones
         for cfg in endpoints:
             key = (cfg.model, cfg.region)
             if key in self.eps:
