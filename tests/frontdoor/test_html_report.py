@@ -4,6 +4,7 @@ headless Chromium to check that it renders each figure with its caption and the 
 from __future__ import annotations
 
 import csv
+import html
 import time
 
 import pytest
@@ -21,7 +22,7 @@ def test_report_target_writes_every_page(report_project):
     for group, fig in FIGURES:
         rst = (res / "report" / "captions" / group / f"{fig}.rst").read_text()
         assert rst.startswith(".. raw:: html")
-        assert notebook_title(report_project / "notebooks" / group / f"{fig}.ipynb") in rst
+        assert html.escape(notebook_title(report_project / "notebooks" / group / f"{fig}.ipynb")) in rst
     with open(res / "claims_report.csv", newline="") as fh:
         ids = [r["id"] for r in csv.DictReader(fh)]
     claims = (res / "report" / "claims.html").read_text()

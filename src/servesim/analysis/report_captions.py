@@ -103,7 +103,7 @@ def _table(rows: list[dict], columns: list[str], status_col: str | None = "statu
     body = []
     for r in rows:
         colour = STATUS_COLOURS.get(r.get(status_col, "")) if status_col else None
-        style = f' style="background:{colour}"' if colour else ""
+        style = f' style="background:{colour}; color:#111"' if colour else ""  # readable on the report's dark panel
         body.append(f"<tr{style}>" + "".join(f"<td>{_cell(r.get(c))}</td>" for c in columns) + "</tr>")
     return f'<table class="servesim-table"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
