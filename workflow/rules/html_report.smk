@@ -8,6 +8,10 @@ from servesim.analysis import report_captions
 report: "../report/workflow.rst"
 
 
+# quick work on the report files: never sent to a cluster node
+localrules: report_pages, html_report, quick_report, full_report
+
+
 def _report_pages(scale):
     return [f"results/{scale}/report/{p}.html" for p in ("claims", "provenance", "runtimes")]
 
