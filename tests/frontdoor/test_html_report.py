@@ -43,7 +43,7 @@ def _open_category(driver, report, name):
     _wait(driver, f"//a[normalize-space()='{name}']").click()
 
 
-def test_report_renders_figures_captions_and_claims(report_project, browser):
+def test_report_renders_figures_captions_and_claims(browser, report_project):
     from selenium.webdriver.common.by import By
 
     report = report_project / "results" / "quick" / "report.html"

@@ -89,7 +89,8 @@ def test_kernel_is_this_environment(lab):
     assert specs["kernelspecs"]["python3"]["spec"]["argv"][0] in {"python", "python3", sys.executable}
 
 
-def test_notebook_runs_all_in_the_page(lab, browser):
+# browser before lab: without Chromium it skips before a server starts
+def test_notebook_runs_all_in_the_page(browser, lab):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
