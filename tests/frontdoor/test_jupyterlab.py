@@ -48,6 +48,10 @@ def lab(tmp_path):
     env["PYTHONPATH"] = str(proj / "src")  # as the editable install would
     for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"), ("JUPYTER_RUNTIME_DIR", "run")):
         env[var] = str(tmp_path / "jupyter" / sub)  # no user settings in, none written out
+    # start the notebook's own kernel without asking (the dialog's "Always start the preferred kernel")
+    tracker = tmp_path / "jupyter" / "settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text(json.dumps({"autoStartDefaultKernel": True}))
     log = open(tmp_path / "jupyter-lab.log", "w")
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
            "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={proj / 'notebooks'}",
@@ -91,6 +95,7 @@ def test_kernel_is_this_environment(lab):
 
 # browser before lab: without Chromium it skips before a server starts
 def test_notebook_runs_all_in_the_page(browser, lab):
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
@@ -98,18 +103,33 @@ def test_notebook_runs_all_in_the_page(browser, lab):
     def wait(xpath, timeout=PAGE_LOAD_S):
         return WebDriverWait(browser, timeout).until(ec.element_to_be_clickable((By.XPATH, xpath)))
 
+    def accept_kernel_dialog():
+        """On a loaded machine JupyterLab may open the notebook before it has the kernel list and ask
+        which kernel to use, offering the notebook's own (python3): accept it. False: no dialog."""
+        try:
+            for dialog in browser.find_elements(By.XPATH, "//div[contains(@class, 'jp-Dialog-content')]"):
+                if "Python 3" in dialog.text:
+                    dialog.find_element(By.XPATH, ".//button[contains(@class, 'jp-mod-accept')]").click()
+        except (StaleElementReferenceException, NoSuchElementException):
+            pass  # it closed meanwhile
+        return False
+
     browser.get(f"{lab['base']}/lab/tree/{GROUP}/{FIG}.ipynb?token={lab['token']}")
     try:
         # the notebook's kernel is up and idle, then Run > Run All Cells
         wait("//div[contains(@class, 'jp-Notebook')]//div[contains(@class, 'jp-Cell')]")
-        WebDriverWait(browser, PAGE_LOAD_S).until(lambda d: d.find_elements(
+        WebDriverWait(browser, PAGE_LOAD_S).until(lambda d: accept_kernel_dialog() or d.find_elements(
             By.XPATH, "//*[contains(@class, 'jp-Toolbar-kernelStatus') or contains(@class, 'jp-Notebook-ExecutionIndicator')]"
                       "[contains(@data-status, 'idle')]"))
+        time.sleep(2)  # a late kernel dialog opens within moments of the kernel going idle
+        accept_kernel_dialog()
         wait("//div[contains(@class, 'lm-MenuBar-itemLabel') and normalize-space()='Run']").click()
         wait("//div[contains(@class, 'lm-Menu-itemLabel') and normalize-space()='Run All Cells']").click()
-        img = WebDriverWait(browser, RUN_ALL_S).until(lambda d: d.find_elements(
-            By.XPATH, "//div[contains(@class, 'jp-OutputArea-output')]//img[starts-with(@src, 'data:image/png')]"))[0]
-        browser.execute_script("arguments[0].scrollIntoView()", img)
+        # the figure: a PNG <img> in a cell's output (queried in the page: outputs re-render while running)
+        figure_js = ("const i = [...document.querySelectorAll('.jp-OutputArea-output img')].filter("
+                     "i => i.src.startsWith('data:image/png') && i.complete && i.naturalWidth > 100);"
+                     "if (i.length) i[0].scrollIntoView(); return i.length;")
+        WebDriverWait(browser, RUN_ALL_S).until(lambda d: d.execute_script(figure_js))
         # the last cell writes the figure's files: Run All went top to bottom
         metrics = lab["project"] / "results" / "quick" / GROUP / FIG / "metrics.json"
         deadline = time.monotonic() + RUN_ALL_S
