@@ -1,6 +1,7 @@
 # One job per figure notebook, run with papermill. The executed notebook is the rule's log, so
 # a failure shows the failing cell. Inputs: the notebook, the servesim files it imports
 # (transitively), the datasets and the other rules' outputs declared in workflow/params/.
+from servesim.analysis import report_captions
 
 
 def figure_inputs(wc):
@@ -20,7 +21,13 @@ rule figure:
         unpack(figure_inputs),
     output:
         pdf="figures/{scale}/{group}/{fig}.pdf",
-        png="figures/{scale}/{group}/{fig}.png",
+        # in the HTML report (workflow/rules/html_report.smk), captioned from its notebook
+        png=report(
+            "figures/{scale}/{group}/{fig}.png",
+            caption="../report/figure.rst",
+            category=lambda wc: report_captions.group_title(wc.group),
+            labels=lambda wc: report_captions.figure_labels(ROOT, wc.group, wc.fig),
+        ),
         data="results/{scale}/{group}/{fig}/data.csv",
         metrics="results/{scale}/{group}/{fig}/metrics.json",
     params:

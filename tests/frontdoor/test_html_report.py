@@ -1,0 +1,82 @@
+"""The workflow's HTML report (`snakemake quick_report`): built on two notebooks, then opened in a
+headless Chromium to check that it renders each figure with its caption and the claims table."""
+
+from __future__ import annotations
+
+import csv
+import html
+import time
+
+import pytest
+
+from servesim.analysis.report_captions import notebook_title
+from tests.frontdoor.project_copy import FEW_NOTEBOOKS
+
+pytestmark = pytest.mark.slow
+FIGURES = [(g, f) for g, figs in FEW_NOTEBOOKS.items() for f in figs]
+
+
+def test_report_target_writes_every_page(report_project):
+    res = report_project / "results" / "quick"
+    assert (res / "report.html").stat().st_size > 0
+    for group, fig in FIGURES:
+        rst = (res / "report" / "captions" / group / f"{fig}.rst").read_text()
+        assert rst.startswith(".. raw:: html")
+        assert html.escape(notebook_title(report_project / "notebooks" / group / f"{fig}.ipynb")) in rst
+    with open(res / "claims_report.csv", newline="") as fh:
+        ids = [r["id"] for r in csv.DictReader(fh)]
+    claims = (res / "report" / "claims.html").read_text()
+    assert all(f"<td>{i}</td>" in claims for i in ids)
+    assert "fig01_reactive_vs_ideal" in (res / "report" / "runtimes.html").read_text()
+
+
+def _wait(driver, xpath, timeout=60):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout).until(ec.presence_of_element_located((By.XPATH, xpath)))
+
+
+def _open_category(driver, report, name):
+    driver.get(report.as_uri())
+    _wait(driver, f"//a[normalize-space()='{name}']").click()
+
+
+def test_report_renders_figures_captions_and_claims(browser, report_project):
+    from selenium.webdriver.common.by import By
+
+    report = report_project / "results" / "quick" / "report.html"
+    for group, fig in FIGURES:
+        title = notebook_title(report_project / "notebooks" / group / f"{fig}.ipynb")
+        category = {"sageserve": "SageServe", "aegaeon": "Aegaeon"}[group]
+        _open_category(browser, report, category)
+        row = f"//tr[td[normalize-space()='{fig}']]"
+        _wait(browser, row)
+        # the eye icon shows the figure: an <img> holding this figure's PNG
+        browser.find_element(By.XPATH, f"{row}//a[@iconname='eye']").click()
+        img = _wait(browser, f"//img[contains(@src, 'filename={fig}.png')]")
+        assert browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", img) > 100
+        browser.save_screenshot(str(browser.shots / f"{fig}.png"))
+        # the (i) icon shows its caption, generated from the notebook
+        _open_category(browser, report, category)
+        _wait(browser, f"{row}//a[@iconname='information-circle']").click()
+        caption = _wait(browser, "//div[contains(@class, 'servesim-caption')]").text
+        assert title in caption and "Parameters of this run" in caption
+        browser.save_screenshot(str(browser.shots / f"{fig}_caption.png"))
+    # the claims table, in the Claims category (an HTML page the report shows in a frame)
+    with open(report_project / "results/quick/claims_report.csv", newline="") as fh:
+        n_claims = sum(1 for _ in csv.DictReader(fh))
+    _open_category(browser, report, "Claims")
+    _wait(browser, "//tr[td]//a[@iconname='eye']").click()
+    frame = _wait(browser, "//iframe")
+    browser.switch_to.frame(frame)
+    _wait(browser, "//h2[normalize-space()='Every claim']")
+    tables = browser.find_elements(By.TAG_NAME, "table")
+    rows = tables[-1].find_elements(By.XPATH, "./tbody/tr")
+    assert len(rows) == n_claims
+    assert any(c.text == "PASS" or c.text == "FAIL" for c in tables[-1].find_elements(By.TAG_NAME, "td"))
+    browser.switch_to.default_content()
+    time.sleep(0.5)
+    browser.save_screenshot(str(browser.shots / "claims.png"))
+
