@@ -173,12 +173,11 @@ def load_azure_2024(kind: str = "code", **kw) -> pd.DataFrame:
 
 def _parse_clock(s: pd.Series) -> np.ndarray:
     """``HH:MM:SS.fff`` (hours may exceed 24) -> seconds; NaN where unparseable."""
-    parts = s.str.split(":", expand=True)
-    if parts.shape[1] != 3:
-        return np.full(len(s), np.nan)
+    # per row, so one malformed stamp is NaN on its own line only (not every row)
+    parts = s.str.extract(r"^\s*(\d+):(\d{1,2}):(\d{1,2}(?:\.\d*)?)\s*$")
     h, m, sec = (pd.to_numeric(parts[i], errors="coerce").to_numpy(dtype="float64", na_value=np.nan) for i in range(3))
     out = h * 3600.0 + m * 60.0 + sec
-    out[(m >= 60) | (sec >= 60) | (h < 0) | (m < 0) | (sec < 0)] = np.nan
+    out[(m >= 60) | (sec >= 60)] = np.nan
     return out
 
 
