@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -87,6 +88,8 @@ def staged_output_dir(out: str | os.PathLike, *, command: str = "servesim", forc
                 {"complete": False, "command": command, "error": f"{type(exc).__name__}: {exc}"[:2000],
                  "files": _files(staging)}, indent=1, sort_keys=True) + "\n")
             _replace(staging, out)
+            print(f"{command}: failed ({type(exc).__name__}); what it wrote is in {out}/ "
+                  f"(marked {FAILED_MARKER}, not complete)", file=sys.stderr)
         else:
             shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-import yaml
+from servesim.cli_errors import add_debug_flag, run_command
 
 #: named scales (the workflow's quick/full) -> generator scale factor
 SCALES = {
@@ -24,7 +24,34 @@ LOADERS = ("azure", "aegaeon", "sageserve")
 
 
 def _scale(gen: str, s: str) -> float:
-    return SCALES.get(gen, {}).get(s) if s in ("quick", "full") else float(s)
+    """The generator's scale factor: a named scale or a finite positive number."""
+    from servesim.errors import InputError
+
+    if s in ("quick", "full"):
+        return SCALES.get(gen, {}).get(s, 1.0)
+    try:
+        x = float(s)
+    except ValueError:
+        raise InputError(f"--scale {s!r}: expected quick, full or a number") from None
+    if not (0 < x < float("inf")):
+        raise InputError(f"--scale {s!r}: must be a finite number > 0")
+    return x
+
+
+def _options(text: str) -> dict:
+    """``--options`` as a mapping (YAML/JSON; duplicate keys are errors)."""
+    from servesim._strict_yaml import StrictYAMLError, load_strict
+    from servesim.errors import InputError
+
+    try:
+        opts = load_strict(text, source="--options")
+    except StrictYAMLError as exc:
+        raise InputError(str(exc)) from None
+    if opts is None:
+        return {}
+    if not isinstance(opts, dict) or not all(isinstance(k, str) for k in opts):
+        raise InputError(f"--options: expected a mapping of option names to values, got {text!r}")
+    return opts
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -48,13 +75,28 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args) -> int:
     from . import generate, load_aegaeon, load_azure, load_sageserve, write
 
+    from servesim.errors import InputError
+    from servesim.output_dir import check_output_file
+
+    check_output_file(args.output)  # before any work: -o naming a folder fails at once
     if args.workload_cmd == "generate":
-        df = generate(args.generator, scale=_scale(args.generator, args.scale), seed=args.seed,
-                      **(yaml.safe_load(args.options) or {}))
+        from . import GENERATORS
+
+        if args.generator not in GENERATORS:
+            raise InputError(f"unknown generator {args.generator!r}; known: {', '.join(sorted(GENERATORS))}")
+        scale, opts = _scale(args.generator, args.scale), _options(args.options)
+        try:
+            df = generate(args.generator, scale=scale, seed=args.seed, **opts)
+        except TypeError as exc:  # an option the generator does not take
+            if "argument" not in str(exc):
+                raise
+            raise InputError(f"--options for {args.generator}: {exc}") from None
     else:
         loader = {"azure": load_azure, "aegaeon": load_aegaeon, "sageserve": load_sageserve}[args.format]
         df = loader(args.path, lenient=args.lenient)
-    write(df, args.output)
+        if len(df) == 0:
+            raise InputError(f"{args.path}: no valid rows (of {df.attrs.get('dropped_rows', 0)} read)")
+    write(df, args.output)  # via a .part file renamed on success
     info = {"output": args.output, "requests": len(df), "dropped_rows": df.attrs.get("dropped_rows", 0)}
     print(json.dumps(info))
     return 0
@@ -63,8 +105,9 @@ def run(args) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="servesim")
     add_parser(parser.add_subparsers(dest="cmd", required=True))
+    add_debug_flag(parser)
     args = parser.parse_args(argv)
-    return args.func(args)
+    return run_command(args.func, args, "servesim workload")
 
 
 if __name__ == "__main__":
