@@ -109,3 +109,18 @@ def check_output_file(out: str | os.PathLike, *, option: str = "-o") -> Path:
                 raise InputError(f"{option} {out}: {parent} is a file, not a folder")
             break
     return out
+
+
+@contextlib.contextmanager
+def atomic_file(out: str | os.PathLike) -> Iterator[Path]:
+    """Yield a ``.part`` path beside ``out`` (same suffix) to write; renamed onto ``out`` on success,
+    removed on failure, so ``out`` is never a half-written file."""
+    out = check_output_file(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f"{out.stem}.part{out.suffix}")
+    try:
+        yield tmp
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, out)
