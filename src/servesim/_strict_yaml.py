@@ -55,3 +55,20 @@ def load_strict(text_or_stream: Any, source: str = "<yaml>") -> Any:
         raise StrictYAMLError(f"{source}: {where}YAML error: {problem}") from None
     finally:
         loader.dispose()
+
+
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+def parse_bool(value: Any, key: str) -> bool:
+    """A boolean option given as a bool or one of true/false, yes/no, on/off, 1/0 (any case);
+    anything else (``maybe``) is an error naming ``key`` rather than a silent False."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise StrictYAMLError(f"{key}={value!r}: expected a boolean (true/false, yes/no, on/off, 1/0)")

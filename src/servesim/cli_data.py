@@ -30,6 +30,10 @@ def _manifest(args) -> int:
     from servesim.data import project_root, write_manifest
 
     root = project_root()
+    if not Path(args.mirror).is_dir():
+        from servesim.errors import InputError
+
+        raise InputError(f"--mirror {args.mirror}: not a folder")
     n = write_manifest(Path(args.mirror), root / "traces" / "datasets.yaml", Path(args.output or root / "traces" / "MANIFEST"))
     print(f"wrote {n} entries")
     return 0
