@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,9 @@ from .schema import WorkloadError
 
 SHAREGPT_FILE = "ShareGPT_V3_unfiltered_cleaned_split.json"
 _WS = " \t\r\n"
+#: what may follow a decode error's position when the text merely stops early: nothing, or the
+#: start of a \uXXXX escape, a literal (true/false/null) or a number's fraction / exponent
+_TOKEN_PREFIX = re.compile(r"|u[0-9a-fA-F]{0,4}(\\(u[0-9a-fA-F]{0,4})?)?|t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?)?)?|-|\.|[eE][-+]?")
 
 
 @dataclass
@@ -58,7 +62,9 @@ def default_path() -> Path:
 def _ran_off_end(exc: json.JSONDecodeError, buf: str) -> bool:
     """Whether a decode error is the text ending mid-element (truncation, or a chunk boundary)
     rather than a syntax error inside the text."""
-    return exc.msg.startswith("Unterminated string") or exc.pos >= len(buf.rstrip(_WS))
+    if exc.msg.startswith("Unterminated string"):
+        return True
+    return _TOKEN_PREFIX.fullmatch(buf[exc.pos:].rstrip(_WS)) is not None
 
 
 def iter_conversations(path: str | os.PathLike | None = None, *, stats: ReadStats | None = None,
