@@ -87,6 +87,8 @@ def test_workload_commands(tmp_path, capsys):
                  "duplicate key 'a'")
     _input_error(capsys, ["workload", "generate", "oserve", "--options", "{no_such_option: 1}", "-o", str(out)],
                  "--options for oserve")
+    _input_error(capsys, ["workload", "generate", "sageserve_week", "--options", "{bursts: maybe}", "-o", str(out)],
+                 "bursts='maybe': expected a boolean")  # not coerced to True
     _input_error(capsys, ["workload", "generate", "oserve", "-o", str(tmp_path)], "is a folder")
     bad = tmp_path / "t.csv"
     bad.write_text('Request Time,Model Name,Input Length,Output Length\n00:00:01,m,5,1\n"unclosed,m,5,1\n')
