@@ -143,8 +143,14 @@ def _cmd_profile(a) -> int:
 def _cmd_heldout(a) -> int:
     from servesim.engine.calibration import heldout_workload
 
+    from servesim.output_dir import atomic_file, check_output_file
+
+    if not a.load > 0 or a.n < 1:
+        raise InputError(f"--load {a.load} / -n {a.n}: the load must be > 0 and -n >= 1")
+    check_output_file(a.out)
     wl = heldout_workload(a.fit, a.load, a.n, seed=a.seed)
-    wl.to_parquet(a.out, index=False)
+    with atomic_file(a.out) as tmp:
+        wl.to_parquet(tmp, index=False)
     print(json.dumps({"requests": len(wl), "duration_s": float(wl.arrival_s.iloc[-1])}))
     return 0
 
@@ -152,10 +158,15 @@ def _cmd_heldout(a) -> int:
 def _cmd_compare(a) -> int:
     from servesim.engine.compare import compare_run
 
+    from servesim.output_dir import atomic_file, check_output_file
+
+    if a.out:
+        check_output_file(a.out)
     table, sim = compare_run(a.replay_dir, a.fit, frontend_overhead=not a.no_frontend_overhead,
                              arrivals=a.arrivals)
     if a.out:
-        table.to_csv(a.out, index=False)
+        with atomic_file(a.out) as tmp:
+            table.to_csv(tmp, index=False)
     print(table.to_string(index=False))
     return 0
 
