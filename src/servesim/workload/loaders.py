@@ -9,7 +9,9 @@
 
 Bad rows raise :class:`WorkloadError` naming the file and the CSV line (header = line 1); with
 ``lenient=True`` they are dropped instead and counted in ``df.attrs["dropped_rows"]`` (with the
-first few line numbers in ``df.attrs["dropped_lines"]``). Every loader sorts by arrival time
+first few line numbers in ``df.attrs["dropped_lines"]``); a lenient load in which every row is bad
+is an error, not an empty workload. Token counts must be integers up to ``schema.MAX_TOKENS``; a
+CSV the parser cannot read (ragged rows, bad quoting) is a WorkloadError naming the file. Every loader sorts by arrival time
 (stable), keeps the file's row order as ``request_id`` and records the source in ``df.attrs``.
 """
 
