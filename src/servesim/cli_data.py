@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def _fetch(args) -> int:
-    from servesim.data import DataError, fetch, project_root
+    from servesim.data import fetch, project_root
 
     root = Path(args.root).resolve() if args.root else project_root()
     mirror = Path(args.mirror) if args.mirror else None
@@ -17,11 +17,8 @@ def _fetch(args) -> int:
     if mirror is not None and not mirror.is_dir():
         print(f"servesim fetch: mirror {mirror} does not exist; downloading", file=sys.stderr)
         mirror = None
-    try:
-        paths = fetch(args.datasets or None, root=root, mirror=mirror, allow_download=not args.no_download)
-    except DataError as exc:
-        print(f"servesim fetch: {exc}", file=sys.stderr)
-        return 1
+    # a DataError (missing, unlisted or mismatching file) is an input error: one line, exit status 2
+    paths = fetch(args.datasets or None, root=root, mirror=mirror, allow_download=not args.no_download)
     print(f"fetched and verified {len(paths)} file(s) into {root / 'traces' / 'data'}")
     return 0
 
@@ -30,22 +27,22 @@ def _manifest(args) -> int:
     from servesim.data import project_root, write_manifest
 
     root = project_root()
+    if not Path(args.mirror).is_dir():
+        from servesim.errors import InputError
+
+        raise InputError(f"--mirror {args.mirror}: not a folder")
     n = write_manifest(Path(args.mirror), root / "traces" / "datasets.yaml", Path(args.output or root / "traces" / "MANIFEST"))
     print(f"wrote {n} entries")
     return 0
 
 
 def _claims(args) -> int:
-    from servesim.analysis.claims import ClaimsError, check_claims, update_readme, write_report
+    from servesim.analysis.claims import check_claims, update_readme, write_report
 
     root = Path(args.root).resolve()
     md = args.md or root / "results" / args.scale / "claims_report.md"
     csv = args.csv or root / "results" / args.scale / "claims_report.csv"
-    try:
-        s = write_report(root, args.scale, md, csv)
-    except ClaimsError as exc:
-        print(f"servesim claims: {exc}", file=sys.stderr)
-        return 1
+    s = write_report(root, args.scale, md, csv)  # a ClaimsError: one line, exit status 2
     print(json.dumps({k: v for k, v in s.items() if k != "per_paper"}))
     if args.readme:
         update_readme(args.readme, check_claims(root, args.scale), args.scale)

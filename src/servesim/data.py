@@ -4,7 +4,12 @@ and finding a fetched file at run time.
 `traces/MANIFEST` is a tab-separated table, one row per file:
 ``dataset  path  sha256  bytes  licence  url  used_by``. ``path`` is relative to the dataset
 folder; a fetched file lands in ``traces/data/<dataset>/<path>``. Nothing fetched is committed.
-This module imports nothing from the rest of servesim, so every layer may use it.
+This module imports only ``servesim.errors`` from the rest of servesim, so every layer may use it.
+
+A MANIFEST row is checked before anything is copied: ``dataset`` is one folder name and ``path``
+a relative path without ``..`` (a fetched file cannot land outside ``traces/data``), ``sha256`` is
+64 hex digits and ``bytes`` a non-negative integer; a copy or download larger than ``bytes`` is
+stopped there.
 """
 
 from __future__ import annotations
@@ -15,13 +20,15 @@ import os
 import shutil
 import urllib.request
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+
+from servesim.errors import InputError
 
 MANIFEST_COLUMNS = ("dataset", "path", "sha256", "bytes", "licence", "url", "used_by")
 DEFAULT_MIRROR = "../shared/data"  # relative to the project root
 
 
-class DataError(RuntimeError):
+class DataError(InputError):
     """A data file is missing, unlisted or fails its checksum; the message names it."""
 
 
@@ -71,18 +78,43 @@ def read_manifest(path: str | os.PathLike | None = None) -> list[Entry]:
             if len(row) != len(MANIFEST_COLUMNS):
                 raise DataError(f"{path}:{lineno}: expected {len(MANIFEST_COLUMNS)} tab-separated fields, got {len(row)}")
             d = dict(zip(MANIFEST_COLUMNS, row))
-            if len(d["sha256"]) != 64:
+            _check_confined(path, lineno, "dataset", d["dataset"], one_part=True)
+            _check_confined(path, lineno, "path", d["path"])
+            if len(d["sha256"]) != 64 or any(c not in "0123456789abcdefABCDEF" for c in d["sha256"]):
                 raise DataError(f"{path}:{lineno}: sha256 of {d['dataset']}/{d['path']} is not 64 hex digits")
             try:
                 size = int(d["bytes"])
             except ValueError:
                 raise DataError(f"{path}:{lineno}: bytes={d['bytes']!r} is not an integer") from None
+            if size < 0:
+                raise DataError(f"{path}:{lineno}: bytes={size} is negative")
             e = Entry(d["dataset"], d["path"], d["sha256"].lower(), size, d["licence"], d["url"], d["used_by"], lineno)
             if e.key in seen:
                 raise DataError(f"{path}:{lineno}: {e.key} is listed twice")
             seen.add(e.key)
             entries.append(e)
     return entries
+
+
+def _check_confined(manifest: Path, lineno: int, key: str, value: str, one_part: bool = False) -> None:
+    """A MANIFEST ``dataset``/``path`` must stay inside ``traces/data``: relative, no ``..``, no
+    backslash or drive, no empty part (and one part only for ``dataset``)."""
+    parts = PurePosixPath(value).parts
+    bad = (not value or value != value.strip() or "\\" in value or ":" in value or value.startswith("/")
+           or any(p in ("..", ".", "") for p in value.split("/")) or (one_part and len(parts) != 1))
+    if bad:
+        raise DataError(f"{manifest}:{lineno}: {key}={value!r} must be a relative path inside traces/data "
+                        f"(no '..', no absolute path{', one folder name' if one_part else ''})")
+
+
+def _copy_bounded(src, out, limit: int, what: str) -> None:
+    """Copy a stream, failing as soon as it exceeds ``limit`` bytes (the MANIFEST size)."""
+    n = 0
+    for block in iter(lambda: src.read(1 << 20), b""):
+        n += len(block)
+        if n > limit:
+            raise DataError(f"{what}: larger than the {limit} bytes the MANIFEST lists; stopped")
+        out.write(block)
 
 
 def sha256_of(path: str | os.PathLike) -> str:
@@ -107,18 +139,26 @@ def mirror_dir(root: Path | None = None) -> Path | None:
 def fetch_entry(e: Entry, dest_root: Path, mirror: Path | None, *, allow_download: bool = True) -> Path:
     """Copy one file from the mirror (or download it), verify its checksum, return its path."""
     dest = dest_root / e.dataset / e.path
+    if not dest.resolve().is_relative_to(Path(dest_root).resolve()):  # read_manifest checks; Entry may be hand-made
+        raise DataError(f"MANIFEST line {e.line}: {e.key}: resolves outside {dest_root}")
     if dest.exists() and dest.stat().st_size == e.bytes and sha256_of(dest) == e.sha256:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".part")
     src = mirror / e.dataset / e.path if mirror else None
     if src is not None and src.exists():
+        if src.stat().st_size != e.bytes:
+            raise DataError(f"MANIFEST line {e.line}: {e.key}: the mirror's copy {src} has {src.stat().st_size} bytes, "
+                            f"the MANIFEST lists {e.bytes}")
         shutil.copyfile(src, tmp)
         origin = str(src)
     elif allow_download:
         try:
             with urllib.request.urlopen(e.url, timeout=60) as r, open(tmp, "wb") as out:
-                shutil.copyfileobj(r, out)
+                _copy_bounded(r, out, e.bytes, f"MANIFEST line {e.line}: {e.key}: download from {e.url}")
+        except DataError:
+            tmp.unlink(missing_ok=True)
+            raise
         except OSError as exc:
             tmp.unlink(missing_ok=True)
             raise DataError(f"MANIFEST line {e.line}: {e.key}: not in the mirror ({mirror}) and download from {e.url} failed: {exc}") from None
@@ -186,9 +226,9 @@ def build_manifest_rows(mirror: Path, datasets: dict[str, dict]) -> list[list[st
 
 def write_manifest(mirror: Path, datasets_yaml: Path, out: Path) -> int:
     """Regenerate the MANIFEST from a mirror; returns the number of files listed."""
-    import yaml
+    from servesim._strict_yaml import load_strict
 
-    datasets = yaml.safe_load(Path(datasets_yaml).read_text())
+    datasets = load_strict(Path(datasets_yaml).read_text(), source=str(datasets_yaml))
     rows = build_manifest_rows(Path(mirror), datasets)
     with open(out, "w", newline="") as fh:
         w = csv.writer(fh, delimiter="\t", lineterminator="\n")

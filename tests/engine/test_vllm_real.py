@@ -50,6 +50,10 @@ def _workload(n, seed, max_out=24):
     return schema.make(np.cumsum(rng.exponential(0.03, n)), rng.integers(8, 300, n), rng.integers(1, max_out, n))
 
 
+#: tokens streamed in the crash part before the server is killed
+KILL_AFTER = 100
+
+
 def test_replay_on_real_vllm_then_server_crash_mid_run(tiny_model, tmp_path):
     from servesim.engine.client import ReplayOptions, replay_async
     from servesim.engine.records import REQUEST_COLUMNS, check_request_table, request_table, token_table
@@ -72,12 +76,31 @@ def test_replay_on_real_vllm_then_server_crash_mid_run(tiny_model, tmp_path):
         assert summary["kv_blocks"] == 128  # read back from /metrics
         assert not summary["partial"] and summary["states"] == {"finished": 30}
 
-        # then the server dies mid-run: the results so far are kept and marked partial
+        # then the server dies mid-run: the results so far are kept and marked partial. The kill
+        # is triggered by the stream itself (after KILL_AFTER of the 12,000 tokens asked for), not
+        # by a timer, so a fast machine cannot finish the replay before it
         pgid = os.getpgid(srv.proc.pid)
-        killer = threading.Timer(3.0, lambda: os.killpg(pgid, signal.SIGKILL))
+        recs: dict = {}
+        killed_at, replay_over = [], threading.Event()
+
+        def kill_after_tokens(n=KILL_AFTER):
+            while not replay_over.is_set():
+                streamed = sum(len(r.token_times) for r in list(recs.values()))
+                if streamed >= n:
+                    os.killpg(pgid, signal.SIGKILL)
+                    killed_at.append(streamed)
+                    return
+                time.sleep(0.002)
+
+        killer = threading.Thread(target=kill_after_tokens, daemon=True)
         killer.start()
-        recs = asyncio.run(replay_async(srv.url, long_wl, ReplayOptions(vocab_size=512), alive=srv.alive))
-        killer.join()
+        try:
+            asyncio.run(replay_async(srv.url, long_wl, ReplayOptions(vocab_size=512), alive=srv.alive,
+                                     records=recs))
+        finally:
+            replay_over.set()
+            killer.join()
+        assert killed_at and killed_at[0] < long_wl.output_tokens.sum()  # killed mid-stream
     finally:
         srv.stop()
     assert _procs_with(str(tiny_model)) == []  # no server process left behind

@@ -67,3 +67,42 @@ def test_project_manifest_matches_mirror(project_root, mirror):
     for e in entries:
         if e.path.endswith(("AzureLLMInferenceTrace_conv.csv", "perf_model.csv")):
             assert sha256_of(mirror / e.dataset / e.path) == e.sha256
+
+
+@pytest.mark.parametrize("dataset,path", [
+    ("ds", "../../x"), ("ds", "/etc/passwd"), ("ds", "sub/../../x"), ("..", "f.csv"), ("a/b", "f.csv"),
+    ("ds", "sub\\..\\x"), ("ds", ""), ("ds", "C:/x"),
+])
+def test_manifest_paths_are_confined_to_traces_data(tmp_path, dataset, path):
+    mirror = setup_project(tmp_path, b"x")
+    sha = hashlib.sha256(b"x").hexdigest()
+    (tmp_path / "traces" / "MANIFEST").write_text(HEADER + f"{dataset}\t{path}\t{sha}\t1\tMIT\thttp://h/x\tt\n")
+    with pytest.raises(DataError, match=r"MANIFEST:2: (dataset|path)=.* must be a relative path inside traces/data"):
+        fetch(root=tmp_path, mirror=mirror, allow_download=False)
+    assert not (tmp_path / "x").exists() and not (tmp_path.parent / "x").exists()
+
+
+def test_manifest_sizes_and_digests_checked(tmp_path):
+    mirror = setup_project(tmp_path, b"data")
+    sha = hashlib.sha256(b"data").hexdigest()
+    manifest = tmp_path / "traces" / "MANIFEST"
+    manifest.write_text(HEADER + f"ds\tsub/f.csv\t{sha}\t-1\tMIT\thttp://h/x\tt\n")
+    with pytest.raises(DataError, match="bytes=-1 is negative"):
+        read_manifest(manifest)
+    manifest.write_text(HEADER + f"ds\tsub/f.csv\t{'z' * 64}\t4\tMIT\thttp://h/x\tt\n")
+    with pytest.raises(DataError, match="not 64 hex digits"):
+        read_manifest(manifest)
+    manifest.write_text(HEADER + f"ds\tsub/f.csv\t{sha}\t3\tMIT\thttp://h/x\tt\n")  # the mirror's copy has 4
+    with pytest.raises(DataError, match="has 4 bytes, the MANIFEST lists 3"):
+        fetch(root=tmp_path, mirror=mirror, allow_download=False)
+
+
+def test_download_larger_than_listed_is_stopped():
+    import io
+
+    from servesim.data import _copy_bounded
+
+    out = io.BytesIO()
+    with pytest.raises(DataError, match="larger than the 3 bytes"):
+        _copy_bounded(io.BytesIO(b"abcdef"), out, 3, "x")
+    _copy_bounded(io.BytesIO(b"abc"), out, 3, "x")

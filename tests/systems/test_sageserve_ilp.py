@@ -76,3 +76,34 @@ def test_solvers_agree_on_random_small_instance_and_lp_bound():
     objs = [solve(p, solver=s).objective for s in SOLVERS]
     assert objs[0] == pytest.approx(objs[1])
     assert solve(p, relax=True).objective <= objs[0] + 1e-6
+
+
+def _highs_mip_with_default_threads():
+    """What another HiGHS user in the same process may do first: a MIP on HiGHS's default threads,
+    which fixes the size of its process-wide scheduler."""
+    import highspy
+
+    highspy.Highs.resetGlobalScheduler(True)  # as in a fresh process
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.addCol(1.0, 0, 1, 0, [], [])
+    h.changeColIntegrality(0, highspy.HighsVarType.kInteger)
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+
+
+def test_highs_solve_is_independent_of_earlier_highs_use_in_the_process():
+    # the cause of "allocation ILP is Not Solved (solver highs)" in a full test run: an earlier
+    # HiGHS solve (OServe's flows) sized the global scheduler differently from threads=1
+    import servesim.systems.lp as lp
+
+    lp._highs_threads = None
+    _highs_mip_with_default_threads()
+    lp._highs_threads = 1  # as if our helper had been used before the foreign solve
+    with pytest.raises(ILPError, match="Not Solved"):  # the failure mode this guards against
+        solve(random_problem(4, 3, 1, seed=1), solver="highs")
+    lp._highs_threads = None  # the helper's real state: it cannot know what ran before it
+    _highs_mip_with_default_threads()
+    assert solve(random_problem(4, 3, 1, seed=1), solver="highs").status == "Optimal"
+    assert solve(random_problem(4, 3, 1, seed=1), solver="highs", threads=2).status == "Optimal"
+    assert solve(random_problem(4, 3, 1, seed=1), solver="highs", threads=1).status == "Optimal"

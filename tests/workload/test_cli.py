@@ -16,8 +16,14 @@ def test_generate_and_convert(tmp_path, capsys, aegaeon_mirror):
     assert info["requests"] == len(read(out)) > 0
     csv = tmp_path / "AzureLLMInferenceTrace_conv_1week.csv"
     csv.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2024-05-12 00:00:00+00:00,5,1\nbad,1,1\n")
-    with pytest.raises(WorkloadError, match="line 3"):
-        main(["workload", "convert", "azure", str(csv), "-o", str(tmp_path / "c.parquet")])
+    capsys.readouterr()
+    # an input error: one line naming the file and line, exit status 2, no output file
+    assert main(["workload", "convert", "azure", str(csv), "-o", str(tmp_path / "c.parquet")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(csv) in err and "line 3" in err and "Traceback" not in err
+    assert not (tmp_path / "c.parquet").exists()
+    with pytest.raises(WorkloadError, match="line 3"):  # --debug: the exception itself
+        main(["workload", "convert", "azure", str(csv), "-o", str(tmp_path / "c.parquet"), "--debug"])
     with pytest.warns(UserWarning):
         main(["workload", "convert", "azure", str(csv), "--lenient", "-o", str(tmp_path / "c.parquet")])
     assert json.loads(capsys.readouterr().out)["dropped_rows"] == 1

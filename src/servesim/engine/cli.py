@@ -11,11 +11,14 @@ import argparse
 import json
 import sys
 
+from servesim.cli_errors import add_debug_flag, run_command
+from servesim.errors import InputError
+
 #: exit status of a run whose results are written but partly incomplete (requests that timed
 #: out or errored, a replay cut at its max duration): marked ``partial`` in summary.json. Not 1,
 #: which is what an uncaught exception gives, so a workflow can keep partial results and still
 #: fail on a crash.
-EXIT_PARTIAL = 3
+EXIT_PARTIAL = 3  # servesim.errors.EXIT_PARTIAL
 
 
 def _engine_args(p: argparse.ArgumentParser) -> None:
@@ -55,15 +58,53 @@ def _cmd_tiny(a) -> int:
     return 0
 
 
+def _check_engine_args(a) -> None:
+    """Engine options and the model folder, before a server is started (InputError names the option)."""
+    import math
+    from pathlib import Path
+
+    for opt in ("max_num_seqs", "max_num_batched_tokens", "block_size", "max_model_len", "tensor_parallel_size",
+                "kv_blocks", "kv_cache_gib"):
+        v = getattr(a, opt, None)
+        if v is not None and v < 1:
+            raise InputError(f"--{opt.replace('_', '-')} {v}: must be >= 1")
+    for opt in ("start_timeout", "request_timeout", "max_duration"):
+        v = getattr(a, opt, None)
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise InputError(f"--{opt.replace('_', '-')} {v}: must be a finite number of seconds > 0")
+    if a.gpu_memory_utilization is not None and not 0 < a.gpu_memory_utilization <= 1:
+        raise InputError(f"--gpu-memory-utilization {a.gpu_memory_utilization}: must be in (0, 1]")
+    if getattr(a, "model", None) and not Path(a.model).is_dir():
+        raise InputError(f"--model {a.model}: not a model folder")
+
+
+def _check_fits_context(wl, source: str, max_model_len: int) -> None:
+    """Every request must fit the engine's context (the server would reject it mid-replay)."""
+    total = (wl["prompt_tokens"] + wl["output_tokens"]).to_numpy()
+    over = total > max_model_len
+    if over.any():
+        import numpy as np
+
+        i = int(np.flatnonzero(over)[0])
+        raise InputError(f"{source}: row {i}: prompt_tokens + output_tokens = {int(total[i])} exceeds "
+                         f"--max-model-len {max_model_len} ({int(over.sum())} row(s) do)")
+
+
 def _cmd_replay(a) -> int:
     from servesim.engine.client import ReplayOptions
-    from servesim.engine.replay import _tiny_model_vocab, replay
+    from servesim.engine.replay import _tiny_model_vocab, read_workload, replay
+    from servesim.output_dir import check_output_dir, staged_output_dir
 
+    _check_engine_args(a)
+    check_output_dir(a.out, force=a.force)
+    wl = read_workload(a.workload)
+    _check_fits_context(wl, str(a.workload), a.max_model_len)
     vocab = _tiny_model_vocab(a.model) or (a.vocab_size, a.first_token_id)
     opts = ReplayOptions(request_timeout_s=a.request_timeout, max_duration_s=a.max_duration,
                          vocab_size=vocab[0], first_token_id=vocab[1], seed=a.seed)
-    summary = replay(a.workload, a.out, model=a.model, url=a.url, config=_config(a), opts=opts,
-                     start_timeout_s=a.start_timeout)
+    with staged_output_dir(a.out, command="servesim replay", force=a.force) as tmp:
+        summary = replay(wl, tmp, model=a.model, url=a.url, config=_config(a), opts=opts,
+                         start_timeout_s=a.start_timeout)
     print(json.dumps({k: summary[k] for k in ("n_requests", "states", "partial", "kv_blocks",
                                               "throughput_req_s", "throughput_out_tok_s")}))
     return EXIT_PARTIAL if summary["partial"] else 0
@@ -102,8 +143,14 @@ def _cmd_profile(a) -> int:
 def _cmd_heldout(a) -> int:
     from servesim.engine.calibration import heldout_workload
 
+    from servesim.output_dir import atomic_file, check_output_file
+
+    if not a.load > 0 or a.n < 1:
+        raise InputError(f"--load {a.load} / -n {a.n}: the load must be > 0 and -n >= 1")
+    check_output_file(a.out)
     wl = heldout_workload(a.fit, a.load, a.n, seed=a.seed)
-    wl.to_parquet(a.out, index=False)
+    with atomic_file(a.out) as tmp:
+        wl.to_parquet(tmp, index=False)
     print(json.dumps({"requests": len(wl), "duration_s": float(wl.arrival_s.iloc[-1])}))
     return 0
 
@@ -111,15 +158,27 @@ def _cmd_heldout(a) -> int:
 def _cmd_compare(a) -> int:
     from servesim.engine.compare import compare_run
 
+    from servesim.output_dir import atomic_file, check_output_file
+
+    if a.out:
+        check_output_file(a.out)
     table, sim = compare_run(a.replay_dir, a.fit, frontend_overhead=not a.no_frontend_overhead,
                              arrivals=a.arrivals)
     if a.out:
-        table.to_csv(a.out, index=False)
+        with atomic_file(a.out) as tmp:
+            table.to_csv(tmp, index=False)
     print(table.to_string(index=False))
     return 0
 
 
 def _cmd_calibrate(a) -> int:
+    from pathlib import Path
+
+    _check_engine_args(a)
+    if Path(a.out).exists() and not Path(a.out).is_dir():
+        raise InputError(f"-o {a.out}: is a file, not a folder")
+    if any(x <= 0 for x in a.loads) or a.n < 1:
+        raise InputError(f"--loads {a.loads} / -n {a.n}: loads must be > 0 and -n >= 1")
     from servesim.engine.calibration import run_calibration
     from servesim.engine.client import ReplayOptions
     from servesim.engine.profile import SweepPlan
@@ -195,6 +254,8 @@ def add_parser(subparsers) -> None:
         p.add_argument("--first-token-id", type=int, default=1000)
         if name == "replay":
             p.add_argument("--workload", required=True, help="request table (.parquet or .csv)")
+            p.add_argument("--force", action="store_true",
+                           help="replace a non-empty output folder that holds no servesim results marker")
             p.add_argument("--request-timeout", type=float, default=120.0)
             p.add_argument("--max-duration", type=float, default=3600.0)
         else:
@@ -208,8 +269,9 @@ def add_parser(subparsers) -> None:
 def main(argv=None) -> int:  # pragma: no cover - convenience for `python -m servesim.engine.cli`
     parser = argparse.ArgumentParser(prog="servesim-engine")
     add_parser(parser.add_subparsers(dest="command", required=True))
+    add_debug_flag(parser)
     a = parser.parse_args(argv)
-    return a.func(a)
+    return run_command(a.func, a, f"servesim {a.command}")
 
 
 if __name__ == "__main__":

@@ -28,12 +28,13 @@ def read_workload(path: str | Path) -> pd.DataFrame:
     p = Path(path)
     if not p.exists():
         raise schema.WorkloadError(f"{p}: workload file does not exist")
-    if p.suffix == ".parquet":
-        df = pd.read_parquet(p)
-    elif p.suffix in (".csv", ".gz"):
-        df = pd.read_csv(p)
-    else:
+    if p.suffix not in (".parquet", ".csv", ".gz"):
         raise schema.WorkloadError(f"{p}: unknown workload format (use .parquet or .csv)")
+    try:
+        df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+    except Exception as exc:  # pyarrow / the CSV parser raise several types for a corrupt file
+        raise schema.WorkloadError(f"{p}: not a readable {p.suffix.lstrip('.')} table: "
+                                   f"{type(exc).__name__}: {exc}") from None
     return schema.validate(df, str(p))
 
 

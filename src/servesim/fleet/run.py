@@ -26,6 +26,7 @@ from ..policies.registry import CONTROLLERS, GLOBAL_ROUTERS
 from ..sim.routers import ROUTERS
 from .core import EndpointConfig, Fleet, LeadTimes, shared_strings
 from .lifecycle import BILLED
+from .limits import check_sampling
 from .scenario import Scenario, build_workload
 
 
@@ -236,12 +237,12 @@ def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = Fals
         fleet.add_actor(CONTROLLERS.create(a.name, a.options(), where="autoscaler"))
     for actor in actors or ():
         fleet.add_actor(actor)
+    last_arrival = float(workload["arrival_s"].iloc[-1]) if len(workload) else 0.0
+    horizon = sc.duration_s if sc.duration_s is not None else last_arrival + sc.output.drain_limit_s
+    check_sampling(sc.output.sample_s, horizon, sc.name)  # before any sampling: bounded memory
     samples: list[dict] = []
     fleet.add_sampler(sc.output.sample_s, samples)
     fleet.start()
-
-    last_arrival = float(workload["arrival_s"].iloc[-1]) if len(workload) else 0.0
-    horizon = sc.duration_s if sc.duration_s is not None else last_arrival + sc.output.drain_limit_s
     try:
         _run_kernel(engines.kernel, fleet, horizon, progress, span=sc.duration_s or max(last_arrival, 1.0))
     except BaseException as exc:  # an actor's bug, a solver failure, Ctrl-C: keep what was simulated

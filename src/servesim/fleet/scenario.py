@@ -27,7 +27,6 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
-import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
 from ..workload.schema import WorkloadError
@@ -383,10 +382,12 @@ def parse_scenario(data: dict, source: str = "<scenario>", base_dir: str | Path 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario YAML file."""
     path = Path(path)
+    from servesim._strict_yaml import StrictYAMLError, load_strict
+
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
+        data = load_strict(path.read_text(), source=str(path))  # duplicate keys are errors too
+    except StrictYAMLError as exc:
+        raise ScenarioError(str(exc)) from None
     return parse_scenario(data, str(path), path.parent)
 
 

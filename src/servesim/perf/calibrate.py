@@ -65,7 +65,25 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def _check_args(args) -> None:
+    """Options and output paths, before any work (InputError names the option)."""
+    from servesim.errors import InputError
+    from servesim.output_dir import check_output_file
+
+    if not 0 < args.test_frac < 1:
+        raise InputError(f"--test-frac {args.test_frac}: must be between 0 and 1")
+    for opt in ("tp", "pp"):
+        if getattr(args, opt) is not None and getattr(args, opt) < 1:
+            raise InputError(f"--{opt} {getattr(args, opt)}: must be >= 1")
+    check_output_file(args.output)
+    if args.report:
+        check_output_file(args.report, option="--report")
+
+
 def run(args) -> int:
+    from servesim.output_dir import atomic_file
+
+    _check_args(args)
     df = M.read(args.measurements)
     if args.model or args.hardware or args.tp or args.pp:
         df = _select(df, args.model, args.hardware, args.tp or 1, args.pp or 1)
@@ -77,10 +95,12 @@ def run(args) -> int:
         m = _refit(df, m, args)
         fitted_on = "all rows (errors above are of the train-split fit)"
     errors = json.loads(test_err.to_json(orient="records"))
-    save_model_file(m, args.output, measurements=str(args.measurements), fitted_on=fitted_on, test_frac=args.test_frac,
-                    seed=args.seed, holdout_errors=errors)
-    if args.report:
-        err.to_csv(args.report, index=False, float_format="%.6g")
+    if args.report:  # .part files renamed on success: never a half-written model or report
+        with atomic_file(args.report) as tmp:
+            err.to_csv(tmp, index=False, float_format="%.6g")
+    with atomic_file(args.output) as tmp:
+        save_model_file(m, tmp, measurements=str(args.measurements), fitted_on=fitted_on,
+                        test_frac=args.test_frac, seed=args.seed, holdout_errors=errors)
     print(f"calibrated {args.backend} on {len(df)} rows of {args.measurements} -> {args.output}")
     print(err.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     return 0

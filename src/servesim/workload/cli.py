@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-import yaml
+from servesim.cli_errors import add_debug_flag, run_command
 
 #: named scales (the workflow's quick/full) -> generator scale factor
 SCALES = {
@@ -24,7 +24,56 @@ LOADERS = ("azure", "aegaeon", "sageserve")
 
 
 def _scale(gen: str, s: str) -> float:
-    return SCALES.get(gen, {}).get(s) if s in ("quick", "full") else float(s)
+    """The generator's scale factor: a named scale or a finite positive number."""
+    from servesim.errors import InputError
+
+    if s in ("quick", "full"):
+        return SCALES.get(gen, {}).get(s, 1.0)
+    try:
+        x = float(s)
+    except ValueError:
+        raise InputError(f"--scale {s!r}: expected quick, full or a number") from None
+    if not (0 < x < float("inf")):
+        raise InputError(f"--scale {s!r}: must be a finite number > 0")
+    return x
+
+
+def _options(text: str) -> dict:
+    """``--options`` as a mapping (YAML/JSON; duplicate keys are errors)."""
+    from servesim._strict_yaml import StrictYAMLError, load_strict
+    from servesim.errors import InputError
+
+    try:
+        opts = load_strict(text, source="--options")
+    except StrictYAMLError as exc:
+        raise InputError(str(exc)) from None
+    if opts is None:
+        return {}
+    if not isinstance(opts, dict) or not all(isinstance(k, str) for k in opts):
+        raise InputError(f"--options: expected a mapping of option names to values, got {text!r}")
+    return opts
+
+
+def _inner_generators():
+    from . import gen_aegaeon, gen_oserve, sageserve_week, azure_week
+
+    return {"sageserve_week": (lambda: sageserve_week,), "azure_code_week": (lambda: azure_week,),
+            "azure_conv_week": (lambda: azure_week,), "oserve": (lambda: gen_oserve.trace, lambda: gen_oserve.spatial,
+                                                                 lambda: gen_oserve.temporal),
+            "aegaeon_market": (lambda: gen_aegaeon.market,)}
+
+
+def _typed_booleans(func, opts: dict, name: str = "") -> dict:
+    """Options whose default is a bool must be booleans (``bursts: maybe`` is an error, not truthy)."""
+    import inspect
+
+    from servesim._strict_yaml import parse_bool
+
+    params = dict(inspect.signature(func).parameters)
+    for inner in _inner_generators().get(name, ()):  # the generators behind the named wrappers
+        params.update(inspect.signature(inner()).parameters)
+    return {k: parse_bool(v, f"--options {k}") if k in params and isinstance(params[k].default, bool) else v
+            for k, v in opts.items()}
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -48,13 +97,29 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args) -> int:
     from . import generate, load_aegaeon, load_azure, load_sageserve, write
 
+    from servesim.errors import InputError
+    from servesim.output_dir import check_output_file
+
+    check_output_file(args.output)  # before any work: -o naming a folder fails at once
     if args.workload_cmd == "generate":
-        df = generate(args.generator, scale=_scale(args.generator, args.scale), seed=args.seed,
-                      **(yaml.safe_load(args.options) or {}))
+        from . import GENERATORS
+
+        if args.generator not in GENERATORS:
+            raise InputError(f"unknown generator {args.generator!r}; known: {', '.join(sorted(GENERATORS))}")
+        scale, opts = _scale(args.generator, args.scale), _options(args.options)
+        opts = _typed_booleans(GENERATORS[args.generator], opts, args.generator)
+        try:
+            df = generate(args.generator, scale=scale, seed=args.seed, **opts)
+        except TypeError as exc:  # an option the generator does not take
+            if "argument" not in str(exc):
+                raise
+            raise InputError(f"--options for {args.generator}: {exc}") from None
     else:
         loader = {"azure": load_azure, "aegaeon": load_aegaeon, "sageserve": load_sageserve}[args.format]
         df = loader(args.path, lenient=args.lenient)
-    write(df, args.output)
+        if len(df) == 0:
+            raise InputError(f"{args.path}: no valid rows (of {df.attrs.get('dropped_rows', 0)} read)")
+    write(df, args.output)  # via a .part file renamed on success
     info = {"output": args.output, "requests": len(df), "dropped_rows": df.attrs.get("dropped_rows", 0)}
     print(json.dumps(info))
     return 0
@@ -63,8 +128,9 @@ def run(args) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="servesim")
     add_parser(parser.add_subparsers(dest="cmd", required=True))
+    add_debug_flag(parser)
     args = parser.parse_args(argv)
-    return args.func(args)
+    return run_command(args.func, args, "servesim workload")
 
 
 if __name__ == "__main__":

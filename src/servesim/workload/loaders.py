@@ -9,7 +9,9 @@
 
 Bad rows raise :class:`WorkloadError` naming the file and the CSV line (header = line 1); with
 ``lenient=True`` they are dropped instead and counted in ``df.attrs["dropped_rows"]`` (with the
-first few line numbers in ``df.attrs["dropped_lines"]``). Every loader sorts by arrival time
+first few line numbers in ``df.attrs["dropped_lines"]``); a lenient load in which every row is bad
+is an error, not an empty workload. Token counts must be integers up to ``schema.MAX_TOKENS``; a
+CSV the parser cannot read (ragged rows, bad quoting) is a WorkloadError naming the file. Every loader sorts by arrival time
 (stable), keeps the file's row order as ``request_id`` and records the source in ``df.attrs``.
 """
 
@@ -23,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .arrivals import categorical
-from .schema import TIERS, WorkloadError, validate
+from .schema import MAX_TOKENS, TIERS, WorkloadError, validate
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 AEGAEON_COLUMNS = ("Request Time", "Model Name", "Input Length", "Output Length")
@@ -54,7 +56,20 @@ def _bad_rows(path: Path, bad: np.ndarray, reasons: dict[str, np.ndarray], lenie
     return ~bad
 
 
+def _read_csv(path: Path, **kw) -> pd.DataFrame:
+    """``pd.read_csv`` whose parser errors (ragged rows, bad quoting, encoding) name the file."""
+    try:
+        return pd.read_csv(path, **kw)
+    except pd.errors.EmptyDataError:
+        raise WorkloadError(f"{path}: line 1: empty file (no header)") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        msg = " ".join(str(exc).split())
+        raise WorkloadError(f"{path}: not a readable CSV table: {msg}") from None
+
+
 def _finish(df: pd.DataFrame, path: Path, dropped: np.ndarray, **attrs) -> pd.DataFrame:
+    if len(df) == 0 and dropped.size:  # lenient, and every row was bad: an error, not an empty workload
+        raise WorkloadError(f"{path}: no valid rows ({dropped.size} bad, first at line {int(dropped[0]) + 2})")
     order = np.argsort(df["arrival_s"].to_numpy(), kind="stable")
     if (np.diff(order) != 1).any():
         df = df.iloc[order]
@@ -67,7 +82,7 @@ def _finish(df: pd.DataFrame, path: Path, dropped: np.ndarray, **attrs) -> pd.Da
 def _as_int(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Integer values and a mask of unparseable/non-integer entries."""
     v = pd.to_numeric(s, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
-    bad = ~np.isfinite(v) | (v != np.round(v))
+    bad = ~np.isfinite(v) | (v != np.round(v)) | (np.abs(v) > 2.0**62)  # beyond int64: not a count
     return np.where(bad, 0, v).astype(np.int64), bad
 
 
@@ -88,7 +103,7 @@ def _azure_fast(path: Path):
             return None
         ctx = tb.column("ContextTokens").to_numpy()
         gen = tb.column("GeneratedTokens").to_numpy()
-        if (ctx < 1).any() or (gen < 0).any():
+        if (ctx < 1).any() or (gen < 0).any() or (ctx > MAX_TOKENS).any() or (gen > MAX_TOKENS).any():
             return None
         ts = pd.Series(pd.DatetimeIndex(tb.column("TIMESTAMP").to_pandas()))
         if tz is None:
@@ -110,22 +125,22 @@ def load_azure(path: str | os.PathLike, *, app: str | None = None, model: str = 
     path = Path(path)
     if not path.exists():
         raise WorkloadError(f"{path}: no such trace file")
-    header = pd.read_csv(path, nrows=0).columns
+    header = _read_csv(path, nrows=0).columns
     _check_header(path, header, AZURE_COLUMNS)
     fast = _azure_fast(path) if nrows is None else None
     if fast is not None:
         ts, ctx, gen = fast
         keep = np.ones(len(ts), dtype=bool)
     else:  # robust path: finds and names bad rows (or drops them with lenient=True)
-        raw = pd.read_csv(path, usecols=list(AZURE_COLUMNS), dtype=str, nrows=nrows, keep_default_na=False,
-                          engine="pyarrow" if nrows is None else "c")
+        raw = _read_csv(path, usecols=list(AZURE_COLUMNS), dtype=str, nrows=nrows, keep_default_na=False,
+                        engine="pyarrow" if nrows is None else "c")
         ts = pd.to_datetime(raw["TIMESTAMP"], format="ISO8601", utc=True, errors="coerce")
         ctx, bad_ctx = _as_int(raw["ContextTokens"])
         gen, bad_gen = _as_int(raw["GeneratedTokens"])
         del raw
         reasons = {"TIMESTAMP unparseable": ts.isna().to_numpy(),
-                   "ContextTokens not an integer >= 1": bad_ctx | (ctx < 1),
-                   "GeneratedTokens not an integer >= 0": bad_gen | (gen < 0)}
+                   f"ContextTokens not an integer in [1, {MAX_TOKENS}]": bad_ctx | (ctx < 1) | (ctx > MAX_TOKENS),
+                   f"GeneratedTokens not an integer in [0, {MAX_TOKENS}]": bad_gen | (gen < 0) | (gen > MAX_TOKENS)}
         bad = np.logical_or.reduce(list(reasons.values()))
         keep = _bad_rows(path, bad, reasons, lenient)
     dropped = np.flatnonzero(~keep)
@@ -173,12 +188,11 @@ def load_azure_2024(kind: str = "code", **kw) -> pd.DataFrame:
 
 def _parse_clock(s: pd.Series) -> np.ndarray:
     """``HH:MM:SS.fff`` (hours may exceed 24) -> seconds; NaN where unparseable."""
-    parts = s.str.split(":", expand=True)
-    if parts.shape[1] != 3:
-        return np.full(len(s), np.nan)
+    # per row, so one malformed stamp is NaN on its own line only (not every row)
+    parts = s.str.extract(r"^\s*(\d+):(\d{1,2}):(\d{1,2}(?:\.\d*)?)\s*$")
     h, m, sec = (pd.to_numeric(parts[i], errors="coerce").to_numpy(dtype="float64", na_value=np.nan) for i in range(3))
     out = h * 3600.0 + m * 60.0 + sec
-    out[(m >= 60) | (sec >= 60) | (h < 0) | (m < 0) | (sec < 0)] = np.nan
+    out[(m >= 60) | (sec >= 60)] = np.nan
     return out
 
 
@@ -188,15 +202,15 @@ def load_aegaeon(path: str | os.PathLike, *, region: str = "default", tier: str 
     path = Path(path)
     if not path.exists():
         raise WorkloadError(f"{path}: no such workload file")
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False)  # small files: the C engine starts faster
+    raw = _read_csv(path, dtype=str, keep_default_na=False)  # small files: the C engine starts faster
     _check_header(path, raw.columns, AEGAEON_COLUMNS)
     t = _parse_clock(raw["Request Time"])
     inp, bad_in = _as_int(raw["Input Length"])
     out, bad_out = _as_int(raw["Output Length"])
     name = raw["Model Name"].str.strip()
     reasons = {"Request Time unparseable": ~np.isfinite(t), "Model Name empty": (name == "").to_numpy(),
-               "Input Length not an integer >= 1": bad_in | (inp < 1),
-               "Output Length not an integer >= 0": bad_out | (out < 0)}
+               f"Input Length not an integer in [1, {MAX_TOKENS}]": bad_in | (inp < 1) | (inp > MAX_TOKENS),
+               f"Output Length not an integer in [0, {MAX_TOKENS}]": bad_out | (out < 0) | (out > MAX_TOKENS)}
     bad = np.logical_or.reduce(list(reasons.values()))
     keep = _bad_rows(path, bad, reasons, lenient)
     df = pd.DataFrame({"request_id": np.flatnonzero(keep).astype(np.int64), "arrival_s": t[keep],
@@ -231,7 +245,7 @@ def load_sageserve(path: str | os.PathLike, *, models: dict[str, str] | None = N
     models = models or SAGESERVE_MODELS
     regions = regions or SAGESERVE_REGIONS
     iw_deadline_s = iw_deadline_s or {"IW-F": 1.0, "IW-N": 60.0}
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False, engine="pyarrow")
+    raw = _read_csv(path, dtype=str, keep_default_na=False, engine="pyarrow")
     _check_header(path, raw.columns, SAGESERVE_COLUMNS)
     t = pd.to_numeric(raw["arrival_timestamp"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
     p, bad_p = _as_int(raw["prompt_size"])
@@ -239,9 +253,9 @@ def load_sageserve(path: str | os.PathLike, *, models: dict[str, str] | None = N
     b, bad_b = _as_int(raw["batch_id"].replace("", "-1"))
     first = raw["regions"].str.strip().str[:1]
     wt = raw["workload_type"].str.strip()
-    reasons = {"arrival_timestamp not a number": ~np.isfinite(t),
-               "prompt_size not an integer >= 1": bad_p | (p < 1),
-               "token_size not an integer >= 0": bad_o | (o < 0),
+    reasons = {"arrival_timestamp not a finite number >= 0": ~np.isfinite(t) | (t < 0),
+               f"prompt_size not an integer in [1, {MAX_TOKENS}]": bad_p | (p < 1) | (p > MAX_TOKENS),
+               f"token_size not an integer in [0, {MAX_TOKENS}]": bad_o | (o < 0) | (o > MAX_TOKENS),
                "batch_id not an integer": bad_b,
                f"model_type not in {sorted(models)}": ~raw["model_type"].str.strip().isin(list(models)).to_numpy(),
                f"regions does not start with one of {sorted(regions)}": ~first.isin(list(regions)).to_numpy(),

@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from servesim.errors import InputError
+
 TIERS = ("IW-F", "IW-N", "NIW")
 
 #: column -> dtype (strings are stored as pandas "string"; deadline_s is NaN where none applies)
@@ -35,10 +37,15 @@ COLUMNS: dict[str, str] = {
     "app": "string",
     "deadline_s": "float64",
 }
+#: plausibility bound on prompt_tokens and output_tokens: the longest context of any model in the
+#: catalog (Llama-4-Scout, 10 M tokens). Per-model contexts are not enforced here: the SageServe
+#: trace's prompt lengths (up to 100 K) exceed some of its models' nominal contexts; a real engine's
+#: limit is checked where it applies (`servesim replay` against --max-model-len).
+MAX_TOKENS = 10_485_760
 STRING_COLUMNS = tuple(c for c, d in COLUMNS.items() if d == "string")
 
 
-class WorkloadError(ValueError):
+class WorkloadError(InputError):
     """Bad workload input; the message names the source (file) and the row or column."""
 
 
@@ -77,13 +84,22 @@ def validate(df: pd.DataFrame, source: str = "<workload>") -> pd.DataFrame:
         if na.any():
             raise WorkloadError(f"{source}: row {_first(na)}: {col} is missing")
     for col in ("prompt_tokens", "output_tokens"):
-        bad = out[col].to_numpy() < (1 if col == "prompt_tokens" else 0)
+        v = out[col].to_numpy()
+        bad = (v < (1 if col == "prompt_tokens" else 0)) | (v > MAX_TOKENS)
         if bad.any():
             i = _first(bad)
-            raise WorkloadError(f"{source}: row {i}: {col}={out[col].iloc[i]} is out of range")
+            raise WorkloadError(f"{source}: row {i}: {col}={out[col].iloc[i]} is out of range "
+                                f"[{1 if col == 'prompt_tokens' else 0}, {MAX_TOKENS}]")
     arr = out["arrival_s"].to_numpy()
-    if np.isnan(arr).any():
-        raise WorkloadError(f"{source}: row {_first(np.isnan(arr))}: arrival_s is NaN")
+    bad = ~np.isfinite(arr) | (arr < 0)
+    if bad.any():
+        i = _first(bad)
+        raise WorkloadError(f"{source}: row {i}: arrival_s={arr[i]} is not a finite time >= 0")
+    dl = out["deadline_s"].to_numpy()
+    bad = np.isinf(dl)
+    if bad.any():
+        i = _first(bad)
+        raise WorkloadError(f"{source}: row {i}: deadline_s={dl[i]} is infinite (NaN means no deadline)")
     back = np.diff(arr) < 0
     if back.any():
         raise WorkloadError(f"{source}: row {_first(back) + 1}: arrival_s goes back in time (not sorted)")

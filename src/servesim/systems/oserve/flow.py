@@ -18,7 +18,7 @@ from functools import reduce
 import numpy as np
 import pulp
 
-from ..lp import variable
+from ..lp import highs, variable
 
 
 def lcm_capacity(n) -> int:
@@ -53,7 +53,7 @@ class Assignment:
 
 
 def _solve(prob: pulp.LpProblem) -> str:
-    prob.solve(pulp.HiGHS(msg=False))
+    prob.solve(highs())
     status = pulp.LpStatus[prob.status]
     if status != "Optimal":
         raise RuntimeError(f"{prob.name}: solver status {status}")

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pulp
 
-from ..lp import variable
+from ..lp import highs, variable
 
 SOLVERS = ("cbc", "highs")
 
@@ -195,7 +195,7 @@ def solve(problem: AllocationProblem, solver: str = "cbc", linearisation: str = 
         cmd = pulp.COIN_CMD(path=_cbc_path(), msg=False, warmStart=warm_start, timeLimit=time_limit_s, threads=threads,
                             gapRel=gap_rel)
     else:
-        cmd = pulp.HiGHS(msg=False, timeLimit=time_limit_s, threads=threads, gapRel=gap_rel)
+        cmd = highs(threads, timeLimit=time_limit_s, gapRel=gap_rel)
     t1 = time.perf_counter()
     prob.solve(cmd)
     solve_s = time.perf_counter() - t1

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...fleet.run import keeping_partial
+from ...fleet.run import write_partial
 from .config import SageServeConfig
 from .instance_models import instance_model_source
 from .strategies import RUN_STRATEGIES, run_strategy, summarise
@@ -117,7 +117,9 @@ def _add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--window-h", nargs=2, type=float, default=None, metavar=("FROM_H", "TO_H"),
                     help="override the preset's window (hours of the generated week)")
     ap.add_argument("--volume-scale", type=float, default=None, help="override the preset's volume scale")
-    ap.add_argument("-o", "--out", required=True)
+    ap.add_argument("-o", "--out", required=True, help="output folder (written in full or not at all)")
+    ap.add_argument("--force", action="store_true",
+                    help="replace a non-empty output folder that holds no servesim results marker")
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -129,10 +131,49 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> int:
+    from servesim.cli_errors import add_debug_flag, run_command
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     _add_args(ap)
-    run(ap.parse_args(argv))
+    add_debug_flag(ap)
+    return run_command(run, ap.parse_args(argv), "sageserve run")
+
+
+#: options that must be finite and > 0 when given (argparse dest)
+POSITIVE_OPTIONS = ("burst_factor", "theta_headroom", "iwn_sla_s", "dpa_tau_n", "dpa_tau_p", "iw_niw_ratio",
+                    "lt_ua_threshold", "scaling_interval", "volume_scale")
+
+
+def check_options(a: argparse.Namespace) -> None:
+    """Reject options that would run a meaningless experiment, before any work (InputError)."""
+    import math
+
+    from servesim.errors import InputError
+    from servesim.output_dir import check_output_dir
+
+    for d in POSITIVE_OPTIONS:
+        v = getattr(a, d, None)
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise InputError(f"--{d.replace('_', '-')} {v}: must be a finite number > 0")
+    if a.max_instances is not None and a.max_instances < 1:
+        raise InputError(f"--max-instances {a.max_instances}: must be >= 1 (0 serves nothing)")
+    known_models = MODELS_4 + ([a.fifth_model] if a.fifth_model else [])
+    for opt, given, known in (("--models", a.models, known_models), ("--regions", a.regions, REGIONS_3)):
+        if given is None:
+            continue
+        unknown = [x for x in given if x not in known]
+        if unknown:
+            raise InputError(f"{opt}: unknown {unknown}; known: {known}")
+        if len(set(given)) != len(given):
+            raise InputError(f"{opt}: {given} lists one twice")
+    if a.window_h is not None:
+        lo, hi = a.window_h
+        days = PRESETS[a.preset]["days"]
+        if not (0 <= lo < hi <= 24 * days):
+            raise InputError(f"--window-h {lo:g} {hi:g}: need 0 <= FROM_H < TO_H <= {24 * days} "
+                             f"(the {days}-day trace of preset {a.preset})")
+    check_output_dir(a.out, force=a.force)
 
 
 #: command-line option (argparse dest) -> the SageServeConfig field it overrides
@@ -152,6 +193,16 @@ def _preset_overrides(a: argparse.Namespace) -> dict:
 
 
 def run(a: argparse.Namespace) -> int:
+    """One strategy run into ``a.out``: options checked first; the folder is written through a
+    staging folder renamed into place on success (a failed run's ``partial/`` is marked failed)."""
+    from servesim.output_dir import staged_output_dir
+
+    check_options(a)
+    with staged_output_dir(a.out, command=f"sageserve run --strategy {a.strategy}", force=a.force) as tmp:
+        return _run_into(a, tmp)
+
+
+def _run_into(a: argparse.Namespace, out: Path) -> int:
     over = _preset_overrides(a)
     p = {**PRESETS[a.preset], **over}
     cfg = SageServeConfig.paper() if a.reading == "paper" else SageServeConfig.code()
@@ -167,11 +218,17 @@ def run(a: argparse.Namespace) -> int:
     if iwn_sla is not None:
         iwn = (sel["tier"] == "IW-N").to_numpy()
         sel.loc[iwn, "deadline_s"] = sel.loc[iwn, "arrival_s"] + float(iwn_sla)
+    if len(sel) == 0 or not (sel["arrival_s"] >= t0_s).any():
+        from servesim.errors import InputError
+
+        raise InputError(f"preset {a.preset} with {over or 'no overrides'}: no requests to serve in the window")
     t = time.perf_counter()
-    out = Path(a.out)
-    with keeping_partial(out, f"sageserve run: {a.strategy}"):
+    try:
         res, actor = run_strategy(a.strategy, sel, t0_s=t0_s, config=cfg, seed=a.seed,
                                   **({"max_instances": cap} if cap is not None else {}))
+    except BaseException as exc:
+        write_partial(exc, out)  # what it simulated: <out>/partial/, marked failed
+        raise
     wall = time.perf_counter() - t
     res.write(out)
     s = summarise(res, a.strategy)
@@ -192,4 +249,4 @@ def run(a: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

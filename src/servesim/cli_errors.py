@@ -1,0 +1,64 @@
+"""One error path for every command: input errors -> one line and EXIT_INPUT; bugs -> traceback.
+
+Every entry point (``servesim`` and the ``python -m servesim.<module>`` mains the workflow calls)
+runs its handler through :func:`run_command`; ``--debug`` shows the traceback of an input error too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable
+
+from servesim.errors import EXIT_BUG, EXIT_INPUT, InputError
+
+
+def input_error_types() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean bad input. The package's own error classes that predate
+    :class:`InputError` are listed here rather than re-based (their modules belong to other layers)."""
+    from servesim.analysis.claims import ClaimsError
+    from servesim.catalog.loader import CatalogError
+    from servesim.fleet.scenario import ScenarioError
+    from servesim.forecast.base import ForecastError
+    from servesim.perf.measurements import MeasurementError
+    from servesim.perf.registry import BackendError
+    from servesim.systems.sageserve.config import ConfigError
+
+    return (InputError, ScenarioError, ClaimsError, CatalogError, ConfigError, MeasurementError,
+            BackendError, ForecastError)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    text = " ".join(line.strip() for line in str(exc).strip().splitlines())
+    return text or type(exc).__name__
+
+
+def add_debug_flag(parser: argparse.ArgumentParser) -> None:
+    """``--debug`` on ``parser`` and every sub-command parser under it (before or after the command)."""
+    if "--debug" not in parser._option_string_actions:
+        parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                            help="show the traceback of an input error too")
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                add_debug_flag(sub)
+
+
+def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace, prog: str) -> int:
+    """Call ``func(args)``; an input error (or a missing/unreadable input file) prints
+    ``<prog>: <message>`` and returns EXIT_INPUT; anything else propagates (traceback, status 1)."""
+    try:
+        return int(func(args) or 0)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, *input_error_types()) as exc:
+        if getattr(args, "debug", False):
+            raise
+        print(f"{prog}: error: {_describe(exc)}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+
+
+__all__ = ["run_command", "add_debug_flag", "input_error_types", "EXIT_INPUT", "EXIT_BUG"]

@@ -1,0 +1,126 @@
+"""Output folders that cannot mislead: written in a staging folder, renamed into place on success.
+
+A command writing a results folder calls :func:`check_output_dir` before any work (so ``-o``
+naming a file, or a folder holding someone else's files, fails at once), then writes inside
+``with staged_output_dir(out) as tmp:``. On success the staging folder gets the completion
+marker :data:`MARKER` (listing every file and its size) and replaces ``out`` in one rename, so
+``out`` is either the complete new results or what it was before. On failure the staging
+folder is removed, or, when the run left something there on purpose (a ``partial/`` result),
+it becomes ``out`` with :data:`FAILED_MARKER` instead of ``MARKER``.
+
+A folder that holds a marker was written by servesim: a re-run replaces it (stale results are
+cleared). A non-empty folder without one is refused unless ``force``; an empty one (as a
+workflow engine creates for a job's outputs) is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Iterator
+
+from servesim.errors import InputError
+
+#: completion marker written last into a finished results folder
+MARKER = "_COMPLETE.json"
+#: marker of a folder that holds a failed run's partial results
+FAILED_MARKER = "_FAILED.json"
+_STAGING = ".part-"
+
+
+def _ours(path: Path) -> bool:
+    return (path / MARKER).exists() or (path / FAILED_MARKER).exists()
+
+
+def check_output_dir(out: str | os.PathLike, *, force: bool = False, option: str = "-o") -> Path:
+    """Validate an output folder before work starts; returns it as a Path. Raises InputError
+    if it names a file, sits under a file, or is a non-empty folder not written by servesim
+    (unless ``force``)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{option} {out}: is a file, not a folder")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(f"{option} {out}: {parent} is a file, not a folder")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise InputError(f"{option} {out}: {parent} is not writable")
+            break
+    if out.is_dir() and any(out.iterdir()) and not _ours(out) and not force:
+        raise InputError(f"{option} {out}: folder is not empty and holds no servesim results marker "
+                         f"({MARKER}); choose another folder or pass --force to replace it")
+    return out
+
+
+def _files(root: Path) -> dict[str, int]:
+    return {p.relative_to(root).as_posix(): p.stat().st_size
+            for p in sorted(root.rglob("*")) if p.is_file() and p.name not in (MARKER, FAILED_MARKER)}
+
+
+def _replace(staging: Path, out: Path) -> None:
+    """Put ``staging`` where ``out`` is: the old folder is moved aside first, then removed."""
+    old = None
+    if out.exists():
+        old = out.with_name(f"{out.name}{_STAGING}old-{os.getpid()}")
+        os.replace(out, old)
+    os.replace(staging, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def staged_output_dir(out: str | os.PathLike, *, command: str = "servesim", force: bool = False) -> Iterator[Path]:
+    """Yield a fresh staging folder beside ``out``; see the module doc for what happens after."""
+    out = check_output_dir(out, force=force)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.with_name(f"{out.name}{_STAGING}{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        yield staging
+    except BaseException as exc:
+        if any(staging.iterdir()):  # a partial result kept on purpose: mark it failed
+            (staging / FAILED_MARKER).write_text(json.dumps(
+                {"complete": False, "command": command, "error": f"{type(exc).__name__}: {exc}"[:2000],
+                 "files": _files(staging)}, indent=1, sort_keys=True) + "\n")
+            _replace(staging, out)
+            print(f"{command}: failed ({type(exc).__name__}); what it wrote is in {out}/ "
+                  f"(marked {FAILED_MARKER}, not complete)", file=sys.stderr)
+        else:
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
+    (staging / MARKER).write_text(json.dumps({"complete": True, "command": command, "files": _files(staging)},
+                                             indent=1, sort_keys=True) + "\n")
+    _replace(staging, out)
+
+
+def check_output_file(out: str | os.PathLike, *, option: str = "-o") -> Path:
+    """Validate a single output file path before work starts (it is written as ``.part`` and renamed)."""
+    out = Path(out)
+    if out.is_dir():
+        raise InputError(f"{option} {out}: is a folder, not a file")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(f"{option} {out}: {parent} is a file, not a folder")
+            break
+    return out
+
+
+@contextlib.contextmanager
+def atomic_file(out: str | os.PathLike) -> Iterator[Path]:
+    """Yield a ``.part`` path beside ``out`` (same suffix) to write; renamed onto ``out`` on success,
+    removed on failure, so ``out`` is never a half-written file."""
+    out = check_output_file(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f"{out.stem}.part{out.suffix}")
+    try:
+        yield tmp
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, out)
