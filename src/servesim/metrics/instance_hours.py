@@ -63,7 +63,8 @@ def step_integral_hours(times, values, end_s: float) -> float:
 
 def binned_max(times, values, bin_s: float = BIN_S, end_s: float | None = None) -> pd.Series:
     """Largest value of a step function in each fixed bin ``[k*bin_s, (k+1)*bin_s)``, indexed by
-    the bin number k, from the first sample's bin to the last's (samples before ``end_s``)."""
+    the bin number k, from the first sample's bin to the last's (samples before ``end_s``).
+    Integer counts stay integers."""
     if not bin_s > 0:
         raise ValueError(f"bin_s must be positive, got {bin_s!r}")
     t, v = _sorted(times, values)
@@ -78,7 +79,12 @@ def binned_max(times, values, bin_s: float = BIN_S, end_s: float | None = None) 
     carried = np.searchsorted(t, bins * bin_s, side="right") - 1  # the sample in force at each bin start
     has = carried >= 0
     mx[has] = np.maximum(mx[has], v[carried[has]])
-    return pd.Series(mx, index=pd.Index(bins, name="bin"))
+    return pd.Series(mx.astype(_dtype(values)), index=pd.Index(bins, name="bin"))
+
+
+def _dtype(values) -> np.dtype:
+    d = np.asarray(values).dtype
+    return d if np.issubdtype(d, np.integer) else np.dtype(np.float64)
 
 
 def binned_max_hours(times, values, bin_s: float = BIN_S, end_s: float | None = None) -> float:
@@ -93,7 +99,7 @@ def binned_max_by(frame: pd.DataFrame, value: str, by: str | list[str], bin_s: f
     parts = [binned_max(g[time], g[value], bin_s, end_s) for _, g in frame.groupby(by, sort=True, observed=True)]
     if not parts:
         return pd.Series([], dtype=np.float64)
-    return pd.concat(parts, axis=1).fillna(0.0).sum(axis=1).sort_index()
+    return pd.concat(parts, axis=1).fillna(0).astype(_dtype(frame[value])).sum(axis=1).sort_index()
 
 
 def instance_hours(hours: pd.DataFrame, timeseries: pd.DataFrame | None = None,

@@ -78,13 +78,13 @@ def tokens_on_time_uniform(ttft: np.ndarray, tpot: np.ndarray, output_tokens: np
     with np.errstate(divide="ignore", invalid="ignore"):
         lo = np.ceil(a / b)      # b > 0: k >= a / b
         hi = np.floor(a / b)     # b < 0: k <= a / b
-    pos = b > 0
+    seen = ~np.isnan(ttft)
+    pos = seen & (b > 0)
     out[pos] = n[pos] - np.clip(lo[pos], 0, n[pos]).astype(np.int64)
-    neg = (b < 0) & (a <= 0)
+    neg = seen & (b < 0) & (a <= 0)
     out[neg] = np.clip(hi[neg] + 1, 0, n[neg]).astype(np.int64)
-    flat = (b == 0) & (a <= 0)
+    flat = seen & (b == 0) & (a <= 0)
     out[flat] = n[flat]
-    out[np.isnan(ttft)] = 0
     return out
 
 
