@@ -2,7 +2,7 @@
 
     from servesim.fleet import load_scenario, run_scenario
     res = run_scenario(load_scenario("examples/scenarios/one_region.yaml"))
-    res.requests            # one row per request (servesim.sim.metrics.REQUEST_COLUMNS)
+    res.requests            # one row per request (servesim.sim.request_log.REQUEST_COLUMNS)
     res.timeseries          # per (time, model, region): instances by state, queues, KV use
     res.summary             # dict: servesim.metrics.summarize's layout + the fleet's counters
     res.write("out/")       # requests.parquet, timeseries.parquet, instance_hours.parquet,

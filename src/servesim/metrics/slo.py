@@ -101,9 +101,10 @@ def tokens_on_time_recorded(tokens: pd.DataFrame, request_ids: np.ndarray, arriv
     return np.bincount(pos[on], minlength=len(request_ids)).astype(np.int64)
 
 
-def deadline_met(tier: np.ndarray, completed: np.ndarray, deadline_s: np.ndarray,
+def deadline_met(by_completion: np.ndarray, completed: np.ndarray, deadline_s: np.ndarray,
                  first_token_s: np.ndarray, finish_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(has a deadline, completed in time) per request, under the schema's reading."""
+    """(has a deadline, completed in time) per request, under the schema's reading
+    (``by_completion``: the request's tier is in COMPLETION_DEADLINE_TIERS)."""
     has = ~np.isnan(deadline_s)
-    at = np.where(np.isin(tier, COMPLETION_DEADLINE_TIERS), finish_s, first_token_s)
+    at = np.where(by_completion, finish_s, first_token_s)
     return has, has & completed & (at <= deadline_s)

@@ -40,7 +40,7 @@ import pandas as pd
 
 from .instance_hours import BIN_S, instance_hours
 from .latency import LATENCY_METRICS, PERCENTILES, mean_itl, per_request, stat_keys, stats, token_gaps
-from .slo import SLO, deadline_met, meets, tokens_on_time_recorded, tokens_on_time_uniform
+from .slo import COMPLETION_DEADLINE_TIERS, SLO, deadline_met, meets, tokens_on_time_recorded, tokens_on_time_uniform
 
 SCHEMA_VERSION = 1
 FINISHED, UNFINISHED = "finished", "unfinished"
@@ -58,6 +58,20 @@ def block_keys(percentiles: Sequence[float] = PERCENTILES) -> list[str]:
                    "token_slo_attainment", "request_goodput_per_s"]
 
 
+class _Codes:
+    """A string column as category codes (one small int per row: no per-row Python strings)."""
+
+    def __init__(self, col: pd.Series | None, n: int):
+        cat = pd.Categorical(col.astype(str) if col is not None and not isinstance(col.dtype, pd.CategoricalDtype)
+                             else col if col is not None else np.full(n, "", dtype=object))
+        self.codes = cat.codes
+        self.names = [str(c) for c in cat.categories]
+
+    def mask(self, *values: str) -> np.ndarray:
+        idx = [i for i, c in enumerate(self.names) if c in values]
+        return np.isin(self.codes, idx)
+
+
 class _Table:
     """The columns summarize needs, as arrays (masks select rows; no copies of the table)."""
 
@@ -67,9 +81,9 @@ class _Table:
             raise ValueError(f"summarize: the request table lacks column(s) {missing}")
         n = len(req)
         self.n = n
-        self.state = req["state"].astype(str).to_numpy(dtype=object)
-        self.completed = self.state == FINISHED
-        self.unfinished = self.state == UNFINISHED
+        self.state = _Codes(req["state"], n)
+        self.completed = self.state.mask(FINISHED)
+        self.unfinished = self.state.mask(UNFINISHED)
         cols = {c: req[c].to_numpy(np.float64) for c in _COLUMNS}
         if "scheduled_s" in req:
             cols["scheduled_s"] = req["scheduled_s"].to_numpy(np.float64)
@@ -78,11 +92,11 @@ class _Table:
         cols["output_tokens"] = self.output
         self.cols = cols
         self.values = per_request(cols)
-        self.tier = (req["tier"].astype(str).to_numpy(dtype=object) if "tier" in req
-                     else np.full(n, "", dtype=object))
+        self.tier = _Codes(req["tier"] if "tier" in req else None, n)
         self.tokens = tokens
         self.request_id = req["request_id"].to_numpy() if "request_id" in req else np.arange(n)
-        self.has_dl, self.met_dl = (deadline_met(self.tier, self.completed, req["deadline_s"].to_numpy(np.float64),
+        self.has_dl, self.met_dl = (deadline_met(self.tier.mask(*COMPLETION_DEADLINE_TIERS), self.completed,
+                                                 req["deadline_s"].to_numpy(np.float64),
                                                  cols["first_token_s"], cols["finish_s"])
                                     if "deadline_s" in req else (np.zeros(n, bool), np.zeros(n, bool)))
         self.good = meets(slo, self.completed, self.values) if slo is not None else None
@@ -107,11 +121,11 @@ def _block(t: _Table, m: np.ndarray, duration: float | None, percentiles: Sequen
     done = m & t.completed
     n_done = int(done.sum())
     n_in, n_out = int(t.prompt[done].sum()), int(t.output[done].sum())
-    states, counts = np.unique(t.state[m].astype(str), return_counts=True)
+    counts = np.bincount(t.state.codes[m], minlength=len(t.state.names))
     rate = (lambda x: x / duration) if duration else (lambda x: None)
     out = {"requests": int(m.sum()), "completed": n_done,
            "failed": int((m & ~t.completed & ~t.unfinished).sum()), "unfinished": int((m & t.unfinished).sum()),
-           "states": {str(s): int(c) for s, c in zip(states, counts)},
+           "states": {s: int(c) for s, c in sorted(zip(t.state.names, counts)) if c},
            "total_input_tokens": n_in, "total_output_tokens": n_out, "duration_s": duration,
            "request_throughput_per_s": rate(n_done), "output_throughput_tok_per_s": rate(n_out),
            "total_token_throughput_tok_per_s": rate(n_in + n_out)}
@@ -160,16 +174,16 @@ def summarize(requests: pd.DataFrame, *, slo: SLO | None = None,
            "token_times": "recorded" if tokens is not None else "uniform",
            "all": _block(t, everything, duration, percentiles), "by_tier": {}, "groups": {}}
     if by_tier:
-        for tier in sorted(set(t.tier)):
-            if tier:
-                out["by_tier"][tier] = _block(t, t.tier == tier, duration, percentiles)
+        present = np.bincount(t.tier.codes[t.tier.codes >= 0], minlength=len(t.tier.names))
+        for tier in sorted(c for c, k in zip(t.tier.names, present) if c and k):
+            out["by_tier"][tier] = _block(t, t.tier.mask(tier), duration, percentiles)
     for name, sel in (groups or {}).items():
         if isinstance(sel, np.ndarray) and sel.dtype == bool:
             if sel.shape != (t.n,):
                 raise ValueError(f"summarize: group {name!r}: mask of shape {sel.shape} for {t.n} requests")
             mask = sel
         else:
-            mask = np.isin(t.tier, list(sel))
+            mask = t.tier.mask(*sel)
         out["groups"][str(name)] = _block(t, mask, duration, percentiles)
     if hours is not None:
         out["instance_hours"] = instance_hours(hours, timeseries, bin_s, end_s)
