@@ -121,7 +121,7 @@ def _block(t: _Table, m: np.ndarray, duration: float | None, percentiles: Sequen
     done = m & t.completed
     n_done = int(done.sum())
     n_in, n_out = int(t.prompt[done].sum()), int(t.output[done].sum())
-    counts = np.bincount(t.state.codes[m], minlength=len(t.state.names))
+    counts = np.bincount(t.state.codes[m] + 1, minlength=len(t.state.names) + 1)[1:]  # code -1: a missing state
     rate = (lambda x: x / duration) if duration else (lambda x: None)
     out = {"requests": int(m.sum()), "completed": n_done,
            "failed": int((m & ~t.completed & ~t.unfinished).sum()), "unfinished": int((m & t.unfinished).sum()),
