@@ -112,7 +112,8 @@ for x in loads:
     _, sim_df = compare_run(base / "replay" / f"load{x}", fit_json, frontend_overhead=frontend_overhead,
                             arrivals=arrivals)
     s = summaries[x]
-    rows.append({"load": x, "client_ttft_mean": s["all"]["mean_ttft_s"],
+    eng = summarize(pd.read_parquet(base / "replay" / f"load{x}" / "requests.parquet"))["all"]
+    rows.append({"load": x, "client_ttft_mean": eng["mean_ttft_s"],
                  "engine_queue_plus_prefill_mean": s.get("engine_mean_queue_time_s", np.nan)
                  + s.get("engine_mean_prefill_time_s", np.nan),
                  "vllm_frontend_ttft_mean": s.get("engine_mean_time_to_first_token_s", np.nan),
