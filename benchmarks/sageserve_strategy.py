@@ -34,10 +34,10 @@ def one(strategy: str, preset: str) -> dict:
     res, _ = run_strategy(strategy, sel, t0_s=t0_s, config=SageServeConfig.paper())
     wall = time.perf_counter() - t
     s = summarise(res, strategy)
-    return {"strategy": strategy, "requests": s["requests"], "workload_s": round(gen, 2), "wall_s": round(wall, 2),
-            "us_per_request": round(1e6 * wall / max(s["requests"], 1), 1),
+    return {"strategy": strategy, "requests": s["all"]["requests"], "workload_s": round(gen, 2), "wall_s": round(wall, 2),
+            "us_per_request": round(1e6 * wall / max(s["all"]["requests"], 1), 1),
             "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "instance_hours": round(s["instance_hours"], 2), "ttft_p95_s": s["ttft_p95"]}
+            "instance_hours": round(s["instance_hours"]["billed"], 2), "ttft_p95_s": s["groups"]["iw"]["p95_ttft_s"]}
 
 
 def main() -> None:

@@ -53,9 +53,10 @@ import numpy as np
 import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
-from servesim.engine.compare import compare_run, latency_summary, simulate
+from servesim.engine.compare import compare_run, simulate
 from servesim.engine.profile import load_fitted, request_mix
 from servesim.engine.server import EngineConfig
+from servesim.metrics import summarize
 
 apply_style()
 base = project_root(root) / "results" / scale / "engine"
@@ -108,15 +109,15 @@ wide.round(4)
 # %%
 rows = []
 for x in loads:
-    eng = pd.read_parquet(base / "replay" / f"load{x}" / "requests.parquet")
     _, sim_df = compare_run(base / "replay" / f"load{x}", fit_json, frontend_overhead=frontend_overhead,
                             arrivals=arrivals)
     s = summaries[x]
-    rows.append({"load": x, "client_ttft_mean": eng.loc[eng.state == "finished", "ttft_s"].mean(),
+    eng = summarize(pd.read_parquet(base / "replay" / f"load{x}" / "requests.parquet"))["all"]
+    rows.append({"load": x, "client_ttft_mean": eng["mean_ttft_s"],
                  "engine_queue_plus_prefill_mean": s.get("engine_mean_queue_time_s", np.nan)
                  + s.get("engine_mean_prefill_time_s", np.nan),
                  "vllm_frontend_ttft_mean": s.get("engine_mean_time_to_first_token_s", np.nan),
-                 "sim_ttft_mean": sim_df.loc[sim_df.state == "finished", "ttft_s"].mean()})
+                 "sim_ttft_mean": summarize(sim_df)["all"]["mean_ttft_s"]})
 ttft_parts = pd.DataFrame(rows).set_index("load")
 ttft_parts.round(4)
 
@@ -129,20 +130,19 @@ cfg = EngineConfig(**{k: (tuple(v) if k == "extra_args" else v) for k, v in fit[
 burst = request_mix(int(fit["capacity_requests"]), int(fit["plan"]["seed"]) + 1,
                     tuple(fit["prompt_range"]), tuple(fit["output_range"]))
 sim_burst = simulate(burst, model, cfg, int(fit["kv_blocks"]), overhead if frontend_overhead else 0.0)
-fin = sim_burst[sim_burst.state == "finished"]
-sim_capacity = len(fin) / float(fin.finish_s.max())
+sim_capacity = summarize(sim_burst)["all"]["request_throughput_per_s"]  # all arrive at 0: finished / makespan
 cap_err = sim_capacity / fit["capacity_req_s"] - 1.0
 pd.Series({"engine_req_s": fit["capacity_req_s"], "sim_req_s": sim_capacity, "rel_err": cap_err})
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), sharex=True)
-for ax, m in zip(axes, ("ttft", "tbt", "e2e")):
+for ax, (m, title) in zip(axes, (("ttft", "TTFT"), ("tpot", "TBT"), ("e2el", "E2E"))):
     for q, ls in ((50, "-"), (90, "--"), (99, ":")):
-        k = f"{m}_p{q}"
+        k = f"p{q}_{m}_s"
         sub = cmp[cmp.metric == k].sort_values("load")
         ax.plot(sub.load, sub.engine * 1e3, ls, marker="o", color="C0", label=f"vLLM P{q}")
         ax.plot(sub.load, sub.sim * 1e3, ls, marker="s", color="C1", label=f"sim P{q}")
-    ax.set_title(m.upper())
+    ax.set_title(title)
     ax.set_xlabel("load (x measured capacity)")
     ax.set_ylabel("ms")
     ax.set_yscale("log")
@@ -167,9 +167,13 @@ metrics = {
                                             / ttft_parts.loc[loads[0], "client_ttft_mean"]),
     "max_abs_capacity_drift": float(np.nanmax(np.abs(drift.to_numpy()))) if drift.notna().any() else float("nan"),
 }
+# metric names of this figure -> summary keys (servesim.metrics; TBT = per-request mean gap = TPOT)
+named = {"ttft_p50": "p50_ttft_s", "ttft_p90": "p90_ttft_s", "ttft_p99": "p99_ttft_s", "tbt_p50": "p50_tpot_s",
+         "e2e_p50": "p50_e2el_s", "e2e_p90": "p90_e2el_s", "e2e_p99": "p99_e2el_s",
+         "throughput_req_s": "request_throughput_per_s"}
 for x in loads:
-    for k in ("ttft_p50", "ttft_p90", "ttft_p99", "tbt_p50", "e2e_p50", "e2e_p90", "e2e_p99", "throughput_req_s"):
-        r = cmp[(cmp.load == x) & (cmp.metric == k)].iloc[0]
+    for k, key in named.items():
+        r = cmp[(cmp.load == x) & (cmp.metric == key)].iloc[0]
         metrics[f"{k}_rel_err_load{x}"] = r.rel_err
 below = [x for x in loads if x < 1.0]
 metrics["max_abs_rel_err_p50_p90_ttft_e2e_below_saturation"] = max(

@@ -64,11 +64,12 @@ for v in variants:
         summ = json.loads((d / "summary.json").read_text())
         req = pd.read_parquet(d / "requests.parquet", columns=["tier"])
         n_niw = int((req["tier"] == "NIW").sum())
-        rows.append({"variant": v, "strategy": s, "instance_hours": summ["instance_hours"],
-                     "gpu_hours": summ["gpu_hours"], "ttft_p95": summ["ttft_p95"], "e2e_p95": summ["e2e_p95"],
+        iw, niw = summ["groups"]["iw"], summ["by_tier"].get("NIW", {"requests": 0, "completed": 0})
+        rows.append({"variant": v, "strategy": s, "instance_hours": summ["instance_hours"]["billed"],
+                     "gpu_hours": summ["gpu_hours"], "ttft_p95": iw["p95_ttft_s"], "e2e_p95": iw["p95_e2el_s"],
                      "hardware": summ["hardware"], "iw_niw_ratio_config": summ["iw_niw_ratio"],
                      "iw_niw_ratio_served": (len(req) - n_niw) / n_niw if n_niw else float("nan"),
-                     "niw_unfinished": summ["niw_requests"] - summ["niw_finished"]})
+                     "niw_unfinished": niw["requests"] - niw["completed"]})
 data = pd.DataFrame(rows)
 data
 

@@ -42,7 +42,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
-from servesim.systems.sageserve.strategies import BILLED_STATES, NIW_SUFFIX
+from servesim.metrics import BILLED_STATES, billed_count
+from servesim.systems.sageserve.strategies import NIW_SUFFIX
 
 apply_style()
 base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs_models"
@@ -59,7 +60,7 @@ for strat, label in (("reactive", "unified"), ("siloed", "siloed")):
     ts = pd.read_parquet(base / strat / "timeseries.parquet")
     ts = ts[ts["region"] == region].copy()
     ts["base_model"] = ts["model"].str.removesuffix(NIW_SUFFIX)
-    n = sum(ts[f"n_{st}"] for st in BILLED_STATES if f"n_{st}" in ts)
+    n = billed_count(ts)
     counts.append(ts.assign(instances=n, mode=label).groupby(["mode", "time_s", "base_model", "region"], as_index=False)
                   [["instances", "n_pooled"]].sum())
 data = pd.DataFrame(rows)

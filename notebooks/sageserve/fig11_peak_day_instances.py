@@ -52,7 +52,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
-from servesim.systems.sageserve.strategies import BILLED_STATES, base_model
+from servesim.metrics import billed_count, billed_hours, binned_max_by
+from servesim.systems.sageserve.strategies import base_model
 
 apply_style()
 base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
@@ -62,22 +63,21 @@ summ, series, ih, ih_all = {}, [], {}, {}
 for s in strategies:
     summ[s] = json.loads((base / s / "summary.json").read_text())
     h = pd.read_parquet(base / s / "instance_hours.parquet")
-    h = h[h["state"].isin(BILLED_STATES)]
-    ih[s] = float(h.loc[base_model(h["model"]) == model, "hours"].sum())
-    ih_all[s] = float(h["hours"].sum())
+    ih[s] = billed_hours(h[base_model(h["model"]) == model])
+    ih_all[s] = billed_hours(h)
     ts = pd.read_parquet(base / s / "timeseries.parquet")
     ts = ts[base_model(ts["model"]) == model]
-    billed = sum(ts[f"n_{st}"] for st in BILLED_STATES if f"n_{st}" in ts)
-    ts = ts.assign(instances=billed, bin=(ts["time_s"] // bin_s).astype(int))
-    # per bin: the max count per endpoint, summed over regions (as the authors' post-processing)
-    # (Chiron's pools are summed first at each sample)
-    ts = ts.groupby(["time_s", "bin", "region"], as_index=False)["instances"].sum()
-    per = ts.groupby(["bin", "region"])["instances"].max().groupby("bin").sum()
+    # per 15-min bin: the max count per endpoint, summed over regions (as the authors'
+    # post-processing; Chiron's pools are summed first at each sample)
+    ts = ts.assign(instances=billed_count(ts)).groupby(["time_s", "region"], as_index=False)["instances"].sum()
+    per = binned_max_by(ts, "instances", "region", bin_s)
     series.append(pd.DataFrame({"strategy": s, "hour": per.index * bin_s / 3600.0 + summ[s]["preset_from_h"],
                                 "instances": per.to_numpy()}))
 data = pd.concat(series, ignore_index=True)
-pd.DataFrame(summ).T[["instance_hours", "ttft_p95", "e2e_p95", "requests", "iw_unfinished", "wall_s"]].assign(
-    **{f"instance_hours_{model}": pd.Series(ih)})
+pd.DataFrame({s: {"instance_hours": d["instance_hours"]["billed"], "ttft_p95": d["groups"]["iw"]["p95_ttft_s"],
+                  "e2e_p95": d["groups"]["iw"]["p95_e2el_s"], "requests": d["all"]["requests"],
+                  "iw_unfinished": d["groups"]["iw"]["requests"] - d["groups"]["iw"]["completed"],
+                  "wall_s": d["wall_s"]} for s, d in summ.items()}).T.assign(**{f"instance_hours_{model}": pd.Series(ih)})
 
 # %%
 fig, ax = plt.subplots()

@@ -19,7 +19,7 @@
 # Journal Fig 12a: bars per strategy per region (y 0–200); Chiron's bars are clipped and labelled
 # 403 / 381.25 / 371.75 (their sum ≈ Fig 11's Chiron 1146, so the figure is Llama-2 per region).
 # Ours: the runs of rule `sageserve_run` (see Fig 11's notebook), the figure's model per region;
-# billed states are `strategies.BILLED_STATES` (every state but pooled and stopped); Chiron's three pools
+# billed states are `servesim.metrics.BILLED_STATES` (every state but pooled and stopped); Chiron's three pools
 # (interactive, mixed, batch) are summed.
 
 # %% tags=["parameters"]
@@ -36,7 +36,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
-from servesim.systems.sageserve.strategies import BILLED_STATES, base_model
+from servesim.metrics import BILLED_STATES
+from servesim.systems.sageserve.strategies import base_model
 
 apply_style()
 base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"

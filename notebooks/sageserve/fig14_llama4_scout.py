@@ -56,7 +56,7 @@ import numpy as np
 import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
-from servesim.systems.sageserve.strategies import BILLED_STATES
+from servesim.metrics import BILLED_STATES
 
 apply_style()
 base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "ablations"

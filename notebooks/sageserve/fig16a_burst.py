@@ -98,7 +98,7 @@ metrics = {"burst_load_multiplier": float(top.mean() / normal.mean()) if len(top
            "lt_ua_scaleup_ratio": SageServeConfig().lt_ua_up_ratio,
            **{f"recovery_min_{s}": mean_rec[s] for s in strategies},
            **{f"queue_recovery_min_{s}": float(np.nanmean(rec_queue[s])) if rec_queue[s] else None for s in strategies},
-           **{f"instance_hours_{s}": summ[s]["instance_hours"] for s in strategies}}
+           **{f"instance_hours_{s}": summ[s]["instance_hours"]["billed"] for s in strategies}}
 valid = {s: v for s, v in mean_rec.items() if v is not None and np.isfinite(v)}
 metrics["lt_ua_recovers_fastest"] = bool(valid and min(valid, key=valid.get) == "lt_ua"
                                          and sum(v == valid["lt_ua"] for v in valid.values()) == 1)

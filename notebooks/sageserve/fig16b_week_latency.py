@@ -57,7 +57,7 @@ for s in strategies:
     for start, g in r.groupby(b):
         rows.append({"strategy": s, "bin_start_h": float(start), "n": len(g),
                      "ttft_median": float(np.median(g["ttft_s"])), "ttft_p95": float(np.percentile(g["ttft_s"], 95)),
-                     "e2e_p95": float(np.percentile(g["e2e_s"], 95)), "instance_hours_run": summ[s]["instance_hours"]})
+                     "e2e_p95": float(np.percentile(g["e2e_s"], 95)), "instance_hours_run": summ[s]["instance_hours"]["billed"]})
 data = pd.DataFrame(rows)
 data.pivot(index="bin_start_h", columns="strategy", values="ttft_median")
 
@@ -93,7 +93,7 @@ metrics = {f"ttft_median_mean_{s}": float(mean_ttft[s]) for s in strategies}
 metrics["reactive_worst_ttft"] = bool(mean_ttft.idxmax() == "reactive")
 metrics["ttft_rel_gap_lt_u_lt_ua_weekdays"] = rel_gap(weekdays)
 metrics["ttft_rel_gap_lt_u_lt_ua_weekend_start"] = rel_gap(weekend_start)
-metrics.update({f"instance_hours_{s}": summ[s]["instance_hours"] for s in strategies})
+metrics.update({f"instance_hours_{s}": summ[s]["instance_hours"]["billed"] for s in strategies})
 metrics["preset"] = summ[strategies[0]]["preset"]
 metrics["model"] = model
 metrics

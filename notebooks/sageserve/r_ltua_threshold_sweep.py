@@ -58,8 +58,8 @@ for p, info in index["points"].items():
     d = base / info["dir"]
     s = json.loads((d / "summary.json").read_text())
     log = pd.read_csv(d / "actor_log.csv") if (d / "actor_log.csv").stat().st_size > 1 else pd.DataFrame({"kind": []})
-    rows.append({"reading": reading, "threshold": int(thr), "instance_hours": s["instance_hours"],
-                 "ttft_p90": s["ttft_p90"], "e2e_p90": s["e2e_p90"],
+    rows.append({"reading": reading, "threshold": int(thr), "instance_hours": s["instance_hours"]["billed"],
+                 "ttft_p90": s["groups"]["iw"]["p90_ttft_s"], "e2e_p90": s["groups"]["iw"]["p90_e2el_s"],
                  "lt_ua_actions": int((log["kind"] == "lt_ua").sum())})
 data = pd.DataFrame(rows).sort_values(["reading", "threshold"]).reset_index(drop=True)
 R = pd.DataFrame({"threshold": range(2, 11),

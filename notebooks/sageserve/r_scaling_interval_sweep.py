@@ -58,8 +58,8 @@ rows = []
 for p, info in index["points"].items():
     model, iv = re.fullmatch(r"([ab])_int(\d+)", p).groups()
     s = json.loads((base / info["dir"] / "summary.json").read_text())
-    rows.append({"model": model, "interval_s": int(iv), "instance_hours": s["instance_hours"],
-                 "ttft_p90": s["ttft_p90"], "e2e_p90": s["e2e_p90"]})
+    rows.append({"model": model, "interval_s": int(iv), "instance_hours": s["instance_hours"]["billed"],
+                 "ttft_p90": s["groups"]["iw"]["p90_ttft_s"], "e2e_p90": s["groups"]["iw"]["p90_e2el_s"]})
 data = pd.DataFrame(rows).sort_values(["model", "interval_s"]).reset_index(drop=True)
 R = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 4, "interval_s": [15, 60, 240, 960] * 2,
                   "instance_hours": [112.47, 110.8, 111.0, 111.43, 694.5, 707.6, 723.9, 752.1],

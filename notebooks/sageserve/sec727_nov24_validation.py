@@ -63,11 +63,11 @@ for s, d in summ.items():  # the runs must be at the Nov'24 volume (scale 1, gro
                          "not the Nov'24 volume (scale 1, growth 1)")
 paper = {"reactive": 302.25, "lt_i": 227.25, "lt_u": 247.5, "lt_ua": 233.25}
 data = pd.DataFrame({"strategy": strategies,
-                     "instance_hours": [summ[s]["instance_hours"] for s in strategies],
+                     "instance_hours": [summ[s]["instance_hours"]["billed"] for s in strategies],
                      "paper_instance_hours": [paper[s] for s in strategies],
-                     "ttft_p90": [summ[s].get("ttft_p90") for s in strategies],
-                     "e2e_p90": [summ[s].get("e2e_p90") for s in strategies],
-                     "requests": [summ[s]["requests"] for s in strategies],
+                     "ttft_p90": [summ[s]["groups"]["iw"]["p90_ttft_s"] for s in strategies],
+                     "e2e_p90": [summ[s]["groups"]["iw"]["p90_e2el_s"] for s in strategies],
+                     "requests": [summ[s]["all"]["requests"] for s in strategies],
                      "preset": [summ[s]["preset"] for s in strategies]})
 react = data.loc[data["strategy"] == "reactive", "instance_hours"].iloc[0]
 data["savings_pct"] = 100.0 * (1.0 - data["instance_hours"] / react)

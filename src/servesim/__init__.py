@@ -1,7 +1,7 @@
 """servesim: simulate and replay LLM-serving fleets.
 
 Layers, each importing only from the ones listed before it:
-workload, catalog -> perf -> sim -> fleet, policies -> forecast -> systems -> engine -> analysis.
+workload, catalog -> metrics -> perf -> sim -> fleet, policies -> forecast -> systems -> engine -> analysis.
 (`analysis.outputs` is a leaf helper that notebooks use; it imports nothing from servesim.)
 """
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from servesim.engine.calibration import heldout_workload
-from servesim.engine.compare import compare_run, compare_tables, latency_summary, simulate
+from servesim.engine.compare import COMPARED, compare_run, compare_tables, simulate
 from servesim.engine.server import EngineConfig
 from servesim.perf.base import LinearStepTime
 from servesim.workload import schema
@@ -34,8 +34,9 @@ def test_compare_tables_zero_error_on_identical_tables():
     df = simulate(_wl(), LinearStepTime(), cfg, kv_blocks=256)
     t = compare_tables(df, df, "same")
     assert np.allclose(t.rel_err.to_numpy(float), 0.0)
-    s = latency_summary(df)
-    assert s["ttft_p50"] <= s["ttft_p90"] <= s["ttft_p99"] and s["finished"] == 40
+    assert t.metric.tolist() == list(COMPARED)
+    e = t.set_index("metric")["engine"]
+    assert e["p50_ttft_s"] <= e["p90_ttft_s"] <= e["p99_ttft_s"] and e["completed"] == 40
 
 
 def test_compare_run_from_a_replay_directory(tmp_path):

@@ -61,7 +61,7 @@ def test_write_outputs_summary_marks_partial_and_client_lag(tmp_path):
     recs = {0: RequestRecord(0, 0.0, sent_s=0.01, token_times=[0.1, 0.2, 0.3, 0.4], state="finished", finish_s=0.4),
             1: RequestRecord(1, 1.0, sent_s=1.03, token_times=[1.2], state="error", partial=True, reason="x")}
     s = write_outputs(tmp_path, wl, recs, {"kv_blocks": 10}, wall_s=1.5)
-    assert s["partial"] is True and s["states"] == {"finished": 1, "error": 1}
+    assert s["partial"] is True and s["all"]["states"] == {"error": 1, "finished": 1}
     assert s["client_send_lag_mean_s"] == pytest.approx(0.02)
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     assert on_disk["partial"] is True and on_disk["kv_blocks"] == 10

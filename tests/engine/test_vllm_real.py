@@ -74,7 +74,7 @@ def test_replay_on_real_vllm_then_server_crash_mid_run(tiny_model, tmp_path):
         summary = replay(wl, tmp_path / "run", url=srv.url, config=cfg,
                          opts=ReplayOptions(vocab_size=512, first_token_id=3))
         assert summary["kv_blocks"] == 128  # read back from /metrics
-        assert not summary["partial"] and summary["states"] == {"finished": 30}
+        assert not summary["partial"] and summary["all"]["states"] == {"finished": 30}
 
         # then the server dies mid-run: the results so far are kept and marked partial. The kill
         # is triggered by the stream itself (after KILL_AFTER of the 12,000 tokens asked for), not

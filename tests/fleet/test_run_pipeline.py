@@ -21,10 +21,10 @@ def test_pipeline_invariants(name, tmp_path):
     sc = load_scenario(EX / f"{name}.yaml")
     res = run_scenario(sc, engines=FakeEngines)
     req = res.requests
-    assert len(req) == res.summary["requests"] > 100
+    assert len(req) == res.summary["all"]["requests"] > 100
     assert req["request_id"].is_unique
     assert set(req["state"]) <= {"finished", "rejected", "unfinished", "timeout", "error"}
-    assert sum(res.summary["states"].values()) == len(req)
+    assert sum(res.summary["all"]["states"].values()) == len(req)
     # hours: per-state sums add up to the instances' lifetimes
     log = res.lifecycle
     first = log.groupby("instance")["time_s"].min()

@@ -113,7 +113,7 @@ def test_runs_cli_records_new_options(tmp_path, mirror):
     s = json.loads((out / "summary.json").read_text())
     assert s["hardware"] == "h100-80gb" and s["iw_niw_ratio"] == 9.0 and s["reactive_interval_s"] == 60.0
     assert s["preset_from_h"] == 36.0 and s["preset_to_h"] == 36.5 and s["preset_scale"] == 0.05
-    assert s["gpu_hours"] == pytest.approx(8 * s["instance_hours"])
+    assert s["gpu_hours"] == pytest.approx(8 * s["instance_hours"]["billed"])
     assert "Splitwise" in s["instance_models"]["llama-2-70b"]
 
 

@@ -108,5 +108,5 @@ def test_scaling_level_2_converts_other_models_spot_instances(level):
     # converting hours are billed: the summary's instance-hours include them
     s = summarise(res, "reactive")
     billed = h[h.state.isin(["requested", "provisioning", "loading", "converting", "ready", "draining"])].hours.sum()
-    assert s["instance_hours"] == pytest.approx(billed) and h[h.state == "converting"].hours.sum() > 0
+    assert s["instance_hours"]["billed"] == pytest.approx(billed) and h[h.state == "converting"].hours.sum() > 0
     assert res.requests.state.isin(["finished", "unfinished"]).all()  # (the run stops at the last minute)

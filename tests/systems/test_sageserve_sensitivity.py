@@ -52,7 +52,7 @@ def test_savings_table_needs_reactive():
 
 def test_run_one_and_collect(tmp_path):
     s = run_one("paper", "lt_ua", "tiny", tmp_path / "lt", headroom=0.7)
-    assert s["headroom"] == 0.7 and s["instance_hours"] > 0
+    assert s["headroom"] == 0.7 and s["instance_hours"]["billed"] > 0
     sat = s["saturation_tokens_per_min"]["llama-2-70b"]
     assert s["theta_tokens_per_min"]["llama-2-70b"] == pytest.approx(0.7 * sat)
     hourly = pd.read_csv(tmp_path / "lt" / "hourly.csv")

@@ -19,10 +19,10 @@ def test_strategy_runs_conserve_requests_and_bill_instances(small_workload, stra
     res, actor = run_strategy(strategy, small_workload, t0_s=13 * 3600, config=cfg, seed=0, max_instances=6)
     s = summarise(res, strategy)
     n_in = int((small_workload.arrival_s >= 13 * 3600).sum())
-    assert s["requests"] == n_in == len(res.requests)
+    assert s["all"]["requests"] == n_in == len(res.requests)
     assert set(res.requests["state"]) <= {"finished", "rejected", "unfinished", "timeout", "error"}
     # at most max_instances billed over the ~1 h run (the run stops once every request ended)
-    assert 0 < s["instance_hours"] <= 6 * 1.1
+    assert 0 < s["instance_hours"]["billed"] <= 6 * 1.1
     if strategy == "lt_i":
         targets = [r for r in actor.log if r["kind"] == "target"]
         assert targets and all(2 <= r["target"] <= 6 for r in targets)

@@ -105,8 +105,10 @@ def _cmd_replay(a) -> int:
     with staged_output_dir(a.out, command="servesim replay", force=a.force) as tmp:
         summary = replay(wl, tmp, model=a.model, url=a.url, config=_config(a), opts=opts,
                          start_timeout_s=a.start_timeout)
-    print(json.dumps({k: summary[k] for k in ("n_requests", "states", "partial", "kv_blocks",
-                                              "throughput_req_s", "throughput_out_tok_s")}))
+    run = summary["all"]
+    print(json.dumps({"requests": run["requests"], "states": run["states"], "partial": summary["partial"],
+                      "kv_blocks": summary["kv_blocks"], "request_throughput_per_s": run["request_throughput_per_s"],
+                      "output_throughput_tok_per_s": run["output_throughput_tok_per_s"]}))
     return EXIT_PARTIAL if summary["partial"] else 0
 
 

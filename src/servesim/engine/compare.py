@@ -17,10 +17,12 @@ import numpy as np
 import pandas as pd
 
 from servesim.engine.server import EngineConfig
+from servesim.metrics import summarize
 from servesim.perf.base import StepTimeModel
 
-METRICS = (("ttft", "ttft_s"), ("tbt", "tbt_mean_s"), ("e2e", "e2e_s"))
-QUANTILES = (50, 90, 99)
+#: the summary keys (``servesim.metrics.summarize``, block "all") compared engine vs simulator
+COMPARED = (*(f"p{q}_{m}_s" for m in ("ttft", "tpot", "e2el") for q in (50, 90, 99)),
+            "request_throughput_per_s", "completed")
 
 
 def simulate(workload: pd.DataFrame, model: StepTimeModel, config: EngineConfig, kv_blocks: int,
@@ -48,26 +50,16 @@ def simulate(workload: pd.DataFrame, model: StepTimeModel, config: EngineConfig,
     return df
 
 
-def latency_summary(df: pd.DataFrame) -> dict[str, float]:
-    """P50/P90/P99 of TTFT, TBT (per-request mean gap) and E2E over finished requests, and
-    throughput (finished requests per second from the first arrival to the last finish)."""
-    fin = df[df["state"] == "finished"]
-    out: dict[str, float] = {}
-    for name, col in METRICS:
-        v = fin[col].dropna().to_numpy(float)
-        for q in QUANTILES:
-            out[f"{name}_p{q}"] = float(np.percentile(v, q)) if v.size else float("nan")
-    span = float(fin["finish_s"].max() - df["arrival_s"].min()) if len(fin) else float("nan")
-    out["throughput_req_s"] = len(fin) / span if len(fin) else float("nan")
-    out["finished"] = float(len(fin))
-    return out
-
-
 def compare_tables(engine: pd.DataFrame, sim: pd.DataFrame, label: str = "") -> pd.DataFrame:
-    """Long table: metric, engine, sim, rel_err (= sim/engine - 1) for one workload."""
-    e, s = latency_summary(engine), latency_summary(sim)
-    rows = [{"label": label, "metric": k, "engine": e[k], "sim": s[k],
-             "rel_err": (s[k] / e[k] - 1.0) if e[k] else float("nan")} for k in e]
+    """Long table: metric (a key of `COMPARED`), engine, sim, rel_err (= sim/engine - 1) for one
+    workload; both sides summarised by `servesim.metrics.summarize` (None -> NaN)."""
+    e, s = summarize(engine)["all"], summarize(sim)["all"]
+    nan = float("nan")
+    rows = []
+    for k in COMPARED:
+        ev, sv = (nan if e[k] is None else float(e[k])), (nan if s[k] is None else float(s[k]))
+        rows.append({"label": label, "metric": k, "engine": ev, "sim": sv,
+                     "rel_err": (sv / ev - 1.0) if ev else nan})
     return pd.DataFrame(rows)
 
 

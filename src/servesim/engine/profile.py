@@ -34,6 +34,7 @@ import pandas as pd
 
 from servesim.engine.client import ReplayOptions, prompt_ids, replay_async
 from servesim.engine.records import request_table
+from servesim.metrics import summarize
 from servesim.workload import schema
 
 
@@ -219,11 +220,9 @@ def measure_capacity(url: str, n: int, opts: ReplayOptions, seed: int,
     """Saturation throughput: ``n`` requests of the mix all at t=0; finished / makespan."""
     wl = request_mix(n, seed, prompt_range, output_range)
     recs = asyncio.run(replay_async(url, wl, opts))
-    df = request_table(wl, recs)
-    fin = df[df.state == "finished"]
-    span = float(fin["finish_s"].max())
-    return {"capacity_req_s": len(fin) / span, "capacity_out_tok_s": float(fin.output_tokens.sum()) / span,
-            "capacity_requests": n, "capacity_finished": int(len(fin)), "capacity_span_s": span,
+    run = summarize(request_table(wl, recs))["all"]  # every arrival at 0: duration = makespan
+    return {"capacity_req_s": run["request_throughput_per_s"], "capacity_out_tok_s": run["output_throughput_tok_per_s"],
+            "capacity_requests": n, "capacity_finished": run["completed"], "capacity_span_s": run["duration_s"],
             "prompt_range": list(prompt_range), "output_range": list(output_range)}
 
 

@@ -2,7 +2,7 @@
 
 The replay client records, for each request, when it was sent and when each output token
 arrived (seconds from the workload's start). This module turns those observations into the
-per-request table the simulator also produces (``servesim.sim.metrics.REQUEST_COLUMNS``), so
+per-request table the simulator also produces (``servesim.sim.request_log.REQUEST_COLUMNS``), so
 the two compare column for column.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from servesim.sim.metrics import REQUEST_COLUMNS, STATES  # the contract shared with the simulator
+from servesim.sim.request_log import REQUEST_COLUMNS, STATES  # the contract shared with the simulator
 
 #: ``preemptions`` is engine-internal and invisible to an HTTP client: a replay writes -1
 #: ("not observed") per request and the run's total (from /metrics) in summary.json.

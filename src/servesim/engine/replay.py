@@ -2,7 +2,8 @@
 
 Outputs in ``out_dir``: ``requests.parquet`` (the simulator's per-request schema),
 ``tokens.parquet`` (every streamed token's time), ``summary.json`` (engine config, KV blocks the
-server allocated, counts per state, throughput, ``partial``) and ``server.log``.
+server allocated, ``servesim.metrics.summarize`` of the requests with the real token times,
+``partial``, ``wall_s``) and ``server.log``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pandas as pd
 from servesim.engine.client import ReplayOptions, replay_async
 from servesim.engine.records import RequestRecord, request_table, token_table
 from servesim.engine.server import EngineConfig, VLLMServer, vllm_version
+from servesim.metrics import summarize
 from servesim.workload import schema
 
 
@@ -53,34 +55,17 @@ def _tiny_model_vocab(model: str | Path | None) -> tuple[int, int] | None:
     return None
 
 
-def summarize(df: pd.DataFrame, wall_s: float) -> dict:
-    """Counts per state and throughput over the run."""
-    fin = df[df["state"] == "finished"]
-    out_tokens = int(fin["output_tokens"].sum())
-    span = float(fin["finish_s"].max() - df["arrival_s"].min()) if len(fin) else float("nan")
-    return {
-        "n_requests": int(len(df)),
-        "states": {k: int(v) for k, v in df["state"].value_counts().items()},
-        "partial": bool(df["partial"].any()),
-        "wall_s": wall_s,
-        "span_s": span,
-        "throughput_req_s": len(fin) / span if len(fin) else float("nan"),
-        "throughput_out_tok_s": out_tokens / span if len(fin) else float("nan"),
-        "ttft_p50_s": float(fin["ttft_s"].median()) if len(fin) else float("nan"),
-        "e2e_p50_s": float(fin["e2e_s"].median()) if len(fin) else float("nan"),
-    }
-
-
 def write_outputs(out_dir: Path, workload: pd.DataFrame, records: dict[int, RequestRecord],
                   meta: dict, wall_s: float, instance: str = "vllm-0") -> dict:
     df = request_table(workload, records, instance=instance)
     df.to_parquet(out_dir / "requests.parquet", index=False)
-    token_table(records).to_parquet(out_dir / "tokens.parquet", index=False)
+    tokens = token_table(records)
+    tokens.to_parquet(out_dir / "tokens.parquet", index=False)
     # when the client really sent each request (late on a busy host): the simulator can be fed
     # these instead of the scheduled arrivals (servesim.engine.compare, arrivals="sent")
     sends = pd.DataFrame({"request_id": list(records), "sent_s": [r.sent_s for r in records.values()]})
     sends.astype({"request_id": "int64", "sent_s": "float64"}).to_parquet(out_dir / "sends.parquet", index=False)
-    summary = {**meta, **summarize(df, wall_s)}
+    summary = {**meta, **summarize(df, tokens=tokens), "partial": bool(df["partial"].any()), "wall_s": wall_s}
     # how late the client sent requests relative to their arrival times (client-side lag on a
     # busy host shows up in TTFT but is no part of the engine)
     lag = np.array([r.sent_s - r.arrival_s for r in records.values() if r.sent_s == r.sent_s])
@@ -198,14 +183,3 @@ def _remote_kv_blocks(url: str) -> int | None:
         return kv_blocks_from_metrics(httpx.get(url.rstrip("/") + "/metrics", timeout=5).text)
     except httpx.HTTPError:
         return None
-
-
-def percentiles(df: pd.DataFrame, qs=(50, 90, 99)) -> dict[str, float]:
-    """P50/P90/P99 of TTFT, TBT (per-request mean) and E2E over finished requests."""
-    fin = df[df["state"] == "finished"]
-    out = {}
-    for col, name in (("ttft_s", "ttft"), ("tbt_mean_s", "tbt"), ("e2e_s", "e2e")):
-        v = fin[col].dropna().to_numpy()
-        for q in qs:
-            out[f"{name}_p{q}_s"] = float(np.percentile(v, q)) if v.size else float("nan")
-    return out

@@ -56,7 +56,7 @@ def handle(args: argparse.Namespace) -> int:
     out = args.out
     wall = time.perf_counter() - t0
     s = res.summary
-    print(f"{sc.name}: {s['requests']} requests {s['states']} in {wall:.2f} s wall; "
+    print(f"{sc.name}: {s['all']['requests']} requests {s['all']['states']} in {wall:.2f} s wall; "
           f"{s['instance_hours']['billed']:.2f} instance-h billed; wrote {out}/"
           + (" (PARTIAL: run stopped before every request ended)" if s["partial"] else ""))
     return 0

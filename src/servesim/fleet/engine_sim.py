@@ -20,7 +20,7 @@ from ..sim import (
     Req,
     RequestLog,
 )
-from ..sim.metrics import timing_columns
+from ..sim.request_log import timing_columns
 from ..sim.request import DROPPED, FINISHED, REJECTED
 from .core import shared_strings
 from .protocols import EndCallback

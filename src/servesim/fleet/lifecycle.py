@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections import defaultdict
 from enum import Enum
 
+from ..metrics import BILLED_STATES
+
 
 class State(str, Enum):
     REQUESTED = "requested"
@@ -47,11 +49,8 @@ ALLOWED: dict[State, frozenset[State]] = {
     State.RELEASED: frozenset(),
 }
 
-#: states that cost money (the instance is held by the fleet); pooled instances are lent out
-#: as spot capacity (SageServe) and released ones are gone.
-BILLED: frozenset[State] = frozenset(
-    {State.REQUESTED, State.PROVISIONING, State.LOADING, State.CONVERTING, State.READY, State.DRAINING}
-)
+#: states that cost money: one definition, `servesim.metrics.BILLED_STATES`
+BILLED: frozenset[State] = frozenset(State(s) for s in BILLED_STATES)
 
 
 class LifecycleError(RuntimeError):

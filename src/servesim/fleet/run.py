@@ -2,9 +2,9 @@
 
     from servesim.fleet import load_scenario, run_scenario
     res = run_scenario(load_scenario("examples/scenarios/one_region.yaml"))
-    res.requests            # one row per request (servesim.sim.metrics.REQUEST_COLUMNS)
+    res.requests            # one row per request (servesim.sim.request_log.REQUEST_COLUMNS)
     res.timeseries          # per (time, model, region): instances by state, queues, KV use
-    res.summary             # dict: counts, latency percentiles, instance-hours
+    res.summary             # dict: servesim.metrics.summarize's layout + the fleet's counters
     res.write("out/")       # requests.parquet, timeseries.parquet, instance_hours.parquet,
                             # lifecycle.parquet, summary.json
 """
@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..metrics import summarize
 from ..policies.registry import CONTROLLERS, GLOBAL_ROUTERS
 from ..sim.routers import ROUTERS
 from .core import EndpointConfig, Fleet, LeadTimes, shared_strings
-from .lifecycle import BILLED
 from .limits import check_sampling
 from .scenario import Scenario, build_workload
 
@@ -109,62 +109,16 @@ def request_table(fleet: Fleet, timing: pd.DataFrame | Mapping[str, np.ndarray] 
     return df
 
 
-def _mean(x: np.ndarray) -> float | None:
-    x = x[~np.isnan(x)]
-    return float(x.mean()) if x.size else None
-
-
-def _pct(x: np.ndarray, q: float) -> float | None:
-    x = x[~np.isnan(x)]
-    return float(np.percentile(x, q)) if x.size else None
-
-
 def summarise(sc: Scenario, seed: int, req: pd.DataFrame, hours: pd.DataFrame, end_s: float,
-              fleet: Fleet) -> dict[str, Any]:
-    """Run summary: deterministic (no wall-clock numbers), JSON-ready."""
-    # boolean masks over column arrays, not filtered copies of the table (each copy is the
-    # table's size: GBs over a simulated week); selections keep row order, so means are the same
-    fin = (req["state"] == "finished").to_numpy(bool)
-    lat: dict[str, Any] = {}
-    for col in ("ttft_s", "e2e_s", "tbt_mean_s"):
-        x = req[col].to_numpy(np.float64)[fin]
-        lat[col] = {f"p{q}": _pct(x, q) for q in (50, 90, 99)} | {"mean": _mean(x)}
-    by_tier = {}
-    tier_col = shared_strings(req["tier"])
-    ttft = req["ttft_s"].to_numpy(np.float64)
-    for tier in sorted(set(tier_col)):  # == groupby("tier", sort=True): no missing tiers here
-        g = tier_col == tier
-        f = g & fin
-        by_tier[str(tier)] = {"requests": int(g.sum()), "finished": int(f.sum()),
-                              "ttft_p90_s": _pct(ttft[f], 90)}
-    # deadline_s is absolute: a TTFT deadline for IW tiers, a completion deadline for NIW
-    dl = req["deadline_s"].to_numpy(np.float64)
-    has_dl = ~np.isnan(dl)
-    niw = tier_col == "NIW"
-    at = np.where(niw, req["finish_s"].to_numpy(np.float64), req["first_token_s"].to_numpy(np.float64))
-    met = has_dl & fin & (at <= dl)
-    deadlines = {"with_deadline": int(has_dl.sum()), "met": int(met.sum())}
-    for tier in sorted(set(tier_col)):
-        m = has_dl & (tier_col == tier)
-        if m.any():
-            deadlines[f"{tier}_attainment"] = float(met[m].mean())
-    billed = hours[hours["state"].isin([s.value for s in BILLED])]
-    per_ep = billed.groupby(["model", "region"], sort=True)["hours"].sum()
+              fleet: Fleet, timeseries: pd.DataFrame | None = None) -> dict[str, Any]:
+    """Run summary: `servesim.metrics.summarize` (per tier, deadlines, instance-hours) and the
+    fleet's own counters; deterministic (no wall-clock numbers), JSON-ready."""
     return {
         "scenario": sc.name,
         "seed": seed,
         "end_s": end_s,
-        "requests": len(req),
-        "states": {str(k): int(v) for k, v in req["state"].value_counts().sort_index().items()},
         "partial": bool(req["partial"].any()),
-        "latency": lat,
-        "tiers": by_tier,
-        "deadlines": deadlines,
-        "instance_hours": {
-            "billed": float(billed["hours"].sum()),
-            "by_state": {s: float(v) for s, v in hours.groupby("state", sort=True)["hours"].sum().items()},
-            "by_endpoint": {f"{m}@{r}": float(v) for (m, r), v in per_ep.items()},
-        },
+        **summarize(req, hours=hours, timeseries=timeseries, end_s=end_s),
         "scale_denied": int(fleet.scale_denied),
         "requeued_on_drain": int(fleet.requeued),
         **({"timed_out": int(fleet.timed_out)} if sc.enforce_deadlines else {}),
@@ -277,7 +231,7 @@ def _collect(sc: Scenario, seed: int, workload: pd.DataFrame, engines: Any, flee
     requests = request_table(fleet, engines.timing() if hasattr(engines, "timing") else None)
     ts = pd.DataFrame(samples)
     hours = fleet.ledger.hours_table()
-    summary = summarise(sc, seed, requests, hours, end_s, fleet)
+    summary = summarise(sc, seed, requests, hours, end_s, fleet, ts)
     return Result(sc, seed, requests, ts, hours, fleet.ledger.log_table(), summary)
 
 

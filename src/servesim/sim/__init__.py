@@ -14,7 +14,7 @@ Public API:
 from .cluster import Cluster, SimResult
 from .instance import MODES, Instance, InstanceConfig, InstanceListener
 from .kernel import PRIO_ARRIVAL, PRIO_CONTROL, PRIO_INSTANCE, PRIO_SAMPLE, Kernel, SimulationError
-from .metrics import REQUEST_COLUMNS, RequestLog, empty_request_frame, request_frame
+from .request_log import REQUEST_COLUMNS, RequestLog, empty_request_frame, request_frame
 from .request import Req
 from .routers import (
     ROUTERS,

@@ -42,7 +42,7 @@ from ..perf.base import StepTimeModel
 from ..workload import schema
 from .instance import Instance, InstanceConfig, InstanceListener
 from .kernel import PRIO_ARRIVAL, PRIO_CONTROL, Kernel
-from .metrics import RequestLog, request_frame
+from .request_log import RequestLog, request_frame
 from .request import Req
 from .routers import CallableRouter, InstanceLoad, Router, make_router
 from .timeseries import Sampler

@@ -27,7 +27,7 @@ TERMINAL = (FINISHED, REJECTED, DROPPED)
 
 
 class Req:
-    """One request's live state. Results are copied into a :class:`~servesim.sim.metrics.RequestLog`.
+    """One request's live state. Results are copied into a :class:`~servesim.sim.request_log.RequestLog`.
 
     Attributes (times in seconds; NaN when not yet known):
       idx: row index in the workload (the log's index); rid: workload request_id.

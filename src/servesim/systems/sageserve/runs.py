@@ -237,7 +237,7 @@ def _run_into(a: argparse.Namespace, out: Path) -> int:
              max_instances=cap, iwn_sla_s=iwn_sla, dpa_tau_n_s=cfg.dpa_tau_n_s, dpa_tau_p_s=cfg.dpa_tau_p_s, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
     s.update(hardware=cfg.hardware, iw_niw_ratio=3.0 if a.iw_niw_ratio is None else a.iw_niw_ratio,
              fifth_model=a.fifth_model, lt_ua_up_ratio=cfg.lt_ua_up_ratio, lt_ua_observed=cfg.lt_ua_observed,
-             reactive_interval_s=cfg.reactive_interval_s, gpu_hours=8.0 * s["instance_hours"],
+             reactive_interval_s=cfg.reactive_interval_s, gpu_hours=8.0 * s["instance_hours"]["billed"],
              instance_models={m: instance_model_source(m, cfg.hardware) for m in p["models"]})
     if actor:
         s["theta_tokens_per_min"] = getattr(actor, "theta", None)

@@ -8,7 +8,7 @@ One run = one (reading, theta headroom, strategy) on a `runs.PRESETS` window:
 A *reading* is a named set of `SageServeConfig` overrides (`READINGS`): the paper's text, the
 authors' code, and the paper with one code choice swapped in (start state, in-sample forecast,
 no provisioning delays). Reactive does not depend on theta, so it runs once per reading
-(``--headroom`` omitted). Writes ``summary.json`` (instance-hours, IW TTFT/E2E percentiles,
+(``--headroom`` omitted). Writes ``summary.json`` (servesim.metrics layout: instance-hours, IW TTFT/E2E percentiles,
 theta, saturation throughput, mean instances per region) and ``hourly.csv`` (per hour of the
 window: mean billed instances, the ILP target, the forecast rho, KV utilisation, P95 TTFT).
 """
@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from .config import SageServeConfig
-from .strategies import BILLED_STATES, THETA_TOKENS_PER_MIN, run_strategy, summarise
+from ...metrics import billed_count
+from .strategies import THETA_TOKENS_PER_MIN, run_strategy, summarise
 
 SENS_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua")
 #: windows of this study besides `runs.PRESETS`: journal Fig 11's setting (Llama-2 over the three
@@ -93,14 +94,10 @@ READINGS: dict[str, Reading] = {
 }
 
 
-def _billed(ts: pd.DataFrame) -> pd.Series:
-    return ts[[f"n_{s}" for s in BILLED_STATES]].sum(axis=1)
-
-
 def hourly_table(res, actor, t0_s: float) -> pd.DataFrame:
     """Per (region, hour of the window): billed instances, ILP target and forecast, KV util, IW TTFT."""
     ts = res.timeseries.copy()
-    ts["billed"] = _billed(ts)
+    ts["billed"] = billed_count(ts)
     ts["hour"] = ((ts["time_s"] + t0_s) // 3600).astype(int)
     g = ts.groupby(["region", "hour"]).agg(instances=("billed", "mean"), kv_util=("kv_util", "mean"),
                                            prompt_tokens_per_min=("prompt_tokens_in", "mean")).reset_index()
@@ -155,7 +152,7 @@ def run_one(reading: str, strategy: str, preset_name: str, out: str | Path, head
              headroom=(cfg.theta_headroom if strategy in LT_STRATEGIES and not rd.fixed_theta else None),
              theta_tokens_per_min=theta, saturation_tokens_per_min=sat,
              theta_equiv_headroom=({m: theta[m] / sat[m] for m in theta} if theta else None),
-             window_hours=hours, mean_instances_per_endpoint=s["instance_hours"] / (hours * regions * models),
+             window_hours=hours, mean_instances_per_endpoint=s["instance_hours"]["billed"] / (hours * regions * models),
              config=cfg.to_dict())
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -169,12 +166,14 @@ def run_one(reading: str, strategy: str, preset_name: str, out: str | Path, head
 
 def _row(summary_path: Path) -> dict:
     d = json.loads(Path(summary_path).read_text())
+    iw = d["groups"]["iw"]
     teq = d.get("theta_equiv_headroom")
     return {"reading": d["reading"], "strategy": d["strategy"], "headroom": d.get("headroom"),
             "theta_equiv_headroom": next(iter(teq.values())) if teq else np.nan, "preset": d["preset"],
-            "instance_hours": d["instance_hours"], "ttft_p50": d["ttft_p50"], "ttft_p95": d["ttft_p95"],
-            "e2e_p95": d["e2e_p95"], "mean_instances_per_endpoint": d["mean_instances_per_endpoint"],
-            "iw_unfinished": d["iw_unfinished"], "window_hours": d["window_hours"], "wall_s": d["wall_s"]}
+            "instance_hours": d["instance_hours"]["billed"], "ttft_p50": iw["p50_ttft_s"],
+            "ttft_p95": iw["p95_ttft_s"], "e2e_p95": iw["p95_e2el_s"],
+            "mean_instances_per_endpoint": d["mean_instances_per_endpoint"],
+            "iw_unfinished": iw["requests"] - iw["completed"], "window_hours": d["window_hours"], "wall_s": d["wall_s"]}
 
 
 def collect(summaries: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -250,7 +249,8 @@ def main(argv=None) -> None:
         hourly.to_csv(out.with_name(out.stem + "_hourly.csv"), index=False)
         return
     s = run_one(a.reading, a.strategy, a.preset, a.out, headroom=a.headroom, seed=a.seed, tables=a.tables)
-    print(json.dumps({k: s[k] for k in ("reading", "strategy", "headroom", "instance_hours", "ttft_p95", "wall_s")}))
+    print(json.dumps({**{k: s[k] for k in ("reading", "strategy", "headroom", "wall_s")},
+                      "instance_hours": s["instance_hours"]["billed"], "p95_ttft_s": s["groups"]["iw"]["p95_ttft_s"]}))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import pandas as pd
 
 from ...fleet import parse_scenario, run_scenario
 from ...forecast.series import per_minute_demand
+from ...metrics import summarize
 from .actors import LongTermScaler
 from .chiron import INT_SUFFIX, ChironRouter, ChironScaler
 from .config import SageServeConfig
@@ -36,7 +37,8 @@ NIW_SUFFIX = "@niw"
 def base_model(col: "pd.Series") -> "pd.Series":
     """Model names without the pool suffixes of Siloed / Chiron (``@niw``, ``@int``)."""
     return col.astype(str).str.split("@").str[0]
-BILLED_STATES = ("requested", "provisioning", "loading", "converting", "ready", "draining")
+#: SageServe's interactive tiers: its latency figures are over these
+IW_TIERS = ("IW-F", "IW-N")
 
 #: Llama-2-70B on one 8xA100 instance (TP 8), a linear step-time fit to the Splitwise profile
 #: numbers quoted in the spec (prefill 512 tok 94 ms, 8192 tok 1.55 s; decode ~43-46 ms per
@@ -196,24 +198,11 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
 
 
 def summarise(res, strategy: str) -> dict:
-    """Instance-hours (billed states) and IW latency percentiles of one run."""
-    h = res.instance_hours
-    billed = h[h["state"].isin(BILLED_STATES)]
+    """The run's summary (the fleet's: `servesim.metrics.summarize` layout) with the ``iw``
+    group SageServe's latencies are over (IW-F and IW-N) and the NIW queue manager's releases."""
     req = res.requests
-    # masks over columns, not filtered copies of the table (each is the table's size)
-    niw = (req["tier"] == "NIW").to_numpy(bool)
-    done = (req["state"] == "finished").to_numpy(bool)
-    fin = ~niw & done
-    n_fin, n_iw = int(fin.sum()), int((~niw).sum())
-    out = {"strategy": strategy, "instance_hours": float(billed["hours"].sum()),
-           "pooled_hours": float(h.loc[h["state"] == "pooled", "hours"].sum()),
-           "requests": int(len(req)), "iw_finished": n_fin, "iw_unfinished": n_iw - n_fin,
-           "niw_requests": int(niw.sum()), "niw_finished": int((niw & done).sum()),
-           "niw_timeout": int((niw & (req["state"] == "timeout").to_numpy(bool)).sum()),
-           "niw_released": int((niw & req["niw_release_s"].notna().to_numpy(bool)).sum())
-           if "niw_release_s" in req else None}
-    for col in ("ttft_s", "e2e_s"):
-        x = req[col].to_numpy(np.float64)[fin]
-        for q in (50, 75, 90, 95):
-            out[f"{col[:-2]}_p{q}"] = float(np.percentile(x, q)) if n_fin else None
-    return out
+    s = {"strategy": strategy, **res.summary}
+    s["groups"] = summarize(req, groups={"iw": IW_TIERS}, by_tier=False)["groups"]
+    s["niw_released"] = (int(((req["tier"] == "NIW") & req["niw_release_s"].notna()).to_numpy(bool).sum())
+                         if "niw_release_s" in req else None)
+    return s

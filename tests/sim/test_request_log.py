@@ -3,7 +3,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from servesim.sim import REQUEST_COLUMNS, empty_request_frame
-from servesim.sim.metrics import p99
+from servesim.sim.request_log import p99
 
 
 @settings(max_examples=300, deadline=None)
