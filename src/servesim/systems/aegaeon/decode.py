@@ -73,10 +73,16 @@ class DecodeInstance:
                 return True
         return False
 
-    def add_new_batch(self, r: Req, now: float) -> None:
+    def add_new_batch(self, r: Req, now: float, start: bool = True) -> None:
+        """Open a batch for ``r``; an idle instance starts a round (``start=False`` defers it, so
+        several batches can enter one round)."""
         b = Batch(r.model)
         b.reqs.append(r)
         self.pending.append(b)
+        if start and not self.active:
+            self._start_round(now)
+
+    def start(self, now: float) -> None:
         if not self.active:
             self._start_round(now)
 
