@@ -121,3 +121,13 @@ def test_profile_reader_drops_decode_rows_with_a_capped_prefill(prof):
     assert (cap.decode_ctx > 4096).all()  # L * B > 4096 prompt tokens in the batch
     with pytest.raises(ValueError, match="long_decode"):
         sources.aegaeon(prof, "H800", long_decode="keep-all")
+
+
+@needs_profiles
+def test_checkpoint_mapping_is_a_setting():
+    from servesim.systems.aegaeon import Settings, simulate
+
+    s = Settings(checkpoints=("llama-2-13b",))
+    res = simulate("aegaeon", workload(n_models=4, duration=10.0), s)
+    assert (res.requests.checkpoint == "llama-2-13b").all()
+    assert (res.switches.checkpoint == "llama-2-13b").all()

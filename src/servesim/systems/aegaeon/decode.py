@@ -166,6 +166,7 @@ class DecodeInstance:
                 return
             self._end_turn(now)
             return
+        pool.check_resident(self, b.model)
         dt = pool.costs_of(b.model).decode_s(len(act), sum(r.ctx for r in act))
         for r in act:
             r.in_step = True

@@ -14,9 +14,8 @@ from functools import lru_cache
 
 from ...catalog import get_hardware, get_model
 from ...perf.base import StepTimeModel
-from .settings import Settings
+from .settings import CHECKPOINTS, Settings
 
-CHECKPOINTS = ("qwen2.5-7b",) * 6 + ("yi-1.5-9b",) * 2 + ("llama-2-13b",) * 2
 PROFILE_DIRS = {"qwen2.5-7b": "qwen2_5_7b", "yi-1.5-9b": "yi1_5_9b_chat", "llama-2-13b": "llama2_13b_chat",
                 "yi-1.5-6b": "yi1_5_6b_chat"}
 AE_WEIGHT_BYTES = {"qwen2.5-7b": 14e9, "yi-1.5-9b": 18e9, "llama-2-13b": 26e9}  # AE simulator's mem_size (GB)
@@ -32,9 +31,9 @@ def model_index(name: str) -> int:
     return int(m.group(1))
 
 
-def checkpoint(name: str) -> str:
-    """Catalog key of the checkpoint a logical model serves (i mod 10 mapping)."""
-    return CHECKPOINTS[model_index(name) % len(CHECKPOINTS)]
+def checkpoint(name: str, checkpoints: tuple = CHECKPOINTS) -> str:
+    """Catalog key of the checkpoint a logical model serves (default: the i mod 10 mapping)."""
+    return checkpoints[model_index(name) % len(checkpoints)]
 
 
 @dataclass(frozen=True)

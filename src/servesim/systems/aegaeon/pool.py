@@ -14,7 +14,7 @@ import pandas as pd
 
 from ...sim.kernel import Kernel, SimulationError
 from .decode import DecodeInstance
-from .models import ModelCosts, costs, prefetch_fits
+from .models import ModelCosts, checkpoint, costs, prefetch_fits
 from .prefill import PrefillInstance, dispatch
 from .request import Req, to_table
 from .settings import Settings
@@ -41,9 +41,7 @@ class BaseSim:
     def costs_of(self, model: str) -> ModelCosts:
         c = self._costs.get(model)
         if c is None:
-            from .models import checkpoint
-
-            k = checkpoint(model)
+            k = checkpoint(model, self.s.checkpoints)
             c = self._by_ckpt.get(k)
             if c is None:
                 c = self._by_ckpt[k] = costs(k, self.s)
@@ -63,6 +61,18 @@ class BaseSim:
 
     def finished(self, r: Req, now: float) -> None:
         self.n_finished += 1
+
+    def label(self, reqs: list[Req]) -> list[Req]:
+        """Set each request's checkpoint from the settings' mapping."""
+        for r in reqs:
+            r.ckpt = checkpoint(r.model, self.s.checkpoints)
+        return reqs
+
+    @staticmethod
+    def check_resident(inst, model: str) -> None:
+        """Invariant: no model runs without its weights resident."""
+        if inst.model != model:
+            raise SimulationError(f"{inst.name}: runs {model} while {inst.model} is resident")
 
     def switches_table(self) -> pd.DataFrame:
         return pd.DataFrame(self.switch_log, columns=["time_s", "instance", "from_model", "to_model", "checkpoint",
@@ -108,7 +118,7 @@ class AegaeonPool(BaseSim):
         min(decs, key=lambda d: d.n_batches()).add_new_batch(r, now)
 
     def run(self, reqs: list[Req]) -> SimResult:
-        self.reqs = reqs
+        self.reqs = self.label(reqs)
         self.kernel.add_stream([r.arrival for r in reqs], self._arrive)
         self.kernel.run()
         left = [r for r in reqs if not r.done]

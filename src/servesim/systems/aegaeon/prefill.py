@@ -70,6 +70,7 @@ class PrefillInstance:
             nxt = self.queue[0].model if self.queue and self.queue[0].model != g.model else None
             sw = pool.switch(self, self.model, g.model, self.credit, now, nxt)
             self.model, self.credit = g.model, 0.0
+        pool.check_resident(self, r.model)
         dt = pool.costs_of(r.model).prefill_s(r.ctx)
         self.credit += dt
         r.started = True

@@ -18,7 +18,7 @@ class Req:
     def __init__(self, rid: int, model: str, arrival: float, prompt: int, output: int):
         self.rid, self.model, self.arrival = rid, model, arrival
         self.mid = model_index(model)
-        self.ckpt = checkpoint(model)
+        self.ckpt = checkpoint(model)  # the default mapping; a simulator relabels with its settings
         self.prompt, self.output = prompt, max(1, output)  # the prefill always yields the first token
         self.tokens: list[float] = []
         self.failed = False

@@ -43,6 +43,8 @@ def _coerce(key: str, value: str, s: Settings):
         if value.lower() not in ("true", "false", "1", "0"):
             raise SystemExit(f"--set {key}={value}: expected true|false")
         return value.lower() in ("true", "1")
+    if isinstance(cur, tuple):
+        return tuple(x.strip() for x in value.split(",") if x.strip())
     try:
         return type(cur)(value)
     except ValueError:

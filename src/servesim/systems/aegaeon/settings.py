@@ -28,12 +28,15 @@ KV_SIZES = ("gqa", "ae")
 WEIGHTS = ("catalog", "ae")
 LAYOUTS = ("parity", "single")
 STEP_MODELS = ("fitted", "table")
+#: [AE] logical model i serves CHECKPOINTS[i % len]: 6 Qwen2.5-7B, 2 Yi-1.5-9B, 2 Llama-2-13B
+CHECKPOINTS = ("qwen2.5-7b",) * 6 + ("yi-1.5-9b",) * 2 + ("llama-2-13b",) * 2
 
 
 @dataclass(frozen=True)
 class Settings:
     gpu: str = "h800"                 # step-time profiles and GPU memory (h800 | h100 where profiled)
     step_model: str = "fitted"        # fitted: the App. A.2 regressions on the profiles; table: interpolation
+    checkpoints: tuple = CHECKPOINTS  # logical model i -> checkpoints[i % len] (catalog keys)
     # SLOs (§7.1)
     ttft_s: float = 10.0
     tbt_s: float = 0.1
@@ -78,6 +81,8 @@ class Settings:
         for name in ("ttft_s", "tbt_s", "q_max_s", "load_bw", "kv_bw", "vram_fraction"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"aegaeon settings: {name} must be > 0, got {getattr(self, name)!r}")
+        if not self.checkpoints or not all(isinstance(c, str) for c in self.checkpoints):
+            raise ValueError(f"aegaeon settings: checkpoints must be catalog model keys, got {self.checkpoints!r}")
         if self.max_gpsize < 1 or self.n_nodes < 1 or self.prefill_per_node < 1 or self.decode_per_node < 1:
             raise ValueError("aegaeon settings: max_gpsize, n_nodes and instances per node must be >= 1")
 

@@ -82,6 +82,7 @@ class Worker:
                 if r.on_device and id(r) not in chosen:
                     r.on_device = False
             run = pre if pre else dec
+            sim.check_resident(self, run[0].model)
             dt = c.prefill_batch_s([r.ctx for r in pre]) if pre else c.decode_s(len(dec), sum(r.ctx for r in dec))
             for r in run:
                 r.in_step = True
@@ -211,7 +212,7 @@ class SllmSim(BaseSim):
             self.n_failed += 1
 
     def run(self, reqs: list[Req]) -> SimResult:
-        self.reqs = reqs
+        self.reqs = self.label(reqs)
         self.kernel.add_stream([r.arrival for r in reqs], self._arrive)
         self.kernel.run()
         left = [r for r in reqs if not r.done]
