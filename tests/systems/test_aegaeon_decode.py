@@ -127,3 +127,17 @@ def test_prefill_kv_goes_to_host_before_decode():
     assert r.tokens[1] == pytest.approx(0.51 + 0.1 + 0.5 + 0.1 + 0.01)
     assert r.kv_s == pytest.approx(0.2)
     assert p.kv_d2h_s == pytest.approx(p.kv_h2d_s)
+
+
+def test_time_accounting_of_one_request():
+    s = Settings(layout="single", n_nodes=1, prefill_per_node=1, decode_per_node=1, prefetch=False, kv_bw=1e9)
+    p = pool(["m_00"], s, step=0.01, kv_per_token=1e6, switch=0.5)
+    r = Req(0, "m_00", 0.0, 99, 5)
+    p.reqs = [r]
+    p.kernel.add_stream([0.0], p._arrive)
+    p.kernel.run()
+    assert r.prefill_start == 0.0 and r.prefill_switch_s == 0.5
+    assert r.exec_s == pytest.approx(5 * 0.01)       # 1 prefill + 4 decode steps
+    assert r.switch_wait_s == 0.5                     # the decode instance's load
+    # everything between arrival and the last token is switch, KV transfer or compute here
+    assert r.tokens[-1] == pytest.approx(r.prefill_switch_s + r.switch_wait_s + r.kv_s + r.exec_s)

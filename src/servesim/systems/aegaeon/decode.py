@@ -148,6 +148,8 @@ class DecodeInstance:
             self.model, self.credit = b.model, 0.0
         t = now + sw
         live = b.live()
+        for r in live:
+            r.switch_wait_s += sw
         si = self._swap_in(live, t)  # whole batch swap-in before its first step
         for r in live:
             r.dev_ready = t + si
@@ -179,6 +181,7 @@ class DecodeInstance:
         self.credit += dt
         for r in act:
             r.in_step = False
+            r.exec_s += dt
             r.tokens.append(now)
             if r.done:
                 pool.finished(r, now)

@@ -74,6 +74,8 @@ class PrefillInstance:
         dt = pool.costs_of(r.model).prefill_s(r.ctx)
         self.credit += dt
         r.started = True
+        r.prefill_start, r.prefill_switch_s = now, sw
+        r.exec_s += dt
         end = now + sw + dt
         self.busy_until = end
         pool.kernel.at(end, self._done, r)

@@ -13,7 +13,8 @@ class Req:
     """A request; ``tokens`` holds the absolute time of every generated token (token 0 = first)."""
 
     __slots__ = ("rid", "model", "mid", "ckpt", "arrival", "prompt", "output", "tokens", "failed", "node",
-                 "on_device", "dev_ready", "in_step", "kv_s", "started")
+                 "on_device", "dev_ready", "in_step", "kv_s", "started", "prefill_start", "prefill_switch_s",
+                 "exec_s", "switch_wait_s")
 
     def __init__(self, rid: int, model: str, arrival: float, prompt: int, output: int):
         self.rid, self.model, self.arrival = rid, model, arrival
@@ -28,6 +29,12 @@ class Req:
         self.in_step = False
         self.kv_s = 0.0         # KV transfer time spent for this request (D2H + H2D)
         self.started = False
+        # time accounting (Fig 14 / 15 inputs): when its prefill was picked, the model load paid
+        # before it, compute time of every step it was in, model loads its decode batch waited on
+        self.prefill_start = float("nan")
+        self.prefill_switch_s = 0.0
+        self.exec_s = 0.0
+        self.switch_wait_s = 0.0
 
     @property
     def ctx(self) -> int:
@@ -80,5 +87,9 @@ def to_table(reqs: list[Req]) -> pd.DataFrame:
         "first_token_s": np.array(first, float),
         "finish_s": np.array(last, float),
         "kv_transfer_s": np.array([r.kv_s for r in reqs], float),
+        "prefill_start_s": np.array([r.prefill_start for r in reqs], float),
+        "prefill_switch_s": np.array([r.prefill_switch_s for r in reqs], float),
+        "exec_s": np.array([r.exec_s for r in reqs], float),
+        "switch_wait_s": np.array([r.switch_wait_s for r in reqs], float),
         "token_times": [np.asarray(r.tokens, float) for r in reqs],
     })

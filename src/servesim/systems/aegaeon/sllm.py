@@ -54,6 +54,9 @@ class Worker:
                 for r in q:  # a swap drops every queued request's KV (recompute)
                     r.on_device = False
                 lat = sim.switch(self, self.model, head.model, 0.0, now, prefetch=False)
+                for r in q:
+                    if r.model == head.model:
+                        r.switch_wait_s += lat
                 self.model = head.model
                 self.busy = True
                 sim.kernel.at(now + lat, self._wake, None)
@@ -86,7 +89,9 @@ class Worker:
             dt = c.prefill_batch_s([r.ctx for r in pre]) if pre else c.decode_s(len(dec), sum(r.ctx for r in dec))
             for r in run:
                 r.in_step = True
-                r.started = True
+                if not r.started:
+                    r.started, r.prefill_start = True, now
+                r.exec_s += dt
             self.busy = True
             sim.kernel.at(now + dt, self._done, run)
             return
