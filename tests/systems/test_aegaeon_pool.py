@@ -131,3 +131,18 @@ def test_checkpoint_mapping_is_a_setting():
     res = simulate("aegaeon", workload(n_models=4, duration=10.0), s)
     assert (res.requests.checkpoint == "llama-2-13b").all()
     assert (res.switches.checkpoint == "llama-2-13b").all()
+
+
+@needs_profiles
+def test_host_kv_blocks_are_all_returned():
+    from servesim.systems.aegaeon import Settings
+    from servesim.systems.aegaeon.pool import AegaeonPool
+    from servesim.systems.aegaeon.request import from_workload
+    from servesim.systems.aegaeon.simulate import _fragmentation
+
+    p = AegaeonPool(Settings(move_period_s=0.0))
+    res = p.run(from_workload(workload()))
+    # every request ends on a decode GPU: no KV is left on the host, every slab was reclaimed
+    assert all(h.held == {} and h.slabs == {} for h in p.host)
+    assert res.stats["host_cache_overflow_blocks"] == 0
+    assert 0 <= _fragmentation(res.stats["host_cache"]) < 100

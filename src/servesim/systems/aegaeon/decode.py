@@ -124,6 +124,7 @@ class DecodeInstance:
         byts = 0.0
         for r in reqs:
             if not r.on_device:
+                pool.from_host(r, now)
                 dt = pool.costs_of(r.model).kv_bytes(r.ctx) / pool.s.kv_bw
                 r.kv_s += dt
                 r.dev_ready = now + dt
@@ -201,6 +202,7 @@ class DecodeInstance:
         if self.n_batches() > 1:
             for r in b.reqs:  # swap-out overlaps (T3): costs bandwidth, not time
                 if r.on_device and not r.done:
+                    self.pool.to_host(r, now)
                     dt = self.pool.costs_of(r.model).kv_bytes(r.ctx) / self.pool.s.kv_bw
                     r.kv_s += dt
                     self.pool.kv_d2h_s += dt

@@ -14,6 +14,7 @@ import pandas as pd
 
 from ...sim.kernel import Kernel, SimulationError
 from .decode import DecodeInstance
+from .hostcache import SlabCache
 from .models import ModelCosts, checkpoint, costs, prefetch_fits
 from .prefill import PrefillInstance, dispatch
 from .request import Req, to_table
@@ -88,6 +89,7 @@ class AegaeonPool(BaseSim):
         per_d = s.decode_per_node if s.layout == "parity" else s.decode_per_node * s.n_nodes
         self.prefill = [[PrefillInstance(f"n{n}p{i}", self) for i in range(per_p)] for n in range(n_nodes)]
         self.decode = [[DecodeInstance(f"n{n}d{i}", self) for i in range(per_d)] for n in range(n_nodes)]
+        self.host = [SlabCache(s.slab_bytes, s.slabs_per_node, s.move_period_s) for _ in range(n_nodes)]
         self.kv_h2d_s = 0.0
         self.kv_d2h_s = 0.0
         self.reqs: list[Req] = []
@@ -104,10 +106,21 @@ class AegaeonPool(BaseSim):
             self.finished(r, now)
             return
         dt = self.costs_of(r.model).kv_bytes(r.ctx) / self.s.kv_bw  # device -> host after prefill
+        self.to_host(r, now)
         r.kv_s += dt
         self.kv_d2h_s += dt
         r.on_device = False
         self.kernel.at(now + dt, self._to_decode, r)
+
+    def to_host(self, r: Req, now: float) -> None:
+        c = self.costs_of(r.model)
+        if c.kv_bytes_per_token <= 0:  # a cost model without KV (unit tests): nothing to hold
+            return
+        bt = self.s.kv_block_tokens
+        self.host[r.node].alloc(r.rid, c.key, c.kv_bytes_per_token * bt, -(-r.ctx // bt), now)
+
+    def from_host(self, r: Req, now: float) -> None:
+        self.host[r.node].free(r.rid, now)
 
     def _to_decode(self, r: Req) -> None:
         now = self.kernel.now
@@ -126,5 +139,7 @@ class AegaeonPool(BaseSim):
             raise SimulationError(f"aegaeon pool ended with {len(left)} unfinished requests, e.g. {left[:3]}")
         decs = [d for n in self.decode for d in n]
         stats = {"kv_h2d_s": self.kv_h2d_s, "kv_d2h_s": self.kv_d2h_s, "rounds": sum(d.rounds for d in decs),
+                 "host_cache": [h.report() for h in self.host],
+                 "host_cache_overflow_blocks": sum(h.overflow_blocks for h in self.host),
                  "events": self.kernel.events_processed, "end_s": self.kernel.now}
         return SimResult(to_table(reqs), self.switches_table(), stats)

@@ -62,6 +62,9 @@ class Settings:
     prefetch: bool = True             # artifact's credit: switch = max(min_switch_s, load - compute since last switch)
     min_switch_s: float = 0.010
     prefetch_min_blocks: int = 1024   # AE: prefetch off if fewer than max(1024, max_len/16) KV blocks would remain
+    slab_bytes: float = 2.0**30       # host KV cache: 1 GiB slabs (AE), one block shape per slab
+    slabs_per_node: int = 256
+    move_period_s: float = 8.0        # AE move-list daemon: freed host blocks return at its next tick
     c_estimate: str = "ae"
     switch_beta: float = 0.625        # App. A.2 Eq. 4
     ae_ineff: float = 0.15            # AE scheduler estimate: bytes / (BW * 0.15)

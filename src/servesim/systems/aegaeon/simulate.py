@@ -49,7 +49,17 @@ def summary(res: SimResult, system: str, s: Settings) -> dict:
         "switch_prefetched_frac": float(res.switches.prefetched.mean()) if len(res.switches) else 0.0,
         "kv_transfer_s_mean": float(t.kv_transfer_s.mean()) if n else 0.0,
         "sim_end_s": float(res.stats.get("end_s", float("nan"))),
+        "fragmentation_pct_all": _fragmentation(res.stats.get("host_cache")),
         "metric": "attain_ae (artifact compute_slo, failed = 0, unweighted mean over requests)",
         "settings": s.as_dict(),
         "stats": {k: v for k, v in res.stats.items()},
     }
+
+
+def _fragmentation(reports) -> float | None:
+    """Host KV cache fragmentation over all nodes (each node's numbers taken at its own peak)."""
+    if not reports:
+        return None
+    a = sum(r["all"]["allocated_bytes"] for r in reports)
+    f = sum(r["all"]["fragmented_bytes"] for r in reports)
+    return 100.0 * f / a if a else 0.0
