@@ -134,7 +134,7 @@ AEGAEON_MAX_LEN = 4096
 
 
 def aegaeon(model_dir: str, gpu: str, trim: bool = True, max_len: int | None = AEGAEON_MAX_LEN,
-            filter_invalid: bool = True) -> pd.DataFrame:
+            filter_invalid: bool = True, long_decode: str = "drop") -> pd.DataFrame:
     """Aegaeon's ``profiles/<model>/<GPU>/i<L>b<B>.json`` as a measurement table.
 
     Each file holds 12 timings of a prefill step of B prompts of L tokens and of a decode step of
@@ -146,7 +146,15 @@ def aegaeon(model_dir: str, gpu: str, trim: bool = True, max_len: int | None = A
     = min(model context, ``max_len``). The data show why: with a 4096-token engine limit the
     prefill time stops growing above 4096 tokens (the step was capped) and decode at L = 4096
     takes under 1 ms (no token was generated) -- both not step times of the stated batch.
+
+    Decode rows whose batch held more than max_len prompt tokens (L*B > max_len) are not decode
+    steps either: the engine caps a step at max_len tokens, so the prompt of such a batch spills
+    into the step the profiler times as the first "decode" (its time jumps exactly there).
+    ``long_decode="drop"`` (default) removes them; ``"flag"`` keeps them with
+    ``capped_prefill = True`` (every row gets that column) for a reader who wants to see them.
     """
+    if long_decode not in ("drop", "flag"):
+        raise ValueError(f"aegaeon profiles: long_decode={long_decode!r}; expected drop|flag")
     d = _locate(f"aegaeon/profiles/{model_dir}/{gpu}")
     spec = get_model(model_dir)
     limit = min(spec.max_context or max_len or 10**9, max_len or 10**9)
@@ -163,10 +171,14 @@ def aegaeon(model_dir: str, gpu: str, trim: bool = True, max_len: int | None = A
             t = xs[1:-1].mean() if trim and len(xs) > 2 else xs.mean()
             if filter_invalid and ((kind == "prefill" and L * B > limit) or (kind == "decode" and L >= limit)):
                 continue
-            rows.append((L * B, L * L * B, 0.0, 0.0, t) if kind == "prefill" else (0.0, 0.0, B, B * L, t))
+            capped = kind == "decode" and L * B > limit
+            if capped and filter_invalid and long_decode == "drop":
+                continue
+            rows.append((L * B, L * L * B, 0.0, 0.0, t, False) if kind == "prefill" else (0.0, 0.0, B, B * L, t, capped))
     if not rows:
         raise ValueError(f"{d}: no i<L>b<B>.json profiles")
-    df = pd.DataFrame(rows, columns=["prefill_tokens", "prefill_ctx", "decode_seqs", "decode_ctx", "step_s"])
+    df = pd.DataFrame(rows, columns=["prefill_tokens", "prefill_ctx", "decode_seqs", "decode_ctx", "step_s",
+                                     "capped_prefill"])
     df["model"] = get_model(model_dir).key
     df["hardware"] = get_hardware(gpu).key
     df["tp"] = 1

@@ -1,6 +1,10 @@
-"""Aegaeon (SOSP'25): settings and the scheduler's quota arithmetic."""
+"""Aegaeon (SOSP'25): settings, the scheduler's quota arithmetic, the token-level pool simulator
+(`pool`, `prefill`, `decode`), the request-level baselines (`sllm`, `muxserve`) and SLO metrics (`slo`)."""
 
 from .config import AegaeonConfig, paper_inputs
+from .settings import Settings
+from .simulate import SYSTEMS, simulate, summary
 from .wrr import Quotas, Replay, play_rounds, quotas
 
-__all__ = ["AegaeonConfig", "paper_inputs", "Quotas", "Replay", "play_rounds", "quotas"]
+__all__ = ["AegaeonConfig", "paper_inputs", "Quotas", "Replay", "play_rounds", "quotas", "Settings", "SYSTEMS",
+           "simulate", "summary"]

@@ -1,0 +1,212 @@
+"""Decoding instances: weighted round-robin turns (§4.3, Algorithm 2, Eq. 2-3), as the artifact runs them.
+
+- A round starts by re-batching every request on the instance in FCFS (arrival) order: each joins
+  the first same-model batch that fits (sum of ceil((len + 64) / 16) KV blocks <= the GPU's KV
+  blocks for that model), else opens a batch; batches are then ordered by model (same model adjacent).
+- Each batch gets quota q_i (Eq. 2-3 via `wrr.quotas`) from its estimated step time at the current
+  lengths and c = the sum of the scheduler's switch estimates over the distinct models of the round.
+- A turn switches model if needed (actual load time, with the prefetch credit), swaps the batch's
+  KV in (bytes / bandwidth), runs a first step, then starts the quota clock; it ends at the first
+  step that ends at or past the quota, or when the batch empties. At turn end the batch's KV goes
+  back to the host unless it is the instance's only batch.
+- A request arriving mid-round joins a same-model batch that fits (any of the round's batches) and
+  is decoded from that batch's next step after its own KV swap-in; otherwise it opens a batch that
+  waits for the next round.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .request import Req
+from .wrr import quotas
+
+
+class Batch:
+    __slots__ = ("model", "reqs", "quota")
+
+    def __init__(self, model: str):
+        self.model = model
+        self.reqs: list[Req] = []
+        self.quota = 0.0
+
+    def live(self) -> list[Req]:
+        return [r for r in self.reqs if not r.done]
+
+
+class DecodeInstance:
+    def __init__(self, name: str, pool):
+        self.name, self.pool = name, pool
+        self.batches: list[Batch] = []   # this round's work list
+        self.pending: list[Batch] = []   # batches opened mid-round, run from the next round
+        self.turn = -1                   # index into batches of the running turn (-1: no round)
+        self.model: str | None = None
+        self.credit = 0.0
+        self.quota_start: float | None = None
+        self.active = False              # a round is in progress (a step or switch is scheduled)
+        self.rounds = 0
+        self.alphas: list[float] = []
+
+    # -- admission --------------------------------------------------------------------------------
+    def blocks(self, r: Req) -> int:
+        s = self.pool.s
+        return math.ceil((r.ctx + s.kv_lookahead_tokens) / s.kv_block_tokens)
+
+    def fits(self, b: Batch, r: Req) -> bool:
+        cap = self.pool.costs_of(r.model).kv_blocks_capacity(self.pool.s.kv_block_tokens)
+        return sum(self.blocks(x) for x in b.reqs if not x.done) + self.blocks(r) <= cap
+
+    def n_batches(self) -> int:
+        return sum(1 for b in self.batches if b.live()) + len(self.pending)
+
+    def try_join(self, r: Req, now: float) -> bool:
+        """Join a same-model batch of this round that fits (Alg. 2 arrival)."""
+        for k, b in enumerate(self.batches):
+            if b.model == r.model and b.live() and self.fits(b, r):
+                b.reqs.append(r)
+                if self.active and k == self.turn:
+                    self._swap_in([r], now)  # joins the running turn after its own swap-in
+                return True
+        for b in self.pending:  # a batch opened earlier this round, waiting for the next
+            if b.model == r.model and self.fits(b, r):
+                b.reqs.append(r)
+                return True
+        return False
+
+    def add_new_batch(self, r: Req, now: float, start: bool = True) -> None:
+        """Open a batch for ``r``; an idle instance starts a round (``start=False`` defers it, so
+        several batches can enter one round)."""
+        b = Batch(r.model)
+        b.reqs.append(r)
+        self.pending.append(b)
+        if start and not self.active:
+            self._start_round(now)
+
+    def start(self, now: float) -> None:
+        if not self.active:
+            self._start_round(now)
+
+    # -- rounds and turns -------------------------------------------------------------------------
+    def _start_round(self, now: float) -> None:
+        pool = self.pool
+        reqs = [r for b in self.batches + self.pending for r in b.reqs if not r.done]
+        reqs.sort(key=lambda r: (r.arrival, r.rid))
+        batches: list[Batch] = []
+        for r in reqs:
+            for b in batches:
+                if b.model == r.model and self.fits(b, r):
+                    b.reqs.append(r)
+                    break
+            else:
+                b = Batch(r.model)
+                b.reqs.append(r)
+                batches.append(b)
+        batches.sort(key=lambda b: (b.reqs[0].mid, b.model))
+        self.batches, self.pending = batches, []
+        if not batches:
+            self.active, self.turn = False, -1
+            return
+        s = pool.s
+        steps = [pool.costs_of(b.model).decode_s(len(b.reqs), sum(r.ctx for r in b.reqs)) for b in batches]
+        c = sum(pool.costs_of(m).c_est_s for m in dict.fromkeys(b.model for b in batches))
+        q = quotas(steps, s.tbt_s, c, s.q_max_s, s.alpha_floor)
+        for b, qi in zip(batches, q.quota_s):
+            b.quota = float(qi)
+        self.alphas.append(q.alpha)
+        self.rounds += 1
+        self.active = True
+        self.turn = 0
+        self._begin_turn(now)
+
+    def _swap_in(self, reqs: list[Req], now: float) -> float:
+        """KV host -> device for requests not resident; returns the transfer time."""
+        pool = self.pool
+        byts = 0.0
+        for r in reqs:
+            if not r.on_device:
+                pool.from_host(r, now)
+                dt = pool.costs_of(r.model).kv_bytes(r.ctx) / pool.s.kv_bw
+                r.kv_s += dt
+                r.dev_ready = now + dt
+                r.on_device = True
+                byts += dt
+        pool.kv_h2d_s += byts
+        return byts
+
+    def _begin_turn(self, now: float) -> None:
+        while self.turn < len(self.batches) and not self.batches[self.turn].live():
+            self.turn += 1
+        if self.turn >= len(self.batches):
+            self._start_round(now)
+            return
+        b = self.batches[self.turn]
+        pool = self.pool
+        sw = 0.0
+        if b.model != self.model:
+            nxt = next((x.model for x in self.batches[self.turn + 1:] + self.batches[:self.turn]
+                        if x.model != b.model and x.live()), None)
+            sw = pool.switch(self, self.model, b.model, self.credit, now, nxt)
+            self.model, self.credit = b.model, 0.0
+        t = now + sw
+        live = b.live()
+        for r in live:
+            r.switch_wait_s += sw
+        si = self._swap_in(live, t)  # whole batch swap-in before its first step
+        for r in live:
+            r.dev_ready = t + si
+        self.quota_start = None
+        pool.kernel.at(t + si, self._step, None)
+
+    def _step(self, _=None) -> None:
+        pool = self.pool
+        now = pool.kernel.now
+        b = self.batches[self.turn]
+        act = [r for r in b.reqs if not r.done and r.dev_ready <= now]
+        if not act:
+            waiting = [r.dev_ready for r in b.reqs if not r.done]
+            if waiting:  # only requests still swapping in: wait for the first
+                pool.kernel.at(min(waiting), self._step, None)
+                return
+            self._end_turn(now)
+            return
+        pool.check_resident(self, b.model)
+        dt = pool.costs_of(b.model).decode_s(len(act), sum(r.ctx for r in act))
+        for r in act:
+            r.in_step = True
+        pool.kernel.at(now + dt, self._step_done, (act, dt))
+
+    def _step_done(self, arg) -> None:
+        act, dt = arg
+        pool = self.pool
+        now = pool.kernel.now
+        self.credit += dt
+        for r in act:
+            r.in_step = False
+            r.exec_s += dt
+            r.tokens.append(now)
+            if r.done:
+                pool.finished(r, now)
+        b = self.batches[self.turn]
+        if self.quota_start is None:
+            self.quota_start = now  # the quota clock starts after the turn's first step
+            expired = b.quota <= 0
+        else:
+            expired = now - self.quota_start >= b.quota
+        if expired or not b.live():
+            self._end_turn(now)
+        else:
+            self._step()
+
+    def _end_turn(self, now: float) -> None:
+        b = self.batches[self.turn]
+        if self.n_batches() > 1:
+            for r in b.reqs:  # swap-out overlaps (T3): costs bandwidth, not time
+                if r.on_device and not r.done:
+                    self.pool.to_host(r, now)
+                    dt = self.pool.costs_of(r.model).kv_bytes(r.ctx) / self.pool.s.kv_bw
+                    r.kv_s += dt
+                    self.pool.kv_d2h_s += dt
+                r.on_device = False
+        self.quota_start = None
+        self.turn += 1
+        self._begin_turn(now)

@@ -1,0 +1,99 @@
+"""Every knob of the Aegaeon pool simulator and its baselines, with the reading each default takes.
+
+Defaults follow the paper (spec aegaeon §1.9, §2) where it is definite; where the paper is
+ambiguous the default is the artifact's reading and the alternatives are named options:
+
+- ``group_rule``: ``"paper"`` (Alg. 1: a group is joinable while its cumulative size < MAX_GPSIZE;
+  instance load = estimated time of its queued groups incl. switches) | ``"artifact"`` (current
+  group length; load = number of queued requests).
+- ``c_estimate`` (the scheduler's switch estimate that sets the WRR quotas): ``"ae"`` (the
+  artifact's scheduler: bytes / (BW * 0.15), BW 64 GiB/s on H800, 32 GiB/s otherwise; default,
+  because Eq. 4's beta = 0.625 < 1 would beat line rate) | ``"paper"`` (Eq. 4 literally: bytes /
+  PCIe bandwidth * beta) | ``"actual"`` (the simulated switch latency, the AE simulator's reading).
+- ``kv_size``: ``"gqa"`` (catalog KV bytes with grouped-query attention; default) | ``"ae"`` (the
+  artifact simulator's 4 * layers * hidden bytes per token, which ignores GQA).
+- ``weights``: ``"catalog"`` (params * 2 bytes) | ``"ae"`` (the artifact's 14 / 18 / 26 GB).
+- ``vram_fraction``: GPU memory for weights + KV: 0.9 (paper: "around 10% free") | 0.75 (artifact).
+- ``layout``: ``"parity"`` (2 nodes x (3P + 5D), model i served by node i mod 2; the artifact) |
+  ``"single"`` (one 6P + 10D pool, the paper's sentence).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+
+GROUP_RULES = ("paper", "artifact")
+C_ESTIMATES = ("ae", "paper", "actual")
+KV_SIZES = ("gqa", "ae")
+WEIGHTS = ("catalog", "ae")
+LAYOUTS = ("parity", "single")
+STEP_MODELS = ("fitted", "table")
+#: [AE] logical model i serves CHECKPOINTS[i % len]: 6 Qwen2.5-7B, 2 Yi-1.5-9B, 2 Llama-2-13B
+CHECKPOINTS = ("qwen2.5-7b",) * 6 + ("yi-1.5-9b",) * 2 + ("llama-2-13b",) * 2
+
+
+@dataclass(frozen=True)
+class Settings:
+    gpu: str = "h800"                 # step-time profiles and GPU memory (h800 | h100 where profiled)
+    step_model: str = "fitted"        # fitted: the App. A.2 regressions on the profiles; table: interpolation
+    checkpoints: tuple = CHECKPOINTS  # logical model i -> checkpoints[i % len] (catalog keys)
+    # SLOs (§7.1)
+    ttft_s: float = 10.0
+    tbt_s: float = 0.1
+    # layout (§7.1, AE)
+    layout: str = "parity"
+    n_nodes: int = 2
+    prefill_per_node: int = 3
+    decode_per_node: int = 5
+    # prefill (§4.2)
+    max_gpsize: int = 8
+    group_rule: str = "paper"
+    # decode (§4.3)
+    q_max_s: float = 4.0
+    alpha_floor: float = 0.5
+    kv_block_tokens: int = 16
+    kv_lookahead_tokens: int = 64     # AE fit test: ceil((len + 64) / 16) blocks per request
+    # memory and transfers (§5, App. A.2, AE simulator)
+    vram_fraction: float = 0.9
+    weights: str = "catalog"
+    kv_size: str = "gqa"
+    load_bw: float = 16e9             # effective host->GPU weight-load bandwidth, B/s (AE simulator: 16 GB/s)
+    kv_bw: float = 16e9               # KV device<->host bandwidth, B/s
+    prefetch: bool = True             # artifact's credit: switch = max(min_switch_s, load - compute since last switch)
+    min_switch_s: float = 0.010
+    prefetch_min_blocks: int = 1024   # AE: prefetch off if fewer than max(1024, max_len/16) KV blocks would remain
+    slab_bytes: float = 2.0**30       # host KV cache: 1 GiB slabs (AE), one block shape per slab
+    slabs_per_node: int = 256
+    move_period_s: float = 8.0        # AE move-list daemon: freed host blocks return at its next tick
+    c_estimate: str = "ae"
+    switch_beta: float = 0.625        # App. A.2 Eq. 4
+    ae_ineff: float = 0.15            # AE scheduler estimate: bytes / (BW * 0.15)
+    # baselines (§2, AE simulator)
+    sllm_workers: int = 16
+    sllm_qs: int = 4
+    sllm_r: int = 1
+    sllm_timeout_s: float = 15.0
+    sllm_kv_fraction: float = 0.8     # AE: KV tokens = (GPU mem - weights) * 0.8 / KV bytes per token
+    sllm_max_batch: int = 1024
+
+    def __post_init__(self):
+        for name, allowed in (("group_rule", GROUP_RULES), ("c_estimate", C_ESTIMATES), ("kv_size", KV_SIZES),
+                              ("weights", WEIGHTS), ("layout", LAYOUTS), ("step_model", STEP_MODELS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"aegaeon settings: {name}={getattr(self, name)!r}; expected one of {allowed}")
+        for name in ("ttft_s", "tbt_s", "q_max_s", "load_bw", "kv_bw", "vram_fraction"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"aegaeon settings: {name} must be > 0, got {getattr(self, name)!r}")
+        if not self.checkpoints or not all(isinstance(c, str) for c in self.checkpoints):
+            raise ValueError(f"aegaeon settings: checkpoints must be catalog model keys, got {self.checkpoints!r}")
+        if self.max_gpsize < 1 or self.n_nodes < 1 or self.prefill_per_node < 1 or self.decode_per_node < 1:
+            raise ValueError("aegaeon settings: max_gpsize, n_nodes and instances per node must be >= 1")
+
+    def with_(self, **kw) -> "Settings":
+        bad = sorted(set(kw) - {f.name for f in fields(self)})
+        if bad:
+            raise ValueError(f"aegaeon settings: unknown key(s) {bad}")
+        return replace(self, **kw)
+
+    def as_dict(self) -> dict:
+        return asdict(self)

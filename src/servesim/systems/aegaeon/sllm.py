@@ -1,0 +1,227 @@
+"""The request-level baselines as the artifact simulated them (spec aegaeon §2): ServerlessLLM and
+ServerlessLLM+.
+
+Both run ``sllm_workers`` (16) GPU workers, no prefill/decode split, one resident model each.
+A worker serves the front of its queue: if the front request's model is not resident it swaps
+(weights / load_bw, no prefetch, no init cost) and every request in its queue loses its KV
+(recomputed later: its "prefill" then covers prompt + tokens so far and yields the next token);
+otherwise it batches the consecutive same-model requests at the front (vLLM-like, prefills
+first: a step runs the batch's prefills if it has any, else its decodes; KV capacity = (GPU memory
+- weights) * 0.8 / KV bytes per token tokens; requests left out lose their KV). A request whose
+first token has not been produced, and that is not in the running step, ``sllm_timeout_s`` (15 s)
+after arrival fails and counts 0 (the artifact checks this lazily at the next arrival).
+
+- ``policy="sllm"`` (R = 1, QS = 4): a request goes to the worker whose queue tail has the fewest
+  (< QS) requests of its model; if no such slot exists, to an idle/empty worker or else the least
+  recently used worker of another model, behind its whole queue (head-of-line blocking).
+- ``policy="sllm_plus"``: oracle-length SRTF. A request joins a same-model batch (< QS) on any
+  worker, else a new batch on the worker with the fewest batches; at every arrival each worker's
+  batches are reordered by estimated remaining time (prefill: its prefill time; decode: the step
+  time at mid-context times the remaining tokens of the batch's first request).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...sim.kernel import SimulationError
+from .pool import BaseSim, SimResult
+from .request import Req, to_table
+
+POLICIES = ("sllm", "sllm_plus")
+
+
+class Worker:
+    def __init__(self, name: str, sim: "SllmSim"):
+        self.name, self.sim = name, sim
+        self.model: str | None = None
+        self.queue: list[Req] = []
+        self.last_batch = 0.0
+        self.busy = False
+
+    def live(self) -> list[Req]:
+        self.queue = [r for r in self.queue if not r.done]
+        return self.queue
+
+    def kick(self, now: float) -> None:
+        if self.busy:
+            return
+        q = self.live()
+        sim = self.sim
+        while q:
+            head = q[0]
+            if head.model != self.model:
+                for r in q:  # a swap drops every queued request's KV (recompute)
+                    r.on_device = False
+                lat = sim.switch(self, self.model, head.model, 0.0, now, prefetch=False)
+                for r in q:
+                    if r.model == head.model:
+                        r.switch_wait_s += lat
+                self.model = head.model
+                self.busy = True
+                sim.kernel.at(now + lat, self._wake, None)
+                return
+            c = sim.costs_of(self.model)
+            cap = sim.kv_tokens(self.model)
+            pre, dec = [], []
+            acc = acc_b = 0
+            for r in q[: sim.s.sllm_max_batch]:
+                if r.model != self.model:
+                    break
+                st = r.ctx
+                sb = 1 if r.on_device else st
+                if acc + st > cap or acc_b + sb > cap:
+                    break
+                acc += st
+                acc_b += sb
+                (dec if r.on_device else pre).append(r)
+            if not pre and not dec:  # the head alone exceeds the KV capacity: it can never run
+                head.failed = True
+                sim.n_failed += 1
+                q = self.live()
+                continue
+            chosen = set(map(id, pre + dec))
+            for r in q:
+                if r.on_device and id(r) not in chosen:
+                    r.on_device = False
+            run = pre if pre else dec
+            sim.check_resident(self, run[0].model)
+            dt = c.prefill_batch_s([r.ctx for r in pre]) if pre else c.decode_s(len(dec), sum(r.ctx for r in dec))
+            for r in run:
+                r.in_step = True
+                if not r.started:
+                    r.started, r.prefill_start = True, now
+                r.exec_s += dt
+            self.busy = True
+            sim.kernel.at(now + dt, self._done, run)
+            return
+
+    def _wake(self, _) -> None:
+        self.busy = False
+        self.kick(self.sim.kernel.now)
+
+    def _done(self, run: list[Req]) -> None:
+        now = self.sim.kernel.now
+        for r in run:
+            r.in_step = False
+            r.tokens.append(now)
+            r.on_device = True
+            if r.done:
+                self.sim.finished(r, now)
+        self.last_batch = now
+        self.busy = False
+        self.kick(now)
+
+
+class SllmSim(BaseSim):
+    def __init__(self, settings=None, policy: str = "sllm"):
+        super().__init__(settings)
+        if policy not in POLICIES:
+            raise ValueError(f"sllm: policy={policy!r}; expected one of {POLICIES}")
+        self.policy = policy
+        self.workers = [Worker(f"w{i}", self) for i in range(self.s.sllm_workers)]
+        self.reqs: list[Req] = []
+        self.n_failed = 0
+        self._kv_tokens: dict[str, int] = {}
+
+    def kv_tokens(self, model: str) -> int:
+        k = self._kv_tokens.get(model)
+        if k is None:
+            c = self.costs_of(model)
+            k = self._kv_tokens[model] = int((c.gpu_bytes - c.weight_bytes) * self.s.sllm_kv_fraction
+                                             // c.kv_bytes_per_token)
+        return k
+
+    # -- placement ----------------------------------------------------------------------------------
+    def _place_sllm(self, r: Req) -> None:
+        s = self.s
+        states = []
+        for w in self.workers:
+            q = w.live()
+            m = w.model if not q else q[-1].model
+            n = 0
+            for x in reversed(q):
+                if x.model != m:
+                    break
+                n += 1
+            states.append((w, m, n))
+        slots = sum(max(0, s.sllm_qs - n) for _, m, n in states if m == r.model)
+        if slots < s.sllm_r:
+            target, lru = None, math.inf
+            for w, m, _ in states:
+                if m is None:
+                    target = w
+                    break
+                if m == r.model:
+                    continue
+                if w.last_batch < lru:
+                    target, lru = w, w.last_batch
+            if target is not None:
+                target.queue.append(r)
+                return
+        best = min(((n, i) for i, (w, m, n) in enumerate(states) if m == r.model), default=None)
+        if best is None:
+            raise SimulationError(f"sllm: no worker for {r}")
+        states[best[1]][0].queue.append(r)
+
+    def _place_plus(self, r: Req) -> None:
+        qs = self.s.sllm_qs
+        batched = {}
+        for w in self.workers:
+            bs: list[list[Req]] = []
+            for x in w.live():
+                for b in bs:
+                    if b[0].model == x.model and len(b) < qs:
+                        b.append(x)
+                        break
+                else:
+                    bs.append([x])
+            batched[w] = bs
+        placed = False
+        for w in self.workers:
+            for b in batched[w]:
+                if b[0].model == r.model and len(b) < qs:
+                    b.append(r)
+                    placed = True
+                    break
+            if placed:
+                break
+        if not placed:
+            w = min(self.workers, key=lambda w: len(batched[w]))
+            batched[w].append([r])
+        for w, bs in batched.items():
+            bs.sort(key=self._remaining_s)
+            w.queue = [x for b in bs for x in b]
+
+    def _remaining_s(self, b: list[Req]) -> float:
+        c = self.costs_of(b[0].model)
+        pre = [x for x in b if not x.on_device]
+        if pre:
+            return c.prefill_batch_s([x.prompt for x in pre])
+        h = b[0]
+        mid = (h.ctx + h.prompt + h.output) // 2
+        return c.decode_s(1, mid) * (h.prompt + h.output - h.ctx)
+
+    # -- events -------------------------------------------------------------------------------------
+    def _arrive(self, i: int) -> None:
+        r = self.reqs[i]
+        now = self.kernel.now
+        (self._place_sllm if self.policy == "sllm" else self._place_plus)(r)
+        self.kernel.at(now + self.s.sllm_timeout_s, self._timeout, r)
+        for w in self.workers:
+            w.kick(now)
+
+    def _timeout(self, r: Req) -> None:
+        if not r.tokens and not r.in_step and not r.done:
+            r.failed = True
+            self.n_failed += 1
+
+    def run(self, reqs: list[Req]) -> SimResult:
+        self.reqs = self.label(reqs)
+        self.kernel.add_stream([r.arrival for r in reqs], self._arrive)
+        self.kernel.run()
+        left = [r for r in reqs if not r.done]
+        if left:
+            raise SimulationError(f"{self.policy}: run ended with {len(left)} unfinished requests, e.g. {left[:3]}")
+        stats = {"failed": self.n_failed, "events": self.kernel.events_processed, "end_s": self.kernel.now}
+        return SimResult(to_table(reqs), self.switches_table(), stats)
