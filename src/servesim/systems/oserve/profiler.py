@@ -5,7 +5,8 @@ in the simulator: ``n_requests`` requests sampled from the type's (input, output
 at t = 0; the rate is the completions between the 10th and 90th percentile finish times over that
 time (the steady middle, without ramp-up and drain tails), rounded to an integer (the LCM needs
 integers). e_kj: n_kj if the type's 99th-percentile sequence (input + output) fits the replica's
-KV cache and context limit, else 0 (the spec's reading [R]; the paper leaves e_kj undefined).
+KV cache (and context limit, with ``enforce_context``), else 0 (the spec's reading [R]; the paper
+leaves e_kj undefined). Requests longer than the replica can ever hold are left out of its run.
 
 Results are cached on disk as one small JSON per (inputs) key: the model, shape, GPU, backend,
 pool lengths digest, n_requests, seed, span and a profiler version.
@@ -48,18 +49,20 @@ class TypePool:
         return h.hexdigest()[:16]
 
 
-def pools_from_frame(df: pd.DataFrame, type_col: str = "type", names=None) -> list[TypePool]:
-    """Type pools from a table with prompt_tokens, output_tokens and a type column."""
+def pools_from_frame(df: pd.DataFrame, type_col: str = "type", names=None, labels=None) -> list[TypePool]:
+    """Type pools from a table with prompt_tokens, output_tokens and a type column (``names``: the
+    type values in that column, in order; ``labels``: their names)."""
     for c in ("prompt_tokens", "output_tokens", type_col):
         if c not in df:
             raise ValueError(f"type pool table has no column {c!r}")
     names = names if names is not None else sorted(df[type_col].unique())
+    labels = list(labels) if labels is not None else [str(t) for t in names]
     out = []
-    for t in names:
+    for t, lab in zip(names, labels):
         g = df[df[type_col] == t]
         if g.empty:
             raise ValueError(f"type pool table has no rows of type {t!r}")
-        out.append(TypePool(str(t), g.prompt_tokens.to_numpy(np.int64), g.output_tokens.to_numpy(np.int64)))
+        out.append(TypePool(lab, g.prompt_tokens.to_numpy(np.int64), g.output_tokens.to_numpy(np.int64)))
     return out
 
 
@@ -67,9 +70,10 @@ class CapacityProfiler:
     """n_kj / e_kj of shapes x types, memoised in memory and on disk."""
 
     def __init__(self, model: str, pools: list[TypePool], *, hardware: str = GPU, backend: str = "roofline",
-                 n_requests: int = 2000, span_s: float = 60.0, seed: int = 0, cache_dir: str | Path | None = DEFAULT_CACHE):
+                 n_requests: int = 2000, span_s: float = 60.0, seed: int = 0, enforce_context: bool = False, cache_dir: str | Path | None = DEFAULT_CACHE):
         self.model, self.pools, self.hardware, self.backend = model, list(pools), hardware, backend
         self.n_requests, self.span_s, self.seed = int(n_requests), float(span_s), int(seed)
+        self.enforce_context = bool(enforce_context)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._mem: dict[Shape, tuple[np.ndarray, np.ndarray]] = {}
         self.runs = 0  # saturation runs actually simulated (cache misses)
@@ -78,7 +82,7 @@ class CapacityProfiler:
     def key(self, shape: Shape) -> str:
         inputs = {"v": VERSION, "model": self.model, "hw": self.hardware, "backend": self.backend,
                   "shape": [shape.tp, shape.pp, shape.cross_node], "n": self.n_requests, "span": self.span_s,
-                  "seed": self.seed, "pools": [[p.name, p.digest()] for p in self.pools]}
+                  "seed": self.seed, "ctx": self.enforce_context, "pools": [[p.name, p.digest()] for p in self.pools]}
         return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:24]
 
     def capacity(self, shape: Shape) -> tuple[np.ndarray, np.ndarray]:
@@ -106,7 +110,7 @@ class CapacityProfiler:
         return np.array([c[0] for c in caps]), np.array([c[1] for c in caps])
 
     def _profile(self, shape: Shape) -> tuple[np.ndarray, np.ndarray]:
-        cfg = instance_config(self.model, shape, self.hardware)
+        cfg = instance_config(self.model, shape, self.hardware, self.enforce_context)
         sm = step_model(self.model, shape, self.hardware, self.backend)
         kv, limit = kv_tokens(self.model, shape, self.hardware), cfg.max_model_len or np.inf
         n_out, e_out = [], []
@@ -119,7 +123,7 @@ class CapacityProfiler:
                 n_out.append(0.0)
                 e_out.append(0.0)
                 continue
-            w = schema.make(np.zeros(int(keep.sum())), prompt[keep], output[keep])
+            w = schema.make(np.zeros(int(keep.sum())), prompt[keep], output[keep], model=self.model)
             res = Cluster.uniform(1, cfg, sm).run(w)
             self.runs += 1
             fin = np.sort(res.requests["finish_s"].dropna().to_numpy())

@@ -83,13 +83,17 @@ def step_model(model: str, shape: Shape, hardware: str = GPU, backend: str = "ro
                             pp_link_bw=ib_bps if shape.cross_node else None)
 
 
-def instance_config(model: str, shape: Shape, hardware: str = GPU) -> InstanceConfig:
-    """vLLM V0 defaults; a PP replica runs pp virtual engines, each with vLLM's own limits."""
+def instance_config(model: str, shape: Shape, hardware: str = GPU, enforce_context: bool = False) -> InstanceConfig:
+    """vLLM V0 defaults; a PP replica runs pp virtual engines, each with vLLM's own limits.
+
+    ``enforce_context``: cap sequences at the model's max_context. Off by default: the paper serves
+    Azure lengths (inputs up to 7999) on OPT-30B/66B, whose position limit is 2048, so it cannot
+    have applied it [A]; the KV cache is the only limit then."""
     m = get_model(model)
     blocks = kv_tokens(model, shape, hardware) // BLOCK
     if blocks < 1:
         raise ValueError(f"{model} does not fit {shape.label()} on {hardware}")
     return InstanceConfig(num_blocks=blocks, block_size=BLOCK, max_num_seqs=MAX_SEQS * shape.pp,
                           max_num_batched_tokens=max(MAX_BATCHED_TOKENS, m.max_context or 0) * shape.pp,
-                          max_model_len=m.max_context, policy="vllm-v0", model=model, tp=shape.tp, pp=shape.pp,
+                          max_model_len=m.max_context if enforce_context else None, policy="vllm-v0", model=model, tp=shape.tp, pp=shape.pp,
                           hardware=hardware)

@@ -243,7 +243,7 @@ def main(argv=None) -> int:
     mix = _parse_mix(a.mix)
     if len(mix) != len(TYPES):
         raise SystemExit(f"--mix has {len(mix)} proportions; the types are {', '.join(TYPES)}")
-    pools = pools_from_frame(type_pool(), names=list(TYPES))
+    pools = pools_from_frame(type_pool(), names=list(range(len(TYPES))), labels=TYPES)
     prof = CapacityProfiler(a.model, pools, backend=a.backend, n_requests=a.n_requests, seed=a.seed,
                             cache_dir=a.cache_dir or DEFAULT_CACHE)
     lam = mix * a.rate * prof.span_s
