@@ -144,3 +144,29 @@ def test_heuristic_is_deterministic_under_a_seed_and_never_worse_than_uniform():
 def test_cli_rejects_a_bad_mix():
     with pytest.raises(SystemExit, match="--mix"):
         S._parse_mix("a,b")
+
+
+def test_uniform_start_follows_the_memory_minimum():
+    # §4.3: 16 GPUs with a 70B model -> 8 x (TP=2)
+    assert S.uniform_sizes("llama-2-70b", 16) == [2] * 8
+    assert S.uniform_sizes("opt-30b", 8) == [1] * 8
+
+
+def test_cli_writes_the_deployment(tmp_path, monkeypatch):
+    import json
+
+    import pandas as pd
+
+    from servesim.workload import gen_oserve
+
+    rng = np.random.default_rng(1)
+    pool = pd.DataFrame({"prompt_tokens": rng.integers(50, 800, 400), "output_tokens": rng.integers(2, 300, 400),
+                         "type": np.repeat(np.arange(4), 100)})
+    monkeypatch.setattr(gen_oserve, "type_pool", lambda *a, **k: pool)
+    S.main(["--model", "opt-30b", "--gpus", "2", "--mix", "1,1,1,1", "--n-requests", "40",
+            "--cache-dir", str(tmp_path / "c"), "-o", str(tmp_path / "o")])
+    d = json.loads((tmp_path / "o" / "deployment.json").read_text())
+    assert d["heuristic"]["alpha"] <= d["exhaustive"]["alpha"] + 1e-9
+    assert sum(int(x.split(",")[0][2:]) * (int(x.split("PP")[1]) if "PP" in x else 1)
+               for x in d["exhaustive"]["deployment"]) == 2
+    assert (tmp_path / "o" / "capacities.csv").read_text().startswith("shape,gpus,cross_node,n_SILO")

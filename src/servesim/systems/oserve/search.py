@@ -96,8 +96,14 @@ class SearchResult:
     seconds: float
     trace: list = field(default_factory=list)
 
+    @property
+    def converged_at(self) -> int:
+        """The last iteration whose candidate was accepted (0: the start was never improved)."""
+        return max((t["iter"] for t in self.trace if t["accepted"]), default=0)
+
     def to_dict(self) -> dict:
         return {"deployment": [s.label() for s in self.deployment], "dp": len(self.deployment),
+                "converged_at": self.converged_at,
                 "alpha": self.value.alpha, "phi": self.value.phi, "iterations": self.iterations,
                 "evaluations": self.evaluations, "seconds": self.seconds,
                 "routing": np.round(self.value.fractions(), 6).tolist(), "load": np.round(self.value.load, 6).tolist()}
@@ -257,13 +263,17 @@ def main(argv=None) -> int:
             prof.capacity(Shape(s.tp, s.pp, cross))
     res["profile_seconds"] = time.perf_counter() - t0
     res["profile_runs"] = prof.runs
+    rows = ["shape,gpus,cross_node," + ",".join(f"n_{t},e_{t}" for t in TYPES)]
+    for s, (n, e) in sorted(prof._mem.items()):
+        rows.append(f"{s.label().replace(',', ' ')},{s.gpus},{int(s.cross_node)}," + ",".join(f"{a:g},{b:g}" for a, b in zip(n, e)))
+    (out / "capacities.csv").write_text("\n".join(rows) + "\n")
     for mode in (("heuristic", "exhaustive") if a.mode == "both" else (a.mode,)):
         ev = Evaluator(prof, lam, a.gpus, a.objective)
         r = heuristic(ev, a.model, a.seed, a.patience, a.max_iter) if mode == "heuristic" else exhaustive(ev, a.model)
         res[mode] = r.to_dict()
         if mode == "heuristic":
             (out / "heuristic_trace.json").write_text(json.dumps(r.trace, indent=1))
-        print(f"{mode}: {' + '.join(s.label() for s in r.deployment)}  alpha*={r.value.alpha:.4f}  phi={r.value.phi:.1f}  "
+        print(f"{mode}: {' + '.join(s.label() for s in r.deployment)}  iterations={r.iterations}  alpha*={r.value.alpha:.4f}  phi={r.value.phi:.1f}  "
               f"{r.seconds:.2f}s  {r.evaluations} evaluations")
     if "heuristic" in res and "exhaustive" in res:
         res["alpha_gap"] = 1 - res["heuristic"]["alpha"] / res["exhaustive"]["alpha"]
