@@ -37,6 +37,7 @@ def test_edge_capacity_and_unserved_type():
     e = np.array([[100.0, 0.0]])  # type 1 cannot be assigned (e.g. its KV does not fit)
     v = evaluate([50, 10], n, e)
     assert v.alpha == 0.0
+    assert v.alpha_served == pytest.approx(2.0) and v.saturated == (0,)  # O / U still name the bottleneck
     assert phi([50, 10], n, e) == pytest.approx(50.0)
     with pytest.raises(ValueError, match="do not match"):
         evaluate([1, 2, 3], n)
