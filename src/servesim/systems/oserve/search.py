@@ -235,7 +235,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rate", type=float, default=10.0, help="total arrivals, req/s (λ = mix * rate * span)")
     ap.add_argument("--objective", choices=OBJECTIVES, default="phi-alpha")
     ap.add_argument("--mode", choices=("heuristic", "exhaustive", "both"), default="both")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="Alg. 1's RNG")
+    ap.add_argument("--profile-seed", type=int, default=0, help="the profiler's request sampling")
     ap.add_argument("--patience", type=int, default=20)
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--n-requests", type=int, default=2000, help="requests per saturation run of the profiler")
@@ -250,13 +251,13 @@ def main(argv=None) -> int:
     if len(mix) != len(TYPES):
         raise SystemExit(f"--mix has {len(mix)} proportions; the types are {', '.join(TYPES)}")
     pools = pools_from_frame(type_pool(), names=list(range(len(TYPES))), labels=TYPES)
-    prof = CapacityProfiler(a.model, pools, backend=a.backend, n_requests=a.n_requests, seed=a.seed,
+    prof = CapacityProfiler(a.model, pools, backend=a.backend, n_requests=a.n_requests, seed=a.profile_seed,
                             cache_dir=a.cache_dir or DEFAULT_CACHE)
     lam = mix * a.rate * prof.span_s
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     res = {"model": a.model, "gpus": a.gpus, "mix": mix.tolist(), "types": list(TYPES), "lam_per_span": lam.tolist(),
-           "objective": a.objective, "seed": a.seed, "backend": a.backend, "n_requests": a.n_requests}
+           "objective": a.objective, "seed": a.seed, "profile_seed": a.profile_seed, "backend": a.backend, "n_requests": a.n_requests}
     t0 = time.perf_counter()
     for s in sorted({st for d in range(1, a.gpus + 1) for st in strategies(a.model, d)}):
         for cross in ((False, True) if s.pp > 1 and a.gpus > GPUS_PER_NODE else (False,)):
