@@ -63,12 +63,13 @@ def _cfg(pp, seqs=256):
     return InstanceConfig(num_blocks=20000, max_num_seqs=seqs * pp, max_num_batched_tokens=8192 * pp, tp=4 // pp, pp=pp)
 
 
-def test_fast_equals_reference_with_pp():
-    rng = np.random.default_rng(7)
+@pytest.mark.parametrize("policy,pp", [("vllm-v1", 2), ("vllm-v0", 2), ("vllm-v0", 4)])
+def test_fast_equals_reference_with_pp(policy, pp):
+    rng = np.random.default_rng(7 + pp)
     n = 150
     w = workload(np.cumsum(rng.exponential(0.02, n)), rng.integers(10, 1500, n), rng.integers(1, 200, n))
-    m = RooflineStepTime("opt-30b", "h100-80gb", tp=2, pp=2)
-    cfg = InstanceConfig(num_blocks=3000, max_num_seqs=64, max_num_batched_tokens=4096, tp=2, pp=2)
+    m = RooflineStepTime("opt-30b", "h100-80gb", tp=1, pp=pp, pp_link_bw=25e9)
+    cfg = InstanceConfig(num_blocks=3000, max_num_seqs=64, max_num_batched_tokens=4096, tp=1, pp=pp, policy=policy)
     fast = Cluster.uniform(2, cfg, m, mode="fast", check_invariants=True).run(w)
     ref = Cluster.uniform(2, cfg, m, mode="reference", check_invariants=True).run(w)
     pd.testing.assert_frame_equal(fast.requests, ref.requests, check_exact=True)
