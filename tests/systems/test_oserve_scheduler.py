@@ -171,3 +171,39 @@ def test_cli_writes_the_deployment(tmp_path, monkeypatch):
     assert sum(int(x.split(",")[0][2:]) * (int(x.split("PP")[1]) if "PP" in x else 1)
                for x in d["exhaustive"]["deployment"]) == 2
     assert (tmp_path / "o" / "capacities.csv").read_text().startswith("shape,gpus,cross_node,n_SILO")
+
+
+def test_route_follows_the_flow_fractions():
+    from servesim.systems.oserve.serve import route
+
+    f = np.array([[1.0, 0.25, 0.0], [0.0, 0.75, 0.0]])
+    types = np.repeat([0, 1, 2], 4000)
+    d = route(types, f, seed=5)
+    assert np.all(d[types == 0] == 0) and np.all(d[types == 2] == -1)
+    assert abs(np.mean(d[types == 1] == 1) - 0.75) < 0.03
+    assert np.array_equal(d, route(types, f, seed=5))
+
+
+def test_max_pp_limits_the_strategies():
+    ev = S.Evaluator(FakeProfiler(), np.array([30.0, 50.0]), 8, max_pp=2)
+    r = S.exhaustive(ev, "opt-30b")
+    assert all(s.pp <= 2 for s in r.deployment)
+
+
+def test_serve_runs_each_replica_on_its_share():
+    import pandas as pd
+
+    from servesim.systems.oserve.serve import serve
+    from servesim.workload import schema
+
+    rng = np.random.default_rng(0)
+    n = 60
+    w = schema.make(np.sort(rng.uniform(0, 20, n)), rng.integers(50, 400, n), rng.integers(2, 50, n))
+    types = np.arange(n) % 2
+    f = np.array([[1.0, 0.0], [0.0, 1.0]])
+    df, unrouted = serve("opt-30b", (Shape(1), Shape(2)), f, w, types)
+    assert unrouted == 0 and len(df) == n
+    assert np.array_equal(df["request_id"].to_numpy(), w["request_id"].to_numpy())
+    assert np.array_equal(df["replica"].to_numpy(), types)
+    assert df["e2e_s"].notna().all()
+    assert isinstance(df, pd.DataFrame)

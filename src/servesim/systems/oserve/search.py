@@ -65,6 +65,7 @@ class Evaluator:
     lam: np.ndarray
     total_gpus: int
     objective: str = "phi-alpha"
+    max_pp: int = 8  # deepest pipeline considered (a node's width; Table 3's deepest is PP4)
     evaluations: int = 0
     _memo: dict = field(default_factory=dict)
 
@@ -114,7 +115,7 @@ def best_strategies(ev: Evaluator, model: str, sizes, max_combos: int = 20000):
     groups = sorted({d: sizes.count(d) for d in sizes}.items())
     choices = []
     for d, c in groups:
-        opts = strategies(model, d)
+        opts = strategies(model, d, max_pp=ev.max_pp)
         if not opts:
             return None
         choices.append(list(itertools.combinations_with_replacement(opts, c)))
@@ -240,6 +241,7 @@ def main(argv=None) -> int:
     ap.add_argument("--patience", type=int, default=20)
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--n-requests", type=int, default=2000, help="requests per saturation run of the profiler")
+    ap.add_argument("--max-pp", type=int, default=8, help="deepest pipeline considered")
     ap.add_argument("--backend", choices=("roofline", "vidur"), default="roofline")
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("-o", "--out", required=True)
@@ -257,9 +259,9 @@ def main(argv=None) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     res = {"model": a.model, "gpus": a.gpus, "mix": mix.tolist(), "types": list(TYPES), "lam_per_span": lam.tolist(),
-           "objective": a.objective, "seed": a.seed, "profile_seed": a.profile_seed, "backend": a.backend, "n_requests": a.n_requests}
+           "objective": a.objective, "max_pp": a.max_pp, "seed": a.seed, "profile_seed": a.profile_seed, "backend": a.backend, "n_requests": a.n_requests}
     t0 = time.perf_counter()
-    for s in sorted({st for d in range(1, a.gpus + 1) for st in strategies(a.model, d)}):
+    for s in sorted({st for d in range(1, a.gpus + 1) for st in strategies(a.model, d, max_pp=a.max_pp)}):
         for cross in ((False, True) if s.pp > 1 and a.gpus > GPUS_PER_NODE else (False,)):
             prof.capacity(Shape(s.tp, s.pp, cross))
     res["profile_seconds"] = time.perf_counter() - t0
@@ -269,7 +271,7 @@ def main(argv=None) -> int:
         rows.append(f"{s.label().replace(',', ' ')},{s.gpus},{int(s.cross_node)}," + ",".join(f"{a:g},{b:g}" for a, b in zip(n, e)))
     (out / "capacities.csv").write_text("\n".join(rows) + "\n")
     for mode in (("heuristic", "exhaustive") if a.mode == "both" else (a.mode,)):
-        ev = Evaluator(prof, lam, a.gpus, a.objective)
+        ev = Evaluator(prof, lam, a.gpus, a.objective, a.max_pp)
         r = heuristic(ev, a.model, a.seed, a.patience, a.max_iter) if mode == "heuristic" else exhaustive(ev, a.model)
         res[mode] = r.to_dict()
         if mode == "heuristic":
