@@ -4,7 +4,15 @@ placement, the capacity profiler and its cache, Alg. 1's determinism and the exh
 import numpy as np
 import pytest
 
-from servesim.systems.oserve import CapacityProfiler, Shape, TypePool, evaluate, max_flow, phi, strategies
+from servesim.systems.oserve import (
+    CapacityProfiler,
+    Shape,
+    TypePool,
+    evaluate,
+    max_flow,
+    phi,
+    strategies,
+)
 from servesim.systems.oserve import search as S
 
 
