@@ -215,3 +215,23 @@ def test_serve_runs_each_replica_on_its_share():
     assert np.array_equal(df["replica"].to_numpy(), types)
     assert df["e2e_s"].notna().all()
     assert isinstance(df, pd.DataFrame)
+
+
+def test_vidur_fitted_step_model_for_pp():
+    from servesim.perf import vidur
+    from servesim.systems.oserve.replica import step_model
+
+    try:
+        have = ("llama-2-70b", "h100-80gb") in vidur.available()
+    except Exception:  # the Vidur profiles are a dataset; absent here means nothing to fit
+        have = False
+    if not have:
+        pytest.skip("Vidur H100 profiles not available")
+    a = step_model("llama-2-70b", Shape(2, 2), backend="vidur-fit")
+    b = step_model("llama-2-70b", Shape(2, 2))
+    assert a.pp == 2 and a.params() != b.params()
+    ref = step_model("llama-2-70b", Shape(2), backend="vidur")
+    fit = step_model("llama-2-70b", Shape(2), backend="vidur-fit")
+    assert fit.step_time(0, 0, 64, 64000) == pytest.approx(ref.step_time(0, 0, 64, 64000), rel=0.15)
+    with pytest.raises(ValueError, match="no PP profiles"):
+        step_model("llama-2-70b", Shape(2, 2), backend="vidur")

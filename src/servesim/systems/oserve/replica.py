@@ -3,9 +3,13 @@
 A replica is ``Shape(tp, pp, cross_node)``: tp GPUs per stage (TP stays inside one node), pp
 stages, and whether its stages span nodes (the hand-off then goes over InfiniBand). Valid TP
 degrees divide the attention and KV heads and fit one node; the weights plus a KV reserve must fit
-the replica's memory. The step model is the catalog roofline with the pipelined PP schedule
-(``perf.roofline``); ``backend="vidur"`` uses the Vidur H100 operator profiles where the public
-copy has the model (pp = 1 only; Llama-2-70B among OServe's models).
+the replica's memory. Step models (``backend``):
+- "roofline" (default, every model): the catalog roofline with the pipelined PP schedule
+  (``perf.roofline``) and its prior efficiencies;
+- "vidur-fit": the same roofline with its efficiencies and overheads fitted (per TP degree) to the
+  Vidur H100 operator profiles, then used for any PP depth: only models the public Vidur copy
+  profiles (Llama-2-70B among OServe's four);
+- "vidur": the Vidur profiles themselves (pp = 1 only: the public copy has no PP profiles).
 """
 
 from __future__ import annotations
@@ -71,16 +75,32 @@ def min_gpus(model: str, hardware: str = GPU) -> int:
     raise ValueError(f"{model} does not fit one node of {hardware} with pure TP")
 
 
+BACKENDS = ("roofline", "vidur-fit", "vidur")
+_FITTED: dict = {}
+
+
+def vidur_fitted_params(model: str, tp: int, hardware: str = GPU) -> dict:
+    """Roofline efficiencies/overheads fitted to the Vidur profiles of (model, TP) (memoised)."""
+    key = (model, tp, hardware)
+    if key not in _FITTED:
+        from ...perf import fit_roofline
+
+        vidur = build("vidur", model=model, hardware=hardware, tp=tp)
+        _FITTED[key] = fit_roofline(RooflineStepTime(model, hardware, tp=tp), vidur._synthetic()).params()
+    return _FITTED[key]
+
+
 def step_model(model: str, shape: Shape, hardware: str = GPU, backend: str = "roofline", ib_bps: float = IB_BPS):
     """The replica's step-time model (see the module docstring)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: one of {BACKENDS}")
     if backend == "vidur":
         if shape.pp != 1:
-            raise ValueError(f"backend 'vidur' has no PP profiles; shape {shape.label()} needs backend 'roofline'")
+            raise ValueError(f"backend 'vidur' has no PP profiles; shape {shape.label()} needs 'roofline' or 'vidur-fit'")
         return build("vidur", model=model, hardware=hardware, tp=shape.tp)
-    if backend != "roofline":
-        raise ValueError(f"backend={backend!r}: use 'roofline' or 'vidur'")
+    params = vidur_fitted_params(model, shape.tp, hardware) if backend == "vidur-fit" else {}
     return RooflineStepTime(model, hardware, tp=shape.tp, pp=shape.pp,
-                            pp_link_bw=ib_bps if shape.cross_node else None)
+                            pp_link_bw=ib_bps if shape.cross_node else None, **params)
 
 
 def instance_config(model: str, shape: Shape, hardware: str = GPU, enforce_context: bool = False) -> InstanceConfig:

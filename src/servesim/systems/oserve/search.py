@@ -30,7 +30,7 @@ import numpy as np
 
 from .objective import OBJECTIVES, FlowValue, evaluate
 from .profiler import CapacityProfiler
-from .replica import GPUS_PER_NODE, Shape, min_gpus, strategies
+from .replica import BACKENDS, GPUS_PER_NODE, Shape, min_gpus, strategies
 
 
 def place(shapes, total_gpus: int, per_node: int = GPUS_PER_NODE) -> tuple[Shape, ...] | None:
@@ -242,7 +242,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--n-requests", type=int, default=2000, help="requests per saturation run of the profiler")
     ap.add_argument("--max-pp", type=int, default=8, help="deepest pipeline considered")
-    ap.add_argument("--backend", choices=("roofline", "vidur"), default="roofline")
+    ap.add_argument("--backend", choices=BACKENDS, default="roofline")
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("-o", "--out", required=True)
     a = ap.parse_args(argv)
