@@ -10,7 +10,14 @@ one step passes all stages, so its latency covers all layers):
   written; its own compute efficiency ``eff_attn``.
 - activations: ~12 reads/writes of tokens*hidden per layer (norms, residuals, activations).
 - TP: 2 ring all-reduces per layer of tokens*hidden*dtype bytes: latency + 2(tp-1)/tp * bytes /
-  (interconnect_bw*eff_net). PP: (pp-1) activation sends.
+  (interconnect_bw*eff_net). PP: (pp-1) activation sends over ``pp_link_bw`` (default the
+  intra-node interconnect; pass the inter-node link for a replica whose stages span nodes).
+- PP schedule (``pp_schedule``). "pipelined" (default, vLLM's virtual engines): the batch is cut
+  into m = min(pp, sequences in it) micro-batches in flight; every sequence advances one token per
+  period max(m * I(b/m), T(b/m)), where T is one micro-batch's latency through all stages
+  (sum of stages + hand-offs) and I the stage-bottleneck interval (one stage + one hand-off). The
+  prefill sequences of a step are estimated as prefill_tokens^2 / prefill_ctx (exact for equal
+  fresh prompts). "sequential": one batch through the stages, no overlap (T(b)).
 - a fixed per-step overhead (launch, scheduling) and a per-sequence one (CPU-side scheduling,
   sampling, detokenisation of each running sequence: large in vLLM 0.5-era engines).
 
@@ -20,6 +27,7 @@ prior (typical dense-GEMM and HBM efficiencies of vLLM-class engines), not measu
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -33,6 +41,7 @@ PARAMS = ("eff_compute", "eff_mem", "eff_attn", "eff_net", "overhead_s", "seq_ov
 BOUNDS = {"eff_compute": (0.02, 1.0), "eff_mem": (0.05, 1.0), "eff_attn": (0.01, 1.0), "eff_net": (0.02, 1.0),
           "overhead_s": (0.0, 0.2), "seq_overhead_s": (0.0, 2e-3), "ar_latency_s": (0.0, 2e-3)}
 Q_BLOCK = 128  # flash-attention query block: KV of the context is re-read once per block
+PP_SCHEDULES = ("pipelined", "sequential")
 
 
 @dataclass
@@ -48,6 +57,8 @@ class RooflineStepTime(StepTimeModel):
     overhead_s: float = 3e-3
     seq_overhead_s: float = 2e-5
     ar_latency_s: float = 1e-5
+    pp_schedule: str = "pipelined"
+    pp_link_bw: float | None = None
     name: str = "roofline"
     meta: dict = field(default_factory=dict)
 
@@ -57,6 +68,10 @@ class RooflineStepTime(StepTimeModel):
         m, h, tp, pp = self.model, self.hardware, self.tp, self.pp
         if tp < 1 or pp < 1:
             raise ValueError("tp and pp must be >= 1")
+        if self.pp_schedule not in PP_SCHEDULES:
+            raise ValueError(f"pp_schedule={self.pp_schedule!r}: must be one of {PP_SCHEDULES}")
+        if self.pp_link_bw is not None and not self.pp_link_bw > 0:
+            raise ValueError(f"pp_link_bw={self.pp_link_bw!r}: must be > 0 (bytes/s) or None")
         db, L = m.dtype_bytes, m.layers
         F, BW, NET = h.flops, h.mem_bw, h.interconnect_bw
         expert = m.mlp_matrices() * m.hidden * m.ffn
@@ -77,26 +92,60 @@ class RooflineStepTime(StepTimeModel):
         tok_bytes = m.hidden * db
         c["ar_tok"] = (2.0 * L * 2.0 * (tp - 1) / tp * tok_bytes / (NET * self.eff_net)) if tp > 1 else 0.0
         c["ar_step"] = 2.0 * L * self.ar_latency_s if tp > 1 else 0.0
-        c["pp_tok"] = (pp - 1) * tok_bytes / (NET * self.eff_net)
+        link = NET if self.pp_link_bw is None else float(self.pp_link_bw)
+        c["pp_tok"] = (pp - 1) * tok_bytes / (link * self.eff_net)
         c["pp_step"] = (pp - 1) * self.ar_latency_s
         c["overhead"] = self.overhead_s
         c["seq_overhead"] = self.seq_overhead_s
         self._c = c
         self._make_fast()
 
+    def latency(self, prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
+        """Seconds for one batch to pass every stage once (sum of stages + pp-1 hand-offs)."""
+        if type(prefill_tokens) is np.ndarray or type(decode_seqs) is np.ndarray:
+            pt = np.asarray(prefill_tokens, float)
+            ds = np.asarray(decode_seqs, float)
+            t = self._core(pt, np.asarray(prefill_ctx, float), ds, np.asarray(decode_ctx, float),
+                           (pt > 0).astype(float), np.maximum, np.minimum)
+            return np.where((pt > 0) | (ds > 0), t, 0.0)
+        pt, ds = float(prefill_tokens), float(decode_seqs)
+        if pt <= 0 and ds <= 0:
+            return 0.0
+        return self._core(pt, float(prefill_ctx), ds, float(decode_ctx), 1.0 if pt > 0 else 0.0, max, min)
+
     def pipeline_interval(self, prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
-        """Seconds between successive steps a pipelined (pp > 1) replica can start: one stage's
-        share of the compute (the slowest stage, all stages being equal here) plus one hand-off.
-        `step_time` is the latency of one step through all stages (sum of stages + hand-offs)."""
+        """Seconds between successive micro-batches a pp > 1 replica can start: one stage's share
+        of the compute (all stages are equal here) plus one hand-off; = `latency` when pp == 1."""
         c = self._c
-        t = self.step_time(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
+        t = self.latency(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
         if self.pp == 1:
             return t
         tok = np.asarray(prefill_tokens, float) + np.asarray(decode_seqs, float)
         handoffs = c["pp_tok"] * tok + c["pp_step"]
-        one = (c["pp_tok"] * tok + c["pp_step"]) / (self.pp - 1)
-        r = (t - handoffs - c["overhead"]) / self.pp + c["overhead"] + one
+        r = (t - handoffs - c["overhead"]) / self.pp + c["overhead"] + handoffs / (self.pp - 1)
         return np.where(t > 0, r, 0.0) if np.ndim(r) else (float(r) if t > 0 else 0.0)
+
+    def micro_batches(self, prefill_tokens, prefill_ctx, decode_seqs):
+        """m = min(pp, sequences in the step) micro-batches in flight (prefill sequences estimated
+        as prefill_tokens^2 / prefill_ctx)."""
+        if type(prefill_tokens) is np.ndarray or type(decode_seqs) is np.ndarray:
+            pt, pc, ds = (np.asarray(a, float) for a in (prefill_tokens, prefill_ctx, decode_seqs))
+            return self._micro(pt, pc, ds, np.maximum, np.minimum, np.floor)
+        return self._micro(float(prefill_tokens), float(prefill_ctx), float(decode_seqs), max, min, _floor)
+
+    def _micro(self, pt, pc, ds, mx, mn, fl):
+        return mn(float(self.pp), mx(1.0, fl(ds + pt * pt / mx(pc, 1.0))))
+
+    def _period(self, pt, pc, ds, dc, P, mx, mn, fl):
+        """Pipelined seconds per token of every sequence (see the module docstring); the same
+        expression tree for scalars (mx=max) and arrays (mx=np.maximum), so both agree bit for bit."""
+        c = self._c
+        m = self._micro(pt, pc, ds, mx, mn, fl)
+        pt, pc, ds, dc = pt / m, pc / m, ds / m, dc / m
+        T = self._core(pt, pc, ds, dc, P, mx, mn)
+        hand = c["pp_tok"] * (pt + ds) + c["pp_step"]
+        interval = (T - hand - c["overhead"]) / self.pp + c["overhead"] + hand / (self.pp - 1)
+        return mx(m * interval, T)
 
     def params(self) -> dict:
         return {k: float(getattr(self, k)) for k in PARAMS}
@@ -126,7 +175,11 @@ class RooflineStepTime(StepTimeModel):
             pt = np.asarray(prefill_tokens, float)
             ds = np.asarray(decode_seqs, float)
             P = (pt > 0).astype(float)
-            t = self._core(pt, np.asarray(prefill_ctx, float), ds, np.asarray(decode_ctx, float), P, np.maximum, np.minimum)
+            pc, dc = np.asarray(prefill_ctx, float), np.asarray(decode_ctx, float)
+            if self._pipelined:
+                t = self._period(pt, pc, ds, dc, P, np.maximum, np.minimum, np.floor)
+            else:
+                t = self._core(pt, pc, ds, dc, P, np.maximum, np.minimum)
             return np.where((pt > 0) | (ds > 0), t, 0.0)
         return self._fast(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
 
@@ -136,6 +189,26 @@ class RooflineStepTime(StepTimeModel):
         `_core`, so results are bit-identical to the array path."""
         c = self._c
         vector = RooflineStepTime.step_time.__get__(self)
+        self._pipelined = self.pp > 1 and self.pp_schedule == "pipelined"
+        if self._pipelined:
+            period = self._period
+            ndarray = np.ndarray
+
+            def step_time(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
+                if type(prefill_tokens) is ndarray or type(decode_seqs) is ndarray:
+                    return vector(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
+                pt, ds = float(prefill_tokens), float(decode_seqs)
+                if pt > 0:
+                    P = 1.0
+                elif ds > 0:
+                    P = 0.0
+                else:
+                    return 0.0
+                return period(pt, float(prefill_ctx), ds, float(decode_ctx), P, max, min, _floor)
+
+            self._fast = step_time
+            self.step_time = step_time
+            return
         gft, hfs, wd, we = c["gemm_flop_tok"], c["head_flop_seq"], c["w_dense_s"], c["w_expert_s"]
         nexp, kexp, moe = c["n_experts"], c["k_experts"], c["moe"]
         afp, kvt, act = c["attn_flop_pair"], c["kv_tok"], c["act_tok"]
@@ -166,6 +239,10 @@ class RooflineStepTime(StepTimeModel):
 
         self._fast = step_time
         self.step_time = step_time  # instance attribute: shadows the method for direct calls
+
+
+def _floor(x: float) -> float:
+    return float(math.floor(x))
 
 
 def fit_roofline(prior: RooflineStepTime, df: pd.DataFrame, params: tuple[str, ...] = PARAMS) -> RooflineStepTime:

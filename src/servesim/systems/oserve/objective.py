@@ -1,0 +1,115 @@
+"""The flow network's value for one deployment, with the tie-break the search needs (spec §1.4).
+
+The paper's objective is Φ = max Σ x_kj under C1-C3 (``flow.max_flow``). Once a deployment can
+serve all of λ, Φ = Σλ for every such deployment and the search cannot tell them apart. We add
+α* = the largest uniform scale such that α·λ is still routable:
+
+    max α  s.t.  Σ_k x_kj = α λ_j,  Σ_j x_kj / n_kj <= 1,  0 <= x_kj <= e_kj
+
+(1/α* is App. C's minimum makespan of λ, in spans). Objectives (``objective=``):
+- "phi-alpha" (default): lexicographic (Φ, α*): the paper's Φ first, α* breaks its ties;
+- "alpha": α* alone.
+Alg. 1's O / U sets come from the α assignment: O = the replicas saturated at α·λ (the
+bottleneck), U = the rest. When some demanded type has no replica that can take it (e_kj = 0 for
+all k), α* = 0 and every replica would be "under-used"; the assignment, the O / U sets and the
+tie-break then use ``alpha_served``, the same LP over the types the deployment can serve (Φ, which
+ranks first, already counts the unserved demand). Solved with SciPy's HiGHS (~ms per call).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linprog
+
+OBJECTIVES = ("phi-alpha", "alpha")
+SAT_TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class FlowValue:
+    phi: float           # max Σ x (capped at Σλ)
+    alpha: float         # max uniform scale of λ that is routable
+    alpha_served: float  # the same over the types some replica can serve (= alpha if all can)
+    x: np.ndarray        # K x J assignment at α*·λ (requests per span)
+    load: np.ndarray     # per replica Σ_j x_kj / n_kj at α*·λ
+    saturated: tuple     # O
+    underused: tuple     # U
+
+    def key(self, objective: str = "phi-alpha") -> tuple:
+        if objective == "phi-alpha":
+            return (round(self.phi, 6), round(self.alpha_served, 9))
+        if objective == "alpha":
+            return (round(self.alpha, 9), round(self.alpha_served, 9))
+        raise ValueError(f"objective={objective!r}: one of {OBJECTIVES}")
+
+    def fractions(self) -> np.ndarray:
+        """Routing weights: the share of type j sent to replica k (x_kj / Σ_k x_kj)."""
+        tot = self.x.sum(axis=0)
+        return np.divide(self.x, tot, out=np.zeros_like(self.x), where=tot > 0)
+
+
+def _check(lam, n, e):
+    lam, n = np.asarray(lam, float), np.asarray(n, float)
+    e = n if e is None else np.asarray(e, float)
+    if n.ndim != 2 or lam.shape != (n.shape[1],) or e.shape != n.shape:
+        raise ValueError(f"lam {lam.shape}, n {n.shape} and e {e.shape} do not match (K x J)")
+    if np.any(lam < 0) or np.any(n < 0) or np.any(e < 0):
+        raise ValueError("lam, n and e must be non-negative")
+    return lam, n, np.where(n > 0, e, 0.0)
+
+
+def _rows(n):
+    K, J = n.shape
+    A = np.zeros((K, K * J))
+    for k in range(K):
+        A[k, k * J:(k + 1) * J] = np.divide(1.0, n[k], out=np.zeros(J), where=n[k] > 0)
+    return A
+
+
+def phi(lam, n, e=None) -> float:
+    """Φ: the max flow of C1-C3 (same value as ``flow.max_flow``)."""
+    lam, n, e = _check(lam, n, e)
+    K, J = n.shape
+    C1 = np.zeros((J, K * J))
+    for j in range(J):
+        C1[j, j::J] = 1.0
+    r = linprog(-np.ones(K * J), A_ub=np.vstack([C1, _rows(n)]), b_ub=np.concatenate([lam, np.ones(K)]),
+                bounds=list(zip(np.zeros(K * J), e.ravel())), method="highs")
+    if r.status != 0:
+        raise RuntimeError(f"flow LP: {r.message}")
+    return float(-r.fun)
+
+
+def evaluate(lam, n, e=None) -> FlowValue:
+    """Φ, α* and the α* assignment of replicas with capacities ``n`` / ``e`` (K x J) for λ (J)."""
+    lam, n, e = _check(lam, n, e)
+    K, J = n.shape
+    if not (lam > 0).any():
+        raise ValueError("lam is all zero: nothing to route")
+    servable = e.sum(axis=0) > 0
+    unserved = bool(np.any((lam > 0) & ~servable))
+    lam_s = np.where(servable, lam, 0.0)
+    if not (lam_s > 0).any():
+        return FlowValue(0.0, 0.0, 0.0, np.zeros((K, J)), np.zeros(K), (), tuple(range(K)))
+    # variables: x (K*J), alpha
+    c = np.zeros(K * J + 1)
+    c[-1] = -1.0
+    A_eq = np.zeros((J, K * J + 1))
+    for j in range(J):
+        A_eq[j, j:K * J:J] = 1.0
+        A_eq[j, -1] = -lam_s[j]
+    A_ub = np.hstack([_rows(n), np.zeros((K, 1))])
+    bounds = list(zip(np.zeros(K * J), e.ravel())) + [(0, None)]
+    r = linprog(c, A_ub=A_ub, b_ub=np.ones(K), A_eq=A_eq, b_eq=np.zeros(J), bounds=bounds, method="highs")
+    if r.status != 0:
+        raise RuntimeError(f"alpha LP: {r.message}")
+    alpha_s = float(r.x[-1])
+    alpha = 0.0 if unserved else alpha_s
+    x = r.x[:-1].reshape(K, J)
+    load = _rows(n) @ x.ravel()
+    total = float(lam.sum())
+    ph = total if alpha >= 1 - 1e-12 else phi(lam, n, e)
+    sat = tuple(k for k in range(K) if load[k] >= 1 - SAT_TOL)
+    return FlowValue(ph, alpha, alpha_s, x, load, sat, tuple(k for k in range(K) if k not in sat))

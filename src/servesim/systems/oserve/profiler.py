@@ -1,0 +1,137 @@
+"""Per-(replica shape, workload type) capacities n_kj and e_kj by saturation runs (spec §1.3).
+
+n_kj: type-j requests one replica of shape k completes per span (``span_s``) on its own, measured
+in the simulator: ``n_requests`` requests sampled from the type's (input, output) pool all arrive
+at t = 0; the rate is the completions between the 10th and 90th percentile finish times over that
+time (the steady middle, without ramp-up and drain tails), rounded to an integer (the LCM needs
+integers). e_kj: n_kj if the type's 99th-percentile sequence (input + output) fits the replica's
+KV cache (and context limit, with ``enforce_context``), else 0 (the spec's reading [R]; the paper
+leaves e_kj undefined). Requests longer than the replica can ever hold are left out of its run.
+
+Results are cached on disk as one small JSON per (inputs) key: the model, shape, GPU, backend,
+pool lengths digest, n_requests, seed, span and a profiler version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...sim import Cluster
+from ...workload import schema
+from .replica import GPU, Shape, instance_config, kv_tokens, step_model
+
+VERSION = 1
+DEFAULT_CACHE = Path(os.environ.get("SERVESIM_OSERVE_CACHE", Path.home() / ".cache" / "servesim" / "oserve_capacity"))
+
+
+@dataclass(frozen=True)
+class TypePool:
+    """One workload type's (input, output) lengths to sample from."""
+
+    name: str
+    prompt: np.ndarray
+    output: np.ndarray
+
+    def __post_init__(self):
+        if len(self.prompt) != len(self.output) or len(self.prompt) == 0:
+            raise ValueError(f"type {self.name!r}: prompt and output must be equal-length and non-empty")
+
+    def digest(self) -> str:
+        h = hashlib.sha256(np.asarray(self.prompt, np.int64).tobytes())
+        h.update(np.asarray(self.output, np.int64).tobytes())
+        return h.hexdigest()[:16]
+
+
+def pools_from_frame(df: pd.DataFrame, type_col: str = "type", names=None, labels=None) -> list[TypePool]:
+    """Type pools from a table with prompt_tokens, output_tokens and a type column (``names``: the
+    type values in that column, in order; ``labels``: their names)."""
+    for c in ("prompt_tokens", "output_tokens", type_col):
+        if c not in df:
+            raise ValueError(f"type pool table has no column {c!r}")
+    names = names if names is not None else sorted(df[type_col].unique())
+    labels = list(labels) if labels is not None else [str(t) for t in names]
+    out = []
+    for t, lab in zip(names, labels):
+        g = df[df[type_col] == t]
+        if g.empty:
+            raise ValueError(f"type pool table has no rows of type {t!r}")
+        out.append(TypePool(lab, g.prompt_tokens.to_numpy(np.int64), g.output_tokens.to_numpy(np.int64)))
+    return out
+
+
+class CapacityProfiler:
+    """n_kj / e_kj of shapes x types, memoised in memory and on disk."""
+
+    def __init__(self, model: str, pools: list[TypePool], *, hardware: str = GPU, backend: str = "roofline",
+                 n_requests: int = 2000, span_s: float = 60.0, seed: int = 0, enforce_context: bool = False, cache_dir: str | Path | None = DEFAULT_CACHE):
+        self.model, self.pools, self.hardware, self.backend = model, list(pools), hardware, backend
+        self.n_requests, self.span_s, self.seed = int(n_requests), float(span_s), int(seed)
+        self.enforce_context = bool(enforce_context)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self._mem: dict[Shape, tuple[np.ndarray, np.ndarray]] = {}
+        self.runs = 0  # saturation runs actually simulated (cache misses)
+        self.hits = 0
+
+    def key(self, shape: Shape) -> str:
+        inputs = {"v": VERSION, "model": self.model, "hw": self.hardware, "backend": self.backend,
+                  "shape": [shape.tp, shape.pp, shape.cross_node], "n": self.n_requests, "span": self.span_s,
+                  "seed": self.seed, "ctx": self.enforce_context, "pools": [[p.name, p.digest()] for p in self.pools]}
+        return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:24]
+
+    def capacity(self, shape: Shape) -> tuple[np.ndarray, np.ndarray]:
+        """(n_k, e_k): per-type capacities of one replica of ``shape``, requests per span."""
+        if shape in self._mem:
+            return self._mem[shape]
+        path = self.cache_dir / f"{self.key(shape)}.json" if self.cache_dir is not None else None
+        if path is not None and path.exists():
+            d = json.loads(path.read_text())
+            res = (np.array(d["n"], float), np.array(d["e"], float))
+            self.hits += 1
+        else:
+            res = self._profile(shape)
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(".tmp")
+                tmp.write_text(json.dumps({"model": self.model, "shape": shape.label(), "types": [p.name for p in self.pools],
+                                           "n": res[0].tolist(), "e": res[1].tolist()}))
+                tmp.replace(path)
+        self._mem[shape] = res
+        return res
+
+    def matrix(self, shapes) -> tuple[np.ndarray, np.ndarray]:
+        caps = [self.capacity(s) for s in shapes]
+        return np.array([c[0] for c in caps]), np.array([c[1] for c in caps])
+
+    def _profile(self, shape: Shape) -> tuple[np.ndarray, np.ndarray]:
+        cfg = instance_config(self.model, shape, self.hardware, self.enforce_context)
+        sm = step_model(self.model, shape, self.hardware, self.backend)
+        kv, limit = kv_tokens(self.model, shape, self.hardware), cfg.max_model_len or np.inf
+        n_out, e_out = [], []
+        for j, pool in enumerate(self.pools):
+            rng = np.random.default_rng([self.seed, j])
+            idx = rng.integers(0, len(pool.prompt), self.n_requests)
+            prompt, output = pool.prompt[idx], pool.output[idx]
+            keep = prompt + output <= min(kv, limit)  # requests the replica can never hold are not its load
+            if not keep.any():
+                n_out.append(0.0)
+                e_out.append(0.0)
+                continue
+            w = schema.make(np.zeros(int(keep.sum())), prompt[keep], output[keep], model=self.model)
+            res = Cluster.uniform(1, cfg, sm).run(w)
+            self.runs += 1
+            fin = np.sort(res.requests["finish_s"].dropna().to_numpy())
+            lo, hi = fin[int(0.1 * (len(fin) - 1))], fin[int(0.9 * (len(fin) - 1))]
+            done = int(0.9 * (len(fin) - 1)) - int(0.1 * (len(fin) - 1))
+            rate = done / (hi - lo) if hi > lo and done > 0 else len(fin) / max(fin[-1], 1e-9)
+            n = float(max(1, round(rate * self.span_s)))
+            p99 = float(np.quantile(pool.prompt + pool.output, 0.99))
+            n_out.append(n)
+            e_out.append(n if p99 <= min(kv, limit) else 0.0)
+        return np.array(n_out), np.array(e_out)
