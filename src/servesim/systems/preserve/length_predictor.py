@@ -101,8 +101,10 @@ class EncoderWithPrompt(nn.Module):
         if self.n_prompt:
             emb = encoder.embeddings.word_embeddings.weight
             g = torch.Generator().manual_seed(seed)
-            # Lester et al.: initialise the prompt from sampled vocabulary embeddings
-            rows = torch.randint(1000, emb.shape[0], (self.n_prompt,), generator=g)
+            # Lester et al.: initialise the prompt from sampled vocabulary embeddings (past
+            # WordPiece's [unused] block when the vocabulary is that large)
+            lo = 1000 if emb.shape[0] > 2000 else 0
+            rows = torch.randint(lo, emb.shape[0], (self.n_prompt,), generator=g)
             self.prompt = nn.Parameter(emb[rows].detach().clone())
         else:
             self.prompt = None
