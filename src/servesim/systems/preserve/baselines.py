@@ -72,10 +72,11 @@ def arima_rolling(res, z: np.ndarray, n_train: int, steps: int) -> np.ndarray:
 
 
 def ets_forecast(series, n_train: int, protocol: str = "once", steps: int = 2,
-                 seasonal_periods: int = 144) -> tuple[np.ndarray, dict]:
-    """Additive Holt-Winters with period ``seasonal_periods`` (144 ten-minute windows = 1 day)."""
+                 seasonal_periods: int = 144, trend: str | None = "add") -> tuple[np.ndarray, dict]:
+    """Additive Holt-Winters with period ``seasonal_periods`` (144 ten-minute windows = 1 day);
+    ``trend=None`` drops the trend (a flat level: its long-horizon forecast cannot run away)."""
     y = _check(series, n_train, steps, "ets_forecast")
-    f = HoltWinters(seasonal_periods).fit(y[:n_train])
+    f = HoltWinters(seasonal_periods, trend=trend).fit(y[:n_train])
     info = {"alpha": f.alpha, "beta": f.beta, "gamma": f.gamma, "fit_s": f.train_time_s}
     if protocol == "once":
         return f.predict(y.size - n_train), info
@@ -93,25 +94,26 @@ def prophet_available() -> str | None:
     return None
 
 
-def _prophet_fit(ds, y):
+def _prophet_fit(ds, y, weekly=True):
     for name in ("cmdstanpy", "prophet"):
         logging.getLogger(name).setLevel(logging.WARNING)
     from prophet import Prophet
 
-    m = Prophet(daily_seasonality=True, weekly_seasonality=True, yearly_seasonality=False)
+    m = Prophet(daily_seasonality=True, weekly_seasonality=weekly, yearly_seasonality=False)
     m.fit(pd.DataFrame({"ds": ds, "y": y}))
     return m
 
 
 def prophet_forecast(series, n_train: int, protocol: str = "once", steps: int = 2,
                      t0: str = "2024-05-10T00:00:00", window_s: float = 600.0,
-                     refit_every: int = 144) -> tuple[np.ndarray, dict]:
+                     refit_every: int = 144, weekly: bool | str = True) -> tuple[np.ndarray, dict]:
     """Prophet with daily and weekly seasonality; ``t0`` is the calendar time of window 0 (the
-    weekly term needs real weekdays). ``rolling`` refits every ``refit_every`` windows."""
+    weekly term needs real weekdays). ``rolling`` refits every ``refit_every`` windows.
+    ``weekly="auto"`` is Prophet's default (no weekly term under two weeks of data)."""
     y = _check(series, n_train, steps, "prophet_forecast")
     ds = pd.Timestamp(t0).tz_localize(None) + pd.to_timedelta(np.arange(y.size) * window_s, unit="s")
     if protocol == "once":
-        m = _prophet_fit(ds[:n_train], y[:n_train])
+        m = _prophet_fit(ds[:n_train], y[:n_train], weekly)
         pred = m.predict(pd.DataFrame({"ds": ds[n_train:]}))["yhat"].to_numpy()
         return np.clip(pred, 0.0, None), {"refits": 1}
     if protocol != "rolling":
@@ -120,6 +122,6 @@ def prophet_forecast(series, n_train: int, protocol: str = "once", steps: int = 
     starts = list(range(n_train, y.size, int(refit_every)))
     for lo in starts:
         hi = min(lo + int(refit_every), y.size)
-        m = _prophet_fit(ds[:lo - steps + 1], y[:lo - steps + 1])  # truth up to lo - steps
+        m = _prophet_fit(ds[:lo - steps + 1], y[:lo - steps + 1], weekly)  # truth up to lo - steps
         out[lo - n_train:hi - n_train] = m.predict(pd.DataFrame({"ds": ds[lo:hi]}))["yhat"].to_numpy()
     return np.clip(out, 0.0, None), {"refits": len(starts)}

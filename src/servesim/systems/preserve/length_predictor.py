@@ -34,6 +34,7 @@ from .encoder import load_encoder
 from .length_data import MAX_LABEL, LengthDataError
 
 MODES = ("prompt_tuning", "frozen")
+POOLINGS = ("cls", "mean")
 HEAD_WIDTH = 128  # [A] the paper gives none; mu-Serve's width
 
 
@@ -48,11 +49,14 @@ class LengthSettings:
     head_lr: float = 1e-3       # the heads
     label_scale: float = 100.0  # L1 on length / label_scale (same argmin as L1 in tokens)
     museve_classes: int = 5
+    pooling: str = "cls"        # the paper: the final [CLS] state; "mean": masked mean of the final states
     seed: int = 0
 
     def __post_init__(self):
         if self.mode not in MODES:
             raise LengthDataError(f"LengthSettings: mode={self.mode!r}; expected one of {MODES}")
+        if self.pooling not in POOLINGS:
+            raise LengthDataError(f"LengthSettings: pooling={self.pooling!r}; expected one of {POOLINGS}")
 
 
 def tokenize(tok, texts, max_len: int, reserve: int = 0) -> list[list[int]]:
@@ -77,6 +81,15 @@ def _pad(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     return ids, mask
 
 
+def pool(states: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tensor:
+    """The sequence summary fed to the heads: the [CLS] state (paper) or the masked mean
+    (all-MiniLM-L6-v2's own sentence embedding)."""
+    if how == "cls":
+        return states[:, 0]
+    m = mask.unsqueeze(-1).to(states.dtype)
+    return (states * m).sum(1) / m.sum(1).clamp(min=1.0)
+
+
 def regression_head(h: int) -> nn.Module:
     return nn.Sequential(nn.Linear(h, HEAD_WIDTH), nn.ReLU(), nn.Linear(HEAD_WIDTH, 1))
 
@@ -90,9 +103,10 @@ class EncoderWithPrompt(nn.Module):
     """BertModel + optional soft prompt after [CLS]; returns the final [CLS] state. Only the
     last encoder layer (and the prompt) are trainable."""
 
-    def __init__(self, encoder, n_prompt: int, seed: int) -> None:
+    def __init__(self, encoder, n_prompt: int, seed: int, pooling: str = "cls") -> None:
         super().__init__()
         self.encoder = encoder
+        self.pooling = pooling
         for p in encoder.parameters():
             p.requires_grad_(False)
         for p in encoder.encoder.layer[-1].parameters():
@@ -115,7 +129,7 @@ class EncoderWithPrompt(nn.Module):
             B = ids.shape[0]
             we = torch.cat([we[:, :1], self.prompt.unsqueeze(0).expand(B, -1, -1), we[:, 1:]], dim=1)
             mask = torch.cat([mask[:, :1], mask.new_ones(B, self.n_prompt), mask[:, 1:]], dim=1)
-        return self.encoder(inputs_embeds=we, attention_mask=mask).last_hidden_state[:, 0]
+        return pool(self.encoder(inputs_embeds=we, attention_mask=mask).last_hidden_state, mask, self.pooling)
 
 
 def museve_buckets(labels) -> tuple[np.ndarray, np.ndarray]:
@@ -153,14 +167,14 @@ class LengthPredictor:
             yield perm[i:i + self.s.batch_size]
 
     def encode_cls(self, texts) -> torch.Tensor:
-        """Final [CLS] states of the frozen pretrained encoder (the ``frozen`` path), cached per text."""
+        """Pooled final states of the frozen pretrained encoder (the ``frozen`` path), cached per text."""
         self._ensure_encoder()
         todo = list(dict.fromkeys(t for t in map(str, texts) if t not in self._cache))
         seqs = tokenize(self.tok, todo, self.s.max_len)
         with torch.no_grad():
             for i in range(0, len(seqs), 32):
                 ids, mask = _pad(seqs[i:i + 32])
-                h = self._base(input_ids=ids, attention_mask=mask).last_hidden_state[:, 0]
+                h = pool(self._base(input_ids=ids, attention_mask=mask).last_hidden_state, mask, self.s.pooling)
                 for t, v in zip(todo[i:i + 32], h):
                     self._cache[t] = v
         if not len(texts):
@@ -209,7 +223,7 @@ class LengthPredictor:
             # the paper's path: soft prompt + last layer + head (PreServe); last layer + head (mu-Serve)
             import copy
 
-            model = EncoderWithPrompt(copy.deepcopy(self._base), n_prompt, self.s.seed)
+            model = EncoderWithPrompt(copy.deepcopy(self._base), n_prompt, self.s.seed, self.s.pooling)
             seqs = tokenize(self.tok, texts, self.s.max_len, n_prompt)
             enc_params = [p for p in model.parameters() if p.requires_grad]
             opt = torch.optim.AdamW([{"params": enc_params, "lr": self.s.lr},

@@ -52,6 +52,8 @@ class Table1Settings:
     arima_order: tuple[int, int, int] | str = "aic"
     baselines: tuple[str, ...] = ("arima", "ets", "prophet")
     protocols: tuple[str, ...] = ("once", "rolling")
+    ets_trend: str | None = "add"         # Holt-Winters trend; None = level + season only
+    prophet_weekly: bool | str = True     # "auto" = Prophet's default (off under two weeks)
     seed: int = 0
     extra: dict = field(default_factory=dict)
 
@@ -122,11 +124,11 @@ def run_series(y: np.ndarray, service: str, series: str, s: Table1Settings, prop
                 p, info = arima_forecast(y, n_train, protocol, s.steps, s.arima_order)
                 reading = f"ARIMA{info['order']}" + (f" fallback {info['fallback']}" if info["fallback"] else "")
             elif base == "ets":
-                p, info = ets_forecast(y, n_train, protocol, s.steps, WINDOWS_PER_DAY)
-                reading = f"Holt-Winters add/add m=144 (alpha={info['alpha']:.3g}, beta={info['beta']:.3g}, gamma={info['gamma']:.3g})"
+                p, info = ets_forecast(y, n_train, protocol, s.steps, WINDOWS_PER_DAY, s.ets_trend)
+                reading = f"Holt-Winters trend={s.ets_trend} season=add m=144 (alpha={info['alpha']:.3g}, beta={info['beta']:.3g}, gamma={info['gamma']:.3g})"
             elif base == "prophet":
-                p, info = prophet_forecast(y, n_train, protocol, s.steps, CALENDAR_T0[service])
-                reading = f"Prophet daily+weekly, {info['refits']} fit(s)"
+                p, info = prophet_forecast(y, n_train, protocol, s.steps, CALENDAR_T0[service], weekly=s.prophet_weekly)
+                reading = f"Prophet daily + weekly={s.prophet_weekly}, {info['refits']} fit(s)"
             else:
                 raise ForecastError(f"table1: unknown baseline {base!r}")
             reading += "; fit once on the training half, forecast the test half" if protocol == "once" else \
@@ -198,9 +200,15 @@ def main(argv=None) -> None:
     ap.add_argument("--epochs", type=int)
     ap.add_argument("--steps", type=int, choices=(1, 2), help="score the 1- or 2-step forecast (Alg. 2: 2)")
     ap.add_argument("--retrain-daily", action="store_true", default=None)
+    ap.add_argument("--ets-trend", choices=("add", "none"), help="Holt-Winters trend (default add)")
+    ap.add_argument("--prophet-weekly", choices=("true", "auto"), help="Prophet weekly term (default true)")
     a = ap.parse_args(argv)
     over = {k: v for k, v in (("seed", a.seed), ("k", a.k), ("epochs", a.epochs), ("steps", a.steps),
                                ("retrain_daily", a.retrain_daily)) if v is not None}
+    if a.ets_trend:
+        over["ets_trend"] = None if a.ets_trend == "none" else "add"
+    if a.prophet_weekly:
+        over["prophet_weekly"] = True if a.prophet_weekly == "true" else "auto"
     table, m = run(a.scale, a.out, **over)
     with pd.option_context("display.width", 200, "display.max_colwidth", 60):
         print(table.drop(columns=["reading"]).to_string(index=False, float_format=lambda v: f"{v:.2f}"))
