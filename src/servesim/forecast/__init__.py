@@ -1,6 +1,7 @@
 """servesim.forecast: demand forecasters behind one API (``fit(series)`` / ``predict(horizon)``).
 
-ARIMA (statsmodels), moving average, time-varying AR (recursive least squares with
+ARIMA (statsmodels), Holt-Winters ETS (statsmodels, ``ets``), the multiplicative LSTM
+(PyTorch, ``mlstm``; imported on first use), moving average, time-varying AR (recursive least squares with
 forgetting) and a Gaussian HMM (Baum-Welch in numpy), plus rolling evaluation and
 SageServe's hourly peak forecast (honest rolling by default, the authors' in-sample variant
 as ``mode="insample"``).
@@ -13,8 +14,24 @@ from .moving_average import MovingAverage
 from .rolling import hourly_peak, mape, rolling_forecast, wape
 from .tvar import TVAR
 
-#: name -> class, for configs and notebooks
-FORECASTERS = {"arima": Arima, "moving_average": MovingAverage, "tvar": TVAR, "hmm": GaussianHMM}
+
+
+def _mlstm(**kwargs):
+    # torch is imported only when an mLSTM is asked for (it is not a core dependency)
+    from .mlstm import MLSTM
+
+    return MLSTM(**kwargs)
+
+
+def _ets(**kwargs):
+    from .ets import HoltWinters
+
+    return HoltWinters(**kwargs)
+
+
+#: name -> class (or factory), for configs and notebooks
+FORECASTERS = {"arima": Arima, "moving_average": MovingAverage, "tvar": TVAR, "hmm": GaussianHMM,
+               "mlstm": _mlstm, "ets": _ets}
 
 
 def make(name: str, **kwargs) -> Forecaster:

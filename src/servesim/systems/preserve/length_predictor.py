@@ -1,0 +1,284 @@
+"""PreServe's request load (response-length) predictor and mu-Serve's classifier baseline (§4.2,
+Table 2), on the MiniLM-L6 encoder (the DistilBERT stand-in, :mod:`.encoder`).
+
+PreServe (``prompt_tuning``, the paper's setting): M = 20 learnable prompt vectors inserted right
+after [CLS] (the paper says "appended"; [A] placement), every encoder layer frozen except the
+last, the final [CLS] state -> Linear(H, 128) -> ReLU -> Linear(128, 1), L1 loss on the length
+(in units of ``label_scale`` tokens), AdamW. The prompt sits at the input, so gradients flow
+back through the frozen layers to it.
+
+mu-Serve (Qiu et al. ATC'24) re-implemented on the same backbone: [CLS] -> Linear(H, 128)-ReLU-
+Linear(128, 128)-ReLU-Linear(128, C)-LogSoftmax over C = 5 length buckets whose edges are the
+training labels' 25/50/75/99th percentiles, NLL loss with inverse-frequency class weights; the
+prediction is the predicted bucket's median training label. It trains the same encoder
+parameters as the PreServe run beside it (the last layer) but has no soft prompt.
+
+``frozen`` (the quick-scale path, an ablation, labelled as such): the whole encoder is frozen,
+[CLS] states are computed once and only the heads are trained (no prompt tuning).
+
+Inputs: WordPiece ids of the prompt without special tokens, the *last* ``max_len - 2 - M``
+kept (mu-Serve keeps the tail), wrapped in [CLS] ... [SEP]. Everything is seeded and runs on
+CPU with one thread.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from .encoder import load_encoder
+from .length_data import MAX_LABEL, LengthDataError
+
+MODES = ("prompt_tuning", "frozen")
+POOLINGS = ("cls", "mean")
+HEAD_WIDTH = 128  # [A] the paper gives none; mu-Serve's width
+
+
+@dataclass(frozen=True)
+class LengthSettings:
+    mode: str = "prompt_tuning"
+    n_prompt: int = 20          # M [A]
+    max_len: int = 512
+    epochs: int = 3
+    batch_size: int = 16
+    lr: float = 1e-4            # encoder layer + prompt (AdamW)
+    head_lr: float = 1e-3       # the heads
+    label_scale: float = 100.0  # L1 on length / label_scale (same argmin as L1 in tokens)
+    museve_classes: int = 5
+    pooling: str = "cls"        # the paper: the final [CLS] state; "mean": masked mean of the final states
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise LengthDataError(f"LengthSettings: mode={self.mode!r}; expected one of {MODES}")
+        if self.pooling not in POOLINGS:
+            raise LengthDataError(f"LengthSettings: pooling={self.pooling!r}; expected one of {POOLINGS}")
+
+
+def tokenize(tok, texts, max_len: int, reserve: int = 0) -> list[list[int]]:
+    """[CLS] + the last (max_len - 2 - reserve) prompt ids + [SEP] for each text."""
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    keep = max_len - 2 - reserve
+    if keep < 1:
+        raise LengthDataError(f"tokenize: max_len={max_len} leaves no room for text after {reserve} prompt tokens")
+    out = []
+    for e in tok.encode_batch([str(t) for t in texts], add_special_tokens=False):
+        out.append([cls] + e.ids[-keep:] + [sep])
+    return out
+
+
+def _pad(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    L = max(len(s) for s in seqs)
+    ids = torch.zeros(len(seqs), L, dtype=torch.long)
+    mask = torch.zeros(len(seqs), L, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, :len(s)] = torch.tensor(s)
+        mask[i, :len(s)] = 1
+    return ids, mask
+
+
+def pool(states: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tensor:
+    """The sequence summary fed to the heads: the [CLS] state (paper) or the masked mean
+    (all-MiniLM-L6-v2's own sentence embedding)."""
+    if how == "cls":
+        return states[:, 0]
+    m = mask.unsqueeze(-1).to(states.dtype)
+    return (states * m).sum(1) / m.sum(1).clamp(min=1.0)
+
+
+def regression_head(h: int) -> nn.Module:
+    return nn.Sequential(nn.Linear(h, HEAD_WIDTH), nn.ReLU(), nn.Linear(HEAD_WIDTH, 1))
+
+
+def museve_head(h: int, classes: int) -> nn.Module:
+    return nn.Sequential(nn.Linear(h, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, classes),
+                         nn.LogSoftmax(dim=-1))
+
+
+class EncoderWithPrompt(nn.Module):
+    """BertModel + optional soft prompt after [CLS]; returns the final [CLS] state. Only the
+    last encoder layer (and the prompt) are trainable."""
+
+    def __init__(self, encoder, n_prompt: int, seed: int, pooling: str = "cls") -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.pooling = pooling
+        for p in encoder.parameters():
+            p.requires_grad_(False)
+        for p in encoder.encoder.layer[-1].parameters():
+            p.requires_grad_(True)
+        self.n_prompt = int(n_prompt)
+        if self.n_prompt:
+            emb = encoder.embeddings.word_embeddings.weight
+            g = torch.Generator().manual_seed(seed)
+            # Lester et al.: initialise the prompt from sampled vocabulary embeddings (past
+            # WordPiece's [unused] block when the vocabulary is that large)
+            lo = 1000 if emb.shape[0] > 2000 else 0
+            rows = torch.randint(lo, emb.shape[0], (self.n_prompt,), generator=g)
+            self.prompt = nn.Parameter(emb[rows].detach().clone())
+        else:
+            self.prompt = None
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        we = self.encoder.embeddings.word_embeddings(ids)
+        if self.prompt is not None:
+            B = ids.shape[0]
+            we = torch.cat([we[:, :1], self.prompt.unsqueeze(0).expand(B, -1, -1), we[:, 1:]], dim=1)
+            mask = torch.cat([mask[:, :1], mask.new_ones(B, self.n_prompt), mask[:, 1:]], dim=1)
+        return pool(self.encoder(inputs_embeds=we, attention_mask=mask).last_hidden_state, mask, self.pooling)
+
+
+def museve_buckets(labels) -> tuple[np.ndarray, np.ndarray]:
+    """(inner edges: the 25/50/75/99th percentiles, per-bucket median label) of training labels."""
+    y = np.asarray(labels, dtype=np.float64)
+    edges = np.percentile(y, [25, 50, 75, 99])
+    cls = np.searchsorted(edges, y, side="right")
+    med = np.array([np.median(y[cls == c]) if (cls == c).any() else np.nan for c in range(len(edges) + 1)])
+    # an empty bucket (ties at an edge) predicts its nearest non-empty neighbour's median
+    for c in np.flatnonzero(np.isnan(med)):
+        ok = np.flatnonzero(~np.isnan(med))
+        med[c] = med[ok[np.argmin(np.abs(ok - c))]]
+    return edges, med
+
+
+class LengthPredictor:
+    """Train PreServe's regressor and mu-Serve's classifier; predict lengths for texts."""
+
+    def __init__(self, settings: LengthSettings = LengthSettings()) -> None:
+        self.s = settings
+        self.loss_history: dict[str, list[float]] = {"preserve": [], "museve": []}
+        self.train_s: dict[str, float] = {}
+        self.latency_ms: dict[str, float] = {}
+
+    # -- shared pieces -------------------------------------------------------------------------
+    def _ensure_encoder(self):
+        torch.set_num_threads(1)
+        if not hasattr(self, "_base"):
+            self._base, self.tok, self.config = load_encoder()
+            self._cache: dict[str, torch.Tensor] = {}
+
+    def _batches(self, n: int, gen: torch.Generator):
+        perm = torch.randperm(n, generator=gen)
+        for i in range(0, n, self.s.batch_size):
+            yield perm[i:i + self.s.batch_size]
+
+    def encode_cls(self, texts) -> torch.Tensor:
+        """Pooled final states of the frozen pretrained encoder (the ``frozen`` path), cached per text."""
+        self._ensure_encoder()
+        todo = list(dict.fromkeys(t for t in map(str, texts) if t not in self._cache))
+        seqs = tokenize(self.tok, todo, self.s.max_len)
+        with torch.no_grad():
+            for i in range(0, len(seqs), 32):
+                ids, mask = _pad(seqs[i:i + 32])
+                h = pool(self._base(input_ids=ids, attention_mask=mask).last_hidden_state, mask, self.s.pooling)
+                for t, v in zip(todo[i:i + 32], h):
+                    self._cache[t] = v
+        if not len(texts):
+            return torch.zeros(0, self.config.hidden_size)
+        return torch.stack([self._cache[str(t)] for t in texts])
+
+    # -- training ------------------------------------------------------------------------------
+    def fit(self, texts, labels, which: str = "preserve") -> "LengthPredictor":
+        """Train ``which`` (``preserve`` or ``museve``) on (texts, labels)."""
+        y = np.asarray(labels, dtype=np.float64)
+        if len(texts) != y.size or y.size == 0:
+            raise LengthDataError(f"LengthPredictor.fit: {len(texts)} texts vs {y.size} labels")
+        if which not in ("preserve", "museve"):
+            raise LengthDataError(f"LengthPredictor.fit: which={which!r}; expected preserve|museve")
+        self._ensure_encoder()
+        H = self.config.hidden_size
+        torch.manual_seed(self.s.seed)
+        gen = torch.Generator().manual_seed(self.s.seed)
+        if which == "preserve":
+            head, loss_fn, n_prompt = regression_head(H), nn.L1Loss(), self.s.n_prompt
+            tgt = torch.tensor(y / self.s.label_scale, dtype=torch.float32)
+            self.reg_head = head
+        else:
+            self.edges, self.medians = museve_buckets(y)
+            tgt = torch.tensor(np.searchsorted(self.edges, y, side="right"), dtype=torch.long)
+            counts = torch.bincount(tgt, minlength=len(self.medians)).to(torch.float32)
+            w = torch.where(counts > 0, counts.sum() / (len(counts) * counts.clamp(min=1)), torch.zeros_like(counts))
+            head, loss_fn, n_prompt = museve_head(H, len(self.medians)), nn.NLLLoss(weight=w), 0
+            self.cls_head = head
+        t0 = time.perf_counter()
+        self.loss_history[which] = []
+        if self.s.mode == "frozen":
+            feats = self.encode_cls(texts)
+            opt = torch.optim.AdamW(head.parameters(), lr=self.s.head_lr)
+            for _ in range(self.s.epochs):
+                tot = 0.0
+                for b in self._batches(len(y), gen):
+                    opt.zero_grad()
+                    out = head(feats[b])
+                    loss = loss_fn(out.squeeze(-1) if which == "preserve" else out, tgt[b])
+                    loss.backward()
+                    opt.step()
+                    tot += float(loss.detach()) * b.numel()
+                self.loss_history[which].append(tot / len(y))
+        else:
+            # the paper's path: soft prompt + last layer + head (PreServe); last layer + head (mu-Serve)
+            import copy
+
+            model = EncoderWithPrompt(copy.deepcopy(self._base), n_prompt, self.s.seed, self.s.pooling)
+            seqs = tokenize(self.tok, texts, self.s.max_len, n_prompt)
+            enc_params = [p for p in model.parameters() if p.requires_grad]
+            opt = torch.optim.AdamW([{"params": enc_params, "lr": self.s.lr},
+                                     {"params": head.parameters(), "lr": self.s.head_lr}])
+            model.train()
+            for _ in range(self.s.epochs):
+                tot = 0.0
+                for b in self._batches(len(y), gen):
+                    ids, mask = _pad([seqs[int(i)] for i in b])
+                    opt.zero_grad()
+                    out = head(model(ids, mask))
+                    loss = loss_fn(out.squeeze(-1) if which == "preserve" else out, tgt[b])
+                    loss.backward()
+                    opt.step()
+                    tot += float(loss.detach()) * b.numel()
+                self.loss_history[which].append(tot / len(y))
+            model.eval()
+            setattr(self, f"_{which}_model", model)
+        self.train_s[which] = time.perf_counter() - t0
+        return self
+
+    # -- prediction ----------------------------------------------------------------------------
+    def _states(self, name: str, texts) -> torch.Tensor:
+        if self.s.mode == "frozen":
+            return self.encode_cls(texts)
+        model = getattr(self, f"_{name}_model")
+        seqs = tokenize(self.tok, texts, self.s.max_len, model.n_prompt)
+        out = []
+        with torch.no_grad():
+            for i in range(0, len(seqs), 32):
+                out.append(model(*_pad(seqs[i:i + 32])))
+        return torch.cat(out)
+
+    def predict(self, texts, which: str = "preserve") -> np.ndarray:
+        """Predicted lengths in tokens: PreServe's regression clipped to [1, 4096], or mu-Serve's
+        bucket median. Sets ``latency_ms[which]`` (mean wall time per text, encoding included
+        unless the frozen path's cache already holds the text)."""
+        torch.set_num_threads(1)
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            h = self._states(which, texts)
+            if which == "preserve":
+                out = np.clip(self.reg_head(h).squeeze(-1).numpy().astype(np.float64) * self.s.label_scale,
+                              1.0, MAX_LABEL)
+            else:
+                out = self.medians[self.cls_head(h).argmax(-1).numpy()]
+        self.latency_ms[which] = (time.perf_counter() - t0) * 1e3 / max(len(texts), 1)
+        return out
+
+
+def length_metrics(actual, predicted) -> dict[str, float]:
+    """Table 2's metrics: MAE (tokens) and Acc-k = % of predictions within k tokens (k = 25, 50, 100)."""
+    a = np.asarray(actual, dtype=np.float64)
+    p = np.asarray(predicted, dtype=np.float64)
+    if a.shape != p.shape or a.size == 0:
+        raise LengthDataError(f"length_metrics: shapes {a.shape} vs {p.shape}")
+    err = np.abs(p - a)
+    return {"mae": float(err.mean()), **{f"acc{k}_pct": float(100.0 * np.mean(err <= k)) for k in (25, 50, 100)}}

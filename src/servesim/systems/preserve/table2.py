@@ -1,0 +1,220 @@
+"""PreServe Table 2: response-length prediction accuracy (MAE, Acc-25/50/100) of PreServe's
+prompt-tuned regressor against mu-Serve's bucket classifier, on ShareGPT (7:3 random split).
+
+Readings (each named in the outputs):
+* backbone: all-MiniLM-L6-v2 from PyPI stands in for DistilBERT (:mod:`.encoder`);
+* labels: response length in uncased WordPiece tokens, 1..4096; label sets ``first`` (first
+  turn, the spec's default, the claim metrics) and ``all`` (every adjacent human->gpt pair);
+* PreServe's training split is oversampled (20 equal-width buckets on [0, 4096), mu = 0.25) with
+  15 % of each copy's words replaced by embedding-space neighbours; mu-Serve trains on the
+  plain split with class weights, as in its own code;
+* quick scale trains on a subsample with the encoder frozen (cached [CLS] states, heads only:
+  no prompt tuning, an ablation); full scale is the paper's setting (20 soft-prompt tokens, last
+  layer + head trained, 512 tokens, 3 epochs).
+
+    python -m servesim.systems.preserve.table2 --scale quick -o out/
+
+writes ``out/table2.csv``, ``out/length_predictions.csv`` (the test split's predicted lengths,
+read by serving runs through :func:`read_predictions` so they never retrain) and
+``out/table2_metrics.json`` (claim metric names of ``workflow/claims/preserve.yaml``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .encoder import ENCODER_NAME
+from .length_data import MAX_LABEL, LengthDataError, SynonymReplacer, oversample, sharegpt_pairs, split
+
+PREDICTION_COLUMNS = ("label_set", "conv_id", "turn", "prompt_tokens", "output_tokens", "pred_preserve", "pred_museve")
+
+
+@dataclass(frozen=True)
+class Table2Settings:
+    mode: str                          # prompt_tuning | frozen (see length_predictor)
+    max_conversations: int | None      # ShareGPT conversations read (None: every recoverable one)
+    max_train: int | None              # subsample caps (None: the whole split)
+    max_test: int | None
+    max_len: int
+    epochs: int
+    batch_size: int
+    label_sets: tuple[str, ...] = ("first", "all")
+    train_fraction: float = 0.7        # §5.2.2
+    n_buckets: int = 20                # [A]
+    mu: float = 0.25                   # §4.2
+    synonym_fraction: float = 0.15     # §4.2
+    n_prompt: int = 20                 # [A]
+    lr: float = 1e-4
+    head_lr: float = 1e-3
+    pooling: str = "cls"               # the paper's [CLS]; "mean" = MiniLM's own sentence embedding
+    seed: int = 0
+
+
+SCALES = {
+    # quick: frozen encoder (an ablation), ~300 first-turn and ~300 all-turn training pairs, 64 tokens
+    # (few epochs: on ~300 samples the 49 k-parameter head overfits the frozen features)
+    "quick": Table2Settings(mode="frozen", max_conversations=1500, max_train=300, max_test=130, max_len=64,
+                            epochs=30, batch_size=64),
+    # full: the paper's setting on every recoverable first-turn pair; the all-turn set is capped at
+    # the first-turn set's size (61 k pairs x 512 tokens is out of a CPU budget)
+    "full": Table2Settings(mode="prompt_tuning", max_conversations=None, max_train=7800, max_test=3300, max_len=512,
+                           epochs=3, batch_size=16),
+    "test": Table2Settings(mode="frozen", max_conversations=120, max_train=40, max_test=20, max_len=32,
+                           epochs=20, batch_size=16, label_sets=("first",)),
+}
+
+
+def _cap(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
+    if n is None or len(df) <= n:
+        return df
+    idx = np.sort(np.random.default_rng(seed).choice(len(df), n, replace=False))
+    return df.iloc[idx].reset_index(drop=True)
+
+
+def make_replacer(predictor) -> SynonymReplacer:
+    """The synonym source: the encoder's input embeddings and WordPiece vocabulary."""
+    predictor._ensure_encoder()
+    emb = predictor._base.embeddings.word_embeddings.weight.detach().numpy()
+    return SynonymReplacer(emb, predictor.tok.get_vocab())
+
+
+def run_label_set(label_set: str, s: Table2Settings):
+    """(rows of table2, test predictions, info) for one label set."""
+    from .length_predictor import LengthPredictor, LengthSettings, length_metrics
+
+    pairs = sharegpt_pairs(label_set, s.max_conversations)
+    train, test = split(pairs, s.train_fraction, s.seed)
+    n_split = (len(train), len(test))
+    train, test = _cap(train, s.max_train, s.seed + 1), _cap(test, s.max_test, s.seed + 2)
+    lp = LengthPredictor(LengthSettings(mode=s.mode, n_prompt=s.n_prompt, max_len=s.max_len, epochs=s.epochs,
+                                        batch_size=s.batch_size, lr=s.lr, head_lr=s.head_lr, pooling=s.pooling,
+                                        seed=s.seed))
+    t0 = time.perf_counter()
+    aug, plan = oversample(train, make_replacer(lp), s.n_buckets, s.mu, s.synonym_fraction, s.seed)
+    aug_s = time.perf_counter() - t0
+    lp.fit(aug["prompt"].tolist(), aug["output_tokens"].to_numpy(), "preserve")
+    lp.fit(train["prompt"].tolist(), train["output_tokens"].to_numpy(), "museve")
+    texts = test["prompt"].tolist()
+    preds = {w: lp.predict(texts, w) for w in ("preserve", "museve")}
+    actual = test["output_tokens"].to_numpy()
+    path = "frozen encoder, heads only (quick-scale ablation, no prompt tuning)" if s.mode == "frozen" else \
+        f"{s.n_prompt} soft-prompt tokens + last layer + head"
+    path += f", {s.pooling} pooling, {s.max_len} tokens"
+    rows = []
+    for w, desc in (("preserve", f"regressor, L1, oversampled mu={s.mu} + {s.synonym_fraction:.0%} synonyms; {path}"),
+                    ("museve", f"5-bucket classifier (train 25/50/75/99th pct edges), bucket median; "
+                               f"{'heads only' if s.mode == 'frozen' else 'last layer + head'}")):
+        rows.append({"label_set": label_set, "method": w, **length_metrics(actual, preds[w]),
+                     "n_train": len(aug) if w == "preserve" else len(train), "n_train_original": len(train),
+                     "n_test": len(test), "n_split_train": n_split[0], "n_split_test": n_split[1],
+                     "train_s": lp.train_s[w] + (aug_s if w == "preserve" else 0.0),
+                     "latency_ms": lp.latency_ms[w], "mode": s.mode, "encoder": ENCODER_NAME, "reading": desc})
+    # reference: the training median for every request (what a predictor without signal scores)
+    med = float(np.median(train["output_tokens"]))
+    rows.append({"label_set": label_set, "method": "train_median",
+                 **length_metrics(actual, np.full(actual.size, med)), "n_train": len(train),
+                 "n_train_original": len(train), "n_test": len(test), "n_split_train": n_split[0],
+                 "n_split_test": n_split[1], "train_s": 0.0, "latency_ms": 0.0, "mode": "constant",
+                 "encoder": "", "reading": f"constant {med:g} tokens (reference, not a paper method)"})
+    pred_df = pd.DataFrame({"label_set": label_set, "conv_id": test["conv_id"], "turn": test["turn"],
+                            "prompt_tokens": test["prompt_tokens"], "output_tokens": actual,
+                            "pred_preserve": preds["preserve"], "pred_museve": preds["museve"]})
+    info = {"augmented_copies": int(plan["extra"].sum()), "loss_history": lp.loss_history,
+            "bucket_plan": plan[["bucket", "count", "extra"]].to_dict("list")}
+    return rows, pred_df, info
+
+
+def metrics(table: pd.DataFrame, s: Table2Settings) -> dict:
+    """Claim metrics, from the ``first`` label set (``*_all`` copies from the all-turn set)."""
+    m: dict = {"train_fraction": s.train_fraction, "max_length_label": MAX_LABEL, "mode": s.mode,
+               "encoder": ENCODER_NAME}
+    for ls in table["label_set"].unique():
+        suf = "" if ls == "first" else f"_{ls}"
+        t = table[table["label_set"] == ls].set_index("method")
+        m[f"mae_train_median{suf}"] = float(t.loc["train_median", "mae"])
+        for w in ("preserve", "museve"):
+            m[f"mae_{w}{suf}"] = float(t.loc[w, "mae"])
+            for k in (25, 50, 100):
+                m[f"acc{k}_{w}_pct{suf}"] = float(t.loc[w, f"acc{k}_pct"])
+            m[f"predict_latency_ms_{w}{suf}"] = float(t.loc[w, "latency_ms"])
+        p, b = t.loc["preserve"], t.loc["museve"]
+        m[f"mae_improvement_vs_museve_pct{suf}"] = 100.0 * (1.0 - p["mae"] / b["mae"])
+        for k in (25, 50, 100):
+            m[f"acc{k}_improvement_vs_museve_pct{suf}"] = 100.0 * (p[f"acc{k}_pct"] / b[f"acc{k}_pct"] - 1.0) \
+                if b[f"acc{k}_pct"] > 0 else float("nan")
+        m[f"preserve_beats_museve_all_metrics{suf}"] = bool(
+            p["mae"] < b["mae"] and all(p[f"acc{k}_pct"] > b[f"acc{k}_pct"] for k in (25, 50, 100)))
+    return m
+
+
+def run(scale: str = "quick", out: str | Path | None = None, **overrides) -> tuple[pd.DataFrame, dict]:
+    if scale not in SCALES:
+        raise LengthDataError(f"table2: unknown scale {scale!r}; known: {sorted(SCALES)}")
+    s = replace(SCALES[scale], **overrides)
+    t_all = time.perf_counter()
+    rows, preds, infos = [], [], {}
+    for ls in s.label_sets:
+        r, p, info = run_label_set(ls, s)
+        rows += r
+        preds.append(p)
+        infos[ls] = info
+    table = pd.DataFrame(rows)
+    m = metrics(table, s)
+    m["wall_s"] = time.perf_counter() - t_all
+    m["settings"] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(s).items()}
+    if out is not None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        table.to_csv(out / "table2.csv", index=False, float_format="%.6g")
+        pd.concat(preds, ignore_index=True).to_csv(out / "length_predictions.csv", index=False, float_format="%.6g")
+        (out / "table2_metrics.json").write_text(json.dumps({**m, "details": infos}, indent=1, default=str))
+    return table, m
+
+
+def read_predictions(path, label_set: str = "first") -> pd.DataFrame:
+    """The cached test-split predictions of one label set (what serving runs read)."""
+    path = Path(path)
+    if not path.exists():
+        raise LengthDataError(f"{path}: no cached length predictions; run python -m servesim.systems.preserve.table2")
+    df = pd.read_csv(path)
+    missing = [c for c in PREDICTION_COLUMNS if c not in df.columns]
+    if missing:
+        raise LengthDataError(f"{path}: missing columns {missing}")
+    df = df[df["label_set"] == label_set].reset_index(drop=True)
+    if df.empty:
+        raise LengthDataError(f"{path}: no rows with label_set={label_set!r}")
+    bad = np.flatnonzero(~((df["pred_preserve"] >= 1) & (df["pred_preserve"] <= MAX_LABEL)))
+    if bad.size:
+        raise LengthDataError(f"{path}: row {int(bad[0])}: pred_preserve {df['pred_preserve'].iloc[bad[0]]} outside [1, {MAX_LABEL}]")
+    return df
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description="PreServe Table 2: response-length prediction on ShareGPT")
+    ap.add_argument("--scale", default="quick", choices=sorted(SCALES))
+    ap.add_argument("-o", "--out", required=True, help="output folder")
+    ap.add_argument("--seed", type=int)
+    ap.add_argument("--mode", choices=("prompt_tuning", "frozen"))
+    ap.add_argument("--epochs", type=int)
+    ap.add_argument("--pooling", choices=("cls", "mean"))
+    ap.add_argument("--label-sets", help="comma-separated: first,all")
+    a = ap.parse_args(argv)
+    over = {k: v for k, v in (("seed", a.seed), ("mode", a.mode), ("epochs", a.epochs), ("pooling", a.pooling)) if v is not None}
+    if a.label_sets:
+        over["label_sets"] = tuple(x.strip() for x in a.label_sets.split(","))
+    table, m = run(a.scale, a.out, **over)
+    with pd.option_context("display.width", 200):
+        print(table[["label_set", "method", "mae", "acc25_pct", "acc50_pct", "acc100_pct", "n_train", "n_test",
+                     "train_s", "latency_ms"]].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    print(f"wall {m['wall_s']:.1f} s; MAE improvement vs mu-Serve {m['mae_improvement_vs_museve_pct']:.1f} %")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""PreServe Tier 2: oversampling arithmetic, synonym replacement rate, the length predictor's
+freezing and training (on a tiny random BERT: a fake allowed inside unit tests), Table 2 metrics."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("tokenizers")
+
+from servesim.systems.preserve import length_predictor as lp_mod  # noqa: E402
+from servesim.systems.preserve.length_data import (LengthDataError, SynonymReplacer, bucket_plan,  # noqa: E402
+                                                   oversample, split)
+from servesim.systems.preserve.length_predictor import (LengthPredictor, LengthSettings, length_metrics,  # noqa: E402
+                                                        museve_buckets)
+
+
+def test_bucket_plan_arithmetic():
+    # 4 buckets of width 100 on [0, 400): counts 8, 3, 0, 1 -> S = 8, mu*S = 2 (mu = 0.25)
+    labels = [1, 5, 10, 20, 30, 50, 70, 99, 100, 150, 199, 399]
+    plan = bucket_plan(labels, n_buckets=4, mu=0.25, hi=400)
+    assert plan["count"].tolist() == [8, 3, 0, 1]
+    assert plan["extra"].tolist() == [0, 0, 0, 1]          # only bucket 3 is below 2; empty stays empty
+    assert plan["target"].tolist() == [8, 3, 0, 2]
+    # mu*S not an integer: ceil(0.25 * 9) = 3
+    plan = bucket_plan([1] * 9 + [150], n_buckets=4, mu=0.25, hi=400)
+    assert plan["extra"].tolist() == [0, 2, 0, 0]
+    with pytest.raises(LengthDataError):
+        bucket_plan([], 4)
+
+
+def _replacer():
+    # vocabulary: pairs of near-identical embeddings (each word's neighbour is its partner)
+    words = ["alpha", "alphas", "beta", "betas", "gamma", "gammas", "delta", "deltas"]
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(4, 8))
+    emb = np.repeat(base, 2, axis=0) + 0.01 * rng.normal(size=(8, 8))
+    vocab = {w: i for i, w in enumerate(words)} | {"##x": 8, "[CLS]": 9}
+    emb = np.vstack([emb, rng.normal(size=(2, 8))])
+    return SynonymReplacer(emb, vocab), words
+
+
+def test_synonym_neighbours_and_replacement_rate():
+    r, words = _replacer()
+    assert r.neighbour("alpha") == "alphas" and r.neighbour("Betas") == "beta"
+    assert r.neighbour("zzz") is None and r.neighbour("##x") is None
+    text = " ".join(words[i % 8] for i in range(200))
+    new, n, total = r.replace(text, 0.15, np.random.default_rng(1))
+    changed = sum(a != b for a, b in zip(text.split(), new.split()))
+    assert (n, total, changed) == (30, 200, 30)
+    # ineligible words are never touched, so the count is capped by the eligible ones
+    new, n, total = r.replace("alpha foo bar baz qux quux corge grault garply waldo", 0.5, np.random.default_rng(1))
+    assert (n, total) == (1, 10) and new.startswith("alphas ")
+
+
+def test_oversample_copies_keep_labels_and_are_augmented():
+    r, words = _replacer()
+    train = pd.DataFrame({"prompt": [" ".join(words)] * 9 + ["alpha beta gamma delta " * 5],
+                          "output_tokens": [10] * 9 + [3000]})
+    out, plan = oversample(train, r, n_buckets=4, mu=0.25, fraction=0.15, seed=0)
+    copies = out[out["augmented"]]
+    assert len(copies) == int(plan["extra"].sum()) == 2          # ceil(0.25 * 9) - 1
+    assert (copies["output_tokens"] == 3000).all()
+    assert (copies["prompt"] != train["prompt"].iloc[-1]).all()   # 3 of 20 words replaced
+    a, _ = oversample(train, r, n_buckets=4, seed=0)
+    assert a.equals(out)                                          # seeded
+
+
+def test_split_7_3_is_seeded_and_disjoint():
+    df = pd.DataFrame({"x": np.arange(100)})
+    tr, te = split(df, 0.7, seed=3)
+    assert (len(tr), len(te)) == (70, 30) and set(tr.x).isdisjoint(te.x)
+    assert split(df, 0.7, seed=3)[0].equals(tr)
+
+
+def test_museve_buckets_and_metrics():
+    y = np.arange(1, 101, dtype=float)
+    edges, med = museve_buckets(y)
+    assert len(edges) == 4 and len(med) == 5
+    assert med[0] == np.median(y[y < edges[0]])
+    m = length_metrics([100, 200, 300, 400], [110, 260, 150, 400])
+    assert m["mae"] == pytest.approx((10 + 60 + 150 + 0) / 4)
+    assert (m["acc25_pct"], m["acc50_pct"], m["acc100_pct"]) == (50.0, 50.0, 75.0)
+
+
+@pytest.fixture
+def tiny_encoder(monkeypatch):
+    """A 2-layer random BERT with a word-level tokenizer, in place of MiniLM."""
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+    from transformers import BertConfig, BertModel
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"] + [f"w{i}" for i in range(40)]
+    tok = Tokenizer(WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = Whitespace()
+    cfg = BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=32, max_position_embeddings=64)
+    torch.manual_seed(0)
+    model = BertModel(cfg, add_pooling_layer=False).eval()
+    monkeypatch.setattr(lp_mod, "load_encoder", lambda: (model, tok, cfg))
+    return model
+
+
+def _toy_data(n=48, seed=0):
+    rng = np.random.default_rng(seed)
+    texts, labels = [], []
+    for _ in range(n):
+        k = int(rng.integers(1, 12))
+        texts.append(" ".join(f"w{int(rng.integers(0, 40))}" for _ in range(k)))
+        labels.append(30.0 * k)  # length grows with the prompt: learnable
+    return texts, np.array(labels)
+
+
+def test_prompt_tuning_trains_only_prompt_last_layer_and_head(tiny_encoder):
+    texts, y = _toy_data()
+    before = {k: v.clone() for k, v in tiny_encoder.state_dict().items()}
+    lp = LengthPredictor(LengthSettings(mode="prompt_tuning", n_prompt=3, max_len=24, epochs=6, batch_size=8,
+                                        lr=1e-3, head_lr=1e-2, label_scale=100.0))
+    lp.fit(texts, y, "preserve")
+    h = lp.loss_history["preserve"]
+    assert h[-1] < h[0]
+    model = lp._preserve_model
+    after = model.encoder.state_dict()
+    frozen = [k for k in after if not k.startswith("encoder.layer.1.")]
+    assert all(torch.equal(after[k], before[k]) for k in frozen)                    # layers 0, embeddings
+    assert any(not torch.equal(after[k], before[k]) for k in after if k.startswith("encoder.layer.1."))
+    assert model.prompt.shape == (3, 16) and model.prompt.requires_grad
+    pred = lp.predict(texts[:5])
+    assert pred.shape == (5,) and ((pred >= 1) & (pred <= 4096)).all()
+    # the soft prompt is in the input: the [CLS] state depends on it (a random change: a constant
+    # shift would vanish in the embedding LayerNorm)
+    ids, mask = lp_mod._pad(lp_mod.tokenize(lp.tok, texts[:2], 24, 3))
+    with torch.no_grad():
+        a = model(ids, mask)
+        model.prompt.add_(torch.randn(model.prompt.shape, generator=torch.Generator().manual_seed(0)))
+        assert not torch.allclose(a, model(ids, mask))
+
+
+def test_same_seed_same_predictions_and_museve(tiny_encoder):
+    texts, y = _toy_data()
+    s = LengthSettings(mode="frozen", max_len=16, epochs=30, batch_size=16)
+    a = LengthPredictor(s).fit(texts, y, "preserve").fit(texts, y, "museve")
+    b = LengthPredictor(s).fit(texts, y, "preserve").fit(texts, y, "museve")
+    assert np.array_equal(a.predict(texts), b.predict(texts))
+    assert np.array_equal(a.predict(texts, "museve"), b.predict(texts, "museve"))
+    assert set(a.predict(texts, "museve")) <= set(a.medians)
+    assert a.loss_history["museve"][-1] < a.loss_history["museve"][0]
+
+
+def test_read_predictions_errors(tmp_path):
+    from servesim.systems.preserve.table2 import read_predictions
+
+    p = tmp_path / "length_predictions.csv"
+    with pytest.raises(LengthDataError, match="no cached"):
+        read_predictions(p)
+    pd.DataFrame({"label_set": ["first"], "conv_id": ["a"]}).to_csv(p, index=False)
+    with pytest.raises(LengthDataError, match="missing columns"):
+        read_predictions(p)
