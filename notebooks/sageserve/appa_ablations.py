@@ -52,15 +52,15 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "ablations"
-index = json.loads((base / "appa" / "index.json").read_text())
+points = run_dirs("sageserve", "ablations/appa", scale, root)  # point -> its run folder (workflow/runs/sageserve.yaml)
 rows = []
 for v in variants:
     for s in ("reactive", "lt_ua"):
-        d = base / index["points"][f"{v}__{s}"]["dir"]
+        d = points[f"{v}__{s}"]
         summ = json.loads((d / "summary.json").read_text())
         req = pd.read_parquet(d / "requests.parquet", columns=["tier"])
         n_niw = int((req["tier"] == "NIW").sum())

@@ -41,22 +41,23 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 from servesim.systems.sageserve.strategies import BILLED_STATES, NIW_SUFFIX
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs_models"
+base = run_dirs("sageserve", "runs_models", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 KEYS = {"bloom-176b": "bloom_176b", "llama-2-70b": "llama2_70b", "llama-3.1-8b": "llama3_1_8b", "llama-3.2-3b": "llama3_2_3b"}
 rows, counts = [], []
 for strat, label in (("reactive", "unified"), ("siloed", "siloed")):
-    h = pd.read_parquet(base / strat / "instance_hours.parquet")
+    h = pd.read_parquet(base[strat] / "instance_hours.parquet")
     h = h[h["region"] == region]
     h["base_model"] = h["model"].str.removesuffix(NIW_SUFFIX)
     billed = h[h["state"].isin(BILLED_STATES)].groupby("base_model")["hours"].sum()
     pooled = h[h["state"] == "pooled"].groupby("base_model")["hours"].sum()
     for m, v in billed.items():
         rows.append({"mode": label, "model": m, "instance_hours": v, "pooled_hours": float(pooled.get(m, 0.0))})
-    ts = pd.read_parquet(base / strat / "timeseries.parquet")
+    ts = pd.read_parquet(base[strat] / "timeseries.parquet")
     ts = ts[ts["region"] == region].copy()
     ts["base_model"] = ts["model"].str.removesuffix(NIW_SUFFIX)
     n = sum(ts[f"n_{st}"] for st in BILLED_STATES if f"n_{st}" in ts)

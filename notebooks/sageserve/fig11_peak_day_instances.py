@@ -51,21 +51,22 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 from servesim.systems.sageserve.strategies import BILLED_STATES, base_model
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
+base = run_dirs("sageserve", "runs", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 summ, series, ih, ih_all = {}, [], {}, {}
 
 
 for s in strategies:
-    summ[s] = json.loads((base / s / "summary.json").read_text())
-    h = pd.read_parquet(base / s / "instance_hours.parquet")
+    summ[s] = json.loads((base[s] / "summary.json").read_text())
+    h = pd.read_parquet(base[s] / "instance_hours.parquet")
     h = h[h["state"].isin(BILLED_STATES)]
     ih[s] = float(h.loc[base_model(h["model"]) == model, "hours"].sum())
     ih_all[s] = float(h["hours"].sum())
-    ts = pd.read_parquet(base / s / "timeseries.parquet")
+    ts = pd.read_parquet(base[s] / "timeseries.parquet")
     ts = ts[base_model(ts["model"]) == model]
     billed = sum(ts[f"n_{st}"] for st in BILLED_STATES if f"n_{st}" in ts)
     ts = ts.assign(instances=billed, bin=(ts["time_s"] // bin_s).astype(int))

@@ -35,14 +35,15 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 from servesim.systems.sageserve.strategies import BILLED_STATES, base_model
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
+base = run_dirs("sageserve", "runs", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 ih = []
 for s in strategies:
-    h = pd.read_parquet(base / s / "instance_hours.parquet")
+    h = pd.read_parquet(base[s] / "instance_hours.parquet")
     h = h[base_model(h["model"]) == model]  # Siloed / Chiron pools: m@niw, m@int
     ih.append(h[h["state"].isin(BILLED_STATES)].groupby("region", as_index=False)["hours"].sum().assign(strategy=s))
 ih = pd.concat(ih, ignore_index=True)

@@ -35,14 +35,15 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 from servesim.systems.sageserve.strategies import base_model
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
+base = run_dirs("sageserve", "runs", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 util = []
 for s in strategies:
-    ts = pd.read_parquet(base / s / "timeseries.parquet", columns=["time_s", "model", "region", "n_ready", "kv_util"])
+    ts = pd.read_parquet(base[s] / "timeseries.parquet", columns=["time_s", "model", "region", "n_ready", "kv_util"])
     ts = ts[(base_model(ts["model"]) == model) & (ts["n_ready"] > 0)]
     # one value per (sample, region): pools of one model (Chiron) weighted by ready instances
     ts = ts.assign(w=ts["kv_util"] * ts["n_ready"]).groupby(["time_s", "region"], as_index=False)[["w", "n_ready"]].sum()

@@ -38,14 +38,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 from servesim.systems.sageserve.strategies import base_model
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
+base = run_dirs("sageserve", "runs", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 lat = {}
 for s in strategies:
-    r = pd.read_parquet(base / s / "requests.parquet", columns=["model", "tier", "state", "ttft_s", "e2e_s"])
+    r = pd.read_parquet(base[s] / "requests.parquet", columns=["model", "tier", "state", "ttft_s", "e2e_s"])
     m = base_model(r["model"])  # Chiron's IW requests carry m@int
     lat[s] = r[(m == model) & (r["tier"] != "NIW") & (r["state"] == "finished")]
 rows = []

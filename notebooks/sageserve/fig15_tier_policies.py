@@ -67,17 +67,18 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 from servesim.systems.sageserve.strategies import MODEL_DEFAULTS
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs_tier"
+base = run_dirs("sageserve", "runs_tier", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 cols = ["tier", "state", "arrival_s", "ttft_s", "deadline_s", "first_token_s", "scheduled_s", "prompt_tokens",
         "niw_release_s"]
 rows, setup, reqs = [], {}, {}
 for p in policies + extra_runs:
-    r = pd.read_parquet(base / p / "requests.parquet", columns=cols)
-    setup[p] = json.loads((base / p / "summary.json").read_text())
+    r = pd.read_parquet(base[p] / "requests.parquet", columns=cols)
+    setup[p] = json.loads((base[p] / "summary.json").read_text())
     reqs[p] = r
     for tier in ("IW-F", "IW-N", "NIW"):
         g = r[r["tier"] == tier]

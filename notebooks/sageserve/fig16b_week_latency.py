@@ -43,14 +43,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs_week"
+base = run_dirs("sageserve", "runs_week", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 rows, summ = [], {}
 for s in strategies:
-    summ[s] = json.loads((base / s / "summary.json").read_text())
-    r = pd.read_parquet(base / s / "requests.parquet", columns=["model", "tier", "state", "arrival_s", "ttft_s", "e2e_s"])
+    summ[s] = json.loads((base[s] / "summary.json").read_text())
+    r = pd.read_parquet(base[s] / "requests.parquet", columns=["model", "tier", "state", "arrival_s", "ttft_s", "e2e_s"])
     r = r[(r["model"].astype(str) == model) & (r["tier"] != "NIW") & (r["state"] == "finished")]
     hour = r["arrival_s"] / 3600.0 + summ[s]["preset_from_h"]  # hours since Monday 00:00
     b = (hour // bin_h) * bin_h

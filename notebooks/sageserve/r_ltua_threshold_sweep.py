@@ -47,15 +47,14 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "ablations"
-index = json.loads((base / "ltua_thr" / "index.json").read_text())
+points = run_dirs("sageserve", "ablations/ltua_thr", scale, root)  # point -> its run folder (workflow/runs/sageserve.yaml)
 rows = []
-for p, info in index["points"].items():
+for p, d in points.items():
     reading, thr = re.fullmatch(r"(code|paper)_thr(\d+)", p).groups()
-    d = base / info["dir"]
     s = json.loads((d / "summary.json").read_text())
     log = pd.read_csv(d / "actor_log.csv") if (d / "actor_log.csv").stat().st_size > 1 else pd.DataFrame({"kind": []})
     rows.append({"reading": reading, "threshold": int(thr), "instance_hours": s["instance_hours"],

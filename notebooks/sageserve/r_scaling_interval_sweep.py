@@ -49,15 +49,15 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "ablations"
-index = json.loads((base / "interval" / "index.json").read_text())
+points = run_dirs("sageserve", "ablations/interval", scale, root)  # point -> its run folder (workflow/runs/sageserve.yaml)
 rows = []
-for p, info in index["points"].items():
+for p, d in points.items():
     model, iv = re.fullmatch(r"([ab])_int(\d+)", p).groups()
-    s = json.loads((base / info["dir"] / "summary.json").read_text())
+    s = json.loads((d / "summary.json").read_text())
     rows.append({"model": model, "interval_s": int(iv), "instance_hours": s["instance_hours"],
                  "ttft_p90": s["ttft_p90"], "e2e_p90": s["e2e_p90"]})
 data = pd.DataFrame(rows).sort_values(["model", "interval_s"]).reset_index(drop=True)

@@ -51,15 +51,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
-summ = {s: json.loads((base / s / "summary.json").read_text()) for s in strategies}
+base = run_dirs("sageserve", "runs", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
+summ = {s: json.loads((base[s] / "summary.json").read_text()) for s in strategies}
 for s, d in summ.items():  # the runs must be at the Nov'24 volume (scale 1, growth 1); tiny test runs are thinned
     growth = d.get("preset_growth", 1.0)
     if not (d.get("preset_scale") == 1.0 and growth == nov24_growth) and not str(d.get("preset")).endswith("tiny"):
-        raise ValueError(f"{base / s / 'summary.json'}: preset_scale={d.get('preset_scale')}, growth={growth}: "
+        raise ValueError(f"{base[s] / 'summary.json'}: preset_scale={d.get('preset_scale')}, growth={growth}: "
                          "not the Nov'24 volume (scale 1, growth 1)")
 paper = {"reactive": 302.25, "lt_i": 227.25, "lt_u": 247.5, "lt_ua": 233.25}
 data = pd.DataFrame({"strategy": strategies,

@@ -64,11 +64,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dir
 from servesim.systems.sageserve.sensitivity import LT_STRATEGIES, headroom_at_saving, savings_table
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "sensitivity"
+base = run_dir("sageserve", "sensitivity_tables", scale, root)  # the grid gathered (workflow/runs/sageserve.yaml)
 runs = pd.read_csv(base / "runs.csv")
 hourly = pd.read_csv(base / "runs_hourly.csv")
 sav = savings_table(runs)

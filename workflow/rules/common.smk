@@ -1,7 +1,9 @@
-# Shared helpers: figure discovery, per-figure parameters, declared inputs.
+# Shared helpers: figure discovery, per-figure parameters, declared runs (workflow/runs/), inputs.
 import json
+import re
 import shlex
 import sys
+from functools import lru_cache
 
 import yaml
 from jsonschema import Draft202012Validator
@@ -17,10 +19,12 @@ RUN_ENV = (
 SRC = ROOT / "src"
 if str(SRC) not in sys.path:  # the workflow always runs this checkout's package
     sys.path.insert(0, str(SRC))
-from servesim._imports import closure  # noqa: E402
+from servesim._imports import closure, module_closure  # noqa: E402
+from servesim.analysis import runs as runs_api  # noqa: E402
 
-CORE_RULE_FILES = {"common.smk", "data.smk", "notebooks.smk", "report.smk"}
 GROUPS = list(config["papers"]) + list(config["groups"])
+SCALES = list(runs_api.SCALES)  # quick, full, and test (the small scale the test suite runs)
+SCALE_RE = "|".join(SCALES)
 _PARAMS_SCHEMA = Draft202012Validator(yaml.safe_load((ROOT / "workflow/schemas/params.schema.yaml").read_text()))
 
 
@@ -57,6 +61,44 @@ def fig_params(group, fig):
     return PARAMS.get(group, {}).get(fig, {})
 
 
+def declared_runs(paper, scale):
+    """workflow/runs/<paper>.yaml at one scale ({name: servesim.analysis.runs.Run}); errors name the file and key."""
+    try:
+        return runs_api.declared(paper, scale, ROOT)
+    except runs_api.RunsError as e:
+        raise WorkflowError(str(e)) from None
+
+
+def figure_runs(group, fig, scale):
+    """The runs a figure reads (its params' `runs:`, names or patterns of workflow/runs/<group>.yaml)."""
+    pats = fig_params(group, fig).get("runs", [])
+    if not pats:
+        return []
+    declared_runs(group, scale)  # validates the file first
+    try:
+        return runs_api.select(group, pats, scale, ROOT)
+    except runs_api.RunsError as e:
+        raise WorkflowError(f"workflow/params/{group}.yaml: {fig}: runs: {e}") from None
+
+
+@lru_cache(maxsize=None)
+def module_sources(module):
+    """The servesim files `python -m <module>` imports, transitively (the job's source inputs)."""
+    return [str(f.relative_to(ROOT)) for f in module_closure(module, SRC)]
+
+
+# {(paper, module, command, outputs, out_file, kind): [run name, ...]} over every scale: one rule each
+RUN_GROUPS = {}
+for _paper in runs_api.papers(ROOT):
+    for _scale in SCALES:
+        for _r in declared_runs(_paper, _scale).values():
+            if _r.same_as is None:
+                _key = (_paper, _r.kind, _r.module, _r.command, _r.outputs, _r.out_file)
+                RUN_GROUPS.setdefault(_key, [])
+                if _r.name not in RUN_GROUPS[_key]:
+                    RUN_GROUPS[_key].append(_r.name)
+
+
 def figure_outputs(scale, group, fig):
     return [
         f"figures/{scale}/{group}/{fig}.pdf",
@@ -79,9 +121,8 @@ def dataset_marker(ds):
 
 
 def papermill_params(wc):
-    """The notebook's parameters at this scale, as JSON for papermill -y."""
+    """The notebook's parameters at this scale, as JSON for papermill -y (`test` falls back to `quick`)."""
     fp = fig_params(wc.group, wc.fig)
-    # `--config tiny=true` runs every notebook on its tiny `test` parameters (pipeline tests)
-    p = dict(fp.get("test", fp.get(wc.scale, {})) if config.get("tiny") else fp.get(wc.scale, {}))
+    p = dict(fp.get(wc.scale, fp.get("quick", {}) if wc.scale == "test" else {}))
     p.update(scale=wc.scale, root=str(ROOT), seed=int(config["seed"]))
     return json.dumps(p, sort_keys=True)

@@ -1,6 +1,7 @@
 # One job per figure notebook, run with papermill. The executed notebook is the rule's log, so
 # a failure shows the failing cell. Inputs: the notebook, the servesim files it imports
-# (transitively), the datasets and the other rules' outputs declared in workflow/params/.
+# (transitively), the datasets declared in workflow/params/ and the outputs of the runs it names
+# there (`runs:`, entries of workflow/runs/<group>.yaml).
 
 
 def figure_inputs(wc):
@@ -10,7 +11,7 @@ def figure_inputs(wc):
         "notebook": str(nb.relative_to(ROOT)),
         "src": [str(f.relative_to(ROOT)) for f in closure(nb, SRC)],
         "data": [dataset_marker(ds) for ds in p.get("datasets", [])],
-        "extra": [s.format(scale=wc.scale) for s in p.get("inputs", [])],
+        "runs": [f for r in figure_runs(wc.group, wc.fig, wc.scale) for f in r.files],
         "params": f"workflow/params/{wc.group}.yaml" if (ROOT / "workflow/params" / f"{wc.group}.yaml").exists() else [],
     }
 
@@ -30,7 +31,7 @@ rule figure:
     benchmark:
         "results/{scale}/benchmarks/{group}/{fig}.tsv"
     wildcard_constraints:
-        scale="quick|full",
+        scale=SCALE_RE,
         group="|".join(GROUPS),
         fig=r"[A-Za-z0-9_]+",
     shell:

@@ -8,11 +8,13 @@ rule claims_report:
     output:
         md="results/{scale}/claims_report.md",
         csv="results/{scale}/claims_report.csv",
+    log:
+        "logs/{scale}/claims_report.log",
     wildcard_constraints:
-        scale="quick|full",
+        scale=SCALE_RE,
     shell:
         "{RUN_ENV} {PY} -m servesim.cli claims"
-        " --scale {wildcards.scale} --root {ROOT:q} --md {output.md} --csv {output.csv}"
+        " --scale {wildcards.scale} --root {ROOT:q} --md {output.md} --csv {output.csv} > {log} 2>&1"
 
 
 rule provenance:
@@ -24,8 +26,10 @@ rule provenance:
         "results/{scale}/provenance.json",
     params:
         seed=config["seed"],
+    log:
+        "logs/{scale}/provenance.log",
     wildcard_constraints:
-        scale="quick|full",
+        scale=SCALE_RE,
     shell:
         "{RUN_ENV} {PY} -m servesim.cli provenance"
-        " --scale {wildcards.scale} --root {ROOT:q} --seed {params.seed} -o {output}"
+        " --scale {wildcards.scale} --root {ROOT:q} --seed {params.seed} -o {output} > {log} 2>&1"
