@@ -1,5 +1,6 @@
 # Shared helpers: figure discovery, per-figure parameters, declared runs (workflow/runs/), inputs.
 import json
+import os
 import re
 import shlex
 import sys
@@ -13,9 +14,12 @@ PY = shlex.quote(sys.executable)  # the interpreter running Snakemake (a venv ne
 # shell prefix: every job imports this checkout's package
 # (and finds the configured data mirror, for notebooks opened before a fetch)
 RUN_ENV = (
-    "PYTHONPATH=" + shlex.quote(str(ROOT / "src")) + "${PYTHONPATH:+:$PYTHONPATH} MPLBACKEND=Agg"
-    + " SERVESIM_DATA_MIRROR=" + shlex.quote(str((ROOT / config["data_mirror"]).resolve()))
+    f"PYTHONPATH={shlex.quote(str(ROOT / 'src'))}${{PYTHONPATH:+:$PYTHONPATH}} MPLBACKEND=Agg"
+    f" SERVESIM_DATA_MIRROR={shlex.quote(str((ROOT / config['data_mirror']).resolve()))}"
 )
+SEED = int(config["seed"])
+CONDA_ENV = "../envs/servesim.yaml"  # relative to the rule files
+ENGINE_CONDA_ENV = "../envs/engine.yaml"
 SRC = ROOT / "src"
 if str(SRC) not in sys.path:  # the workflow always runs this checkout's package
     sys.path.insert(0, str(SRC))
@@ -45,7 +49,7 @@ def load_params(group):
     errors = sorted(_PARAMS_SCHEMA.iter_errors(data), key=lambda e: list(e.path))
     if errors:
         e = errors[0]
-        raise WorkflowError(f"{path}: at {'/'.join(map(str, e.path)) or '<top>'}: {e.message}")
+        raise WorkflowError(f"{path}: at {runs_api.error_path(e)}: {e.message}")
     unknown = [f for f in data if f not in FIGURES.get(group, [])]
     if unknown:
         raise WorkflowError(f"{path}: entries {unknown} name no notebook in notebooks/{group}/")
@@ -126,3 +130,73 @@ def papermill_params(wc):
     p = dict(fp.get(wc.scale, fp.get("quick", {}) if wc.scale == "test" else {}))
     p.update(scale=wc.scale, root=str(ROOT), seed=int(config["seed"]))
     return json.dumps(p, sort_keys=True)
+
+
+def figure_inputs(wc):
+    """A figure's inputs: the notebook, the servesim files it imports (transitively), its datasets
+    and the outputs of the runs it names."""
+    nb = ROOT / "notebooks" / wc.group / f"{wc.fig}.ipynb"
+    p = fig_params(wc.group, wc.fig)
+    return {
+        "notebook": str(nb.relative_to(ROOT)),
+        "src": [str(f.relative_to(ROOT)) for f in closure(nb, SRC)],
+        "data": [dataset_marker(ds) for ds in p.get("datasets", [])],
+        "runs": [f for r in figure_runs(wc.group, wc.fig, wc.scale) for f in r.files],
+        "params": f"workflow/params/{wc.group}.yaml" if (ROOT / "workflow/params" / f"{wc.group}.yaml").exists() else [],
+    }
+
+
+# ---- declared runs (rules in runs.smk)
+def run_spec(paper, wc):
+    r = declared_runs(paper, wc.scale).get(wc.job)
+    if r is None or r.same_as is not None:
+        raise WorkflowError(f"workflow/runs/{paper}.yaml declares no job {wc.job!r} at {wc.scale} scale")
+    return r
+
+
+def run_inputs(paper, wc):
+    r = run_spec(paper, wc)
+    runs = declared_runs(paper, wc.scale)
+    return {
+        "src": module_sources(r.module),
+        "data": [dataset_marker(ds) for ds in r.data],
+        "runs": [f"{runs[n].dir}/summary.json" for n in r.collects],
+    }
+
+
+def run_command(paper, wc):
+    """The job's command line after `python -m` (quoted)."""
+    r = run_spec(paper, wc)
+    runs = declared_runs(paper, wc.scale)
+    out = f"{r.dir}/{r.out_file}" if r.out_file else r.dir
+    words = [r.module] + ([r.command] if r.command else []) + [f"{runs[n].dir}/summary.json" for n in r.collects]
+    words += list(r.args) + (["--seed", str(SEED)] if r.seeded else []) + ["-o", out]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def run_rule_name(key, taken):
+    """run_<paper>_<module>[_<command>], unique."""
+    paper, kind, module, command = key[:4]
+    base = re.sub(r"\W+", "_", f"run_{paper}_{module.rsplit('.', 1)[-1]}" + (f"_{command}" if command else ""))
+    name, i = base, 2
+    while name in taken:
+        name, i = f"{base}_{i}", i + 1
+    taken.add(name)
+    return name
+
+
+# ---- the real engine (rules in engine.smk; settings from the environment, see there)
+ENGINE_PY = shlex.quote(os.environ.get("SERVESIM_ENGINE_PYTHON") or sys.executable)
+ENGINE_MODEL = os.environ.get("SERVESIM_ENGINE_MODEL")
+ENGINE_ARGS = os.environ.get(
+    "SERVESIM_ENGINE_ARGS",
+    "--max-num-seqs 32 --max-num-batched-tokens 512 --block-size 32 --kv-blocks 512 --max-model-len 2048"
+    " --enforce-eager --start-timeout 900",
+)
+ENGINE_PAPER, ENGINE_RUN = "calibration", "engine"
+ENGINE = f"results/{{scale}}/{ENGINE_PAPER}/{ENGINE_RUN}"
+ENGINE_OUTPUTS = declared_runs(ENGINE_PAPER, "quick")[ENGINE_RUN].outputs
+
+
+def engine_run(wc):
+    return declared_runs(ENGINE_PAPER, wc.scale)[ENGINE_RUN]

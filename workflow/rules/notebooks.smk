@@ -4,18 +4,6 @@
 # there (`runs:`, entries of workflow/runs/<group>.yaml).
 
 
-def figure_inputs(wc):
-    nb = ROOT / "notebooks" / wc.group / f"{wc.fig}.ipynb"
-    p = fig_params(wc.group, wc.fig)
-    return {
-        "notebook": str(nb.relative_to(ROOT)),
-        "src": [str(f.relative_to(ROOT)) for f in closure(nb, SRC)],
-        "data": [dataset_marker(ds) for ds in p.get("datasets", [])],
-        "runs": [f for r in figure_runs(wc.group, wc.fig, wc.scale) for f in r.files],
-        "params": f"workflow/params/{wc.group}.yaml" if (ROOT / "workflow/params" / f"{wc.group}.yaml").exists() else [],
-    }
-
-
 rule figure:
     input:
         unpack(figure_inputs),
@@ -26,14 +14,18 @@ rule figure:
         metrics="results/{scale}/{group}/{fig}/metrics.json",
     params:
         json=papermill_params,
+        env=RUN_ENV,
+        py=PY,
     log:
         notebook="logs/{scale}/{group}/{fig}.ipynb",
     benchmark:
         "results/{scale}/benchmarks/{group}/{fig}.tsv"
+    conda:
+        CONDA_ENV
     wildcard_constraints:
         scale=SCALE_RE,
         group="|".join(GROUPS),
         fig=r"[A-Za-z0-9_]+",
     shell:
-        "{RUN_ENV} {PY} -m papermill -k python3 --cwd notebooks/{wildcards.group} --no-progress-bar --log-level WARNING"
+        "{params.env} {params.py} -m papermill -k python3 --cwd notebooks/{wildcards.group} --no-progress-bar --log-level WARNING"
         " {input.notebook} {log.notebook} -y {params.json:q}"

@@ -72,6 +72,11 @@ def argv(args: dict) -> list[str]:
     return out
 
 
+def error_path(e) -> str:
+    """Where in the document a jsonschema error is: the keys joined by '/'."""
+    return "/".join(map(str, e.path)) or "<top>"
+
+
 def _schema(root: Path):
     from jsonschema import Draft202012Validator
 
@@ -131,7 +136,7 @@ def _declared(root: Path, paper: str, mtime: float) -> dict[str, dict[str, Run]]
     errors = sorted(_schema(root).iter_errors(doc), key=lambda e: list(e.path))
     if errors:
         e = errors[0]
-        raise RunsError(f"{path}: at {'/'.join(map(str, e.path)) or '<top>'}: {e.message}")
+        raise RunsError(f"{path}: at {error_path(e)}: {e.message}")
     if doc["paper"] != paper:
         raise RunsError(f"{path}: at paper: {doc['paper']!r} is not {paper!r} (the file's name)")
     out: dict[str, dict[str, Run]] = {}
