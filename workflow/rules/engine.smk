@@ -23,6 +23,7 @@ rule engine_model:
         directory(f"{ENGINE}/model"),
     params:
         size=lambda wc: engine_run(wc).model,
+        module=lambda wc: engine_run(wc).module,
         env=RUN_ENV,
         py=ENGINE_PY,
         seed=SEED,
@@ -33,20 +34,21 @@ rule engine_model:
     wildcard_constraints:
         scale=SCALE_RE,
     shell:
-        "{params.env} {params.py} -m servesim.cli make-tiny-model {output} --size {params.size}"
+        "{params.env} {params.py} -m {params.module} make-tiny-model {output} --size {params.size}"
         " --seed {params.seed} > {log} 2>&1"
 
 
 rule engine_calibration:
     """Profile + held-out replays on one vLLM server (resources: gpu=1 for the GPU profile)."""
     input:
-        src=module_sources("servesim.engine.cli"),
+        src=lambda wc: module_sources(engine_run(wc).module),
         model=lambda wc: [] if ENGINE_MODEL else f"{ENGINE.format(scale=wc.scale)}/model",
     output:
         [f"{ENGINE}/{f}" for f in ENGINE_OUTPUTS],
     params:
         model=lambda wc: ENGINE_MODEL or f"{ENGINE.format(scale=wc.scale)}/model",
         out=lambda wc: engine_run(wc).dir,
+        cmd=lambda wc: f"{engine_run(wc).module} {engine_run(wc).command}",
         args=lambda wc: " ".join(shlex.quote(a) for a in engine_run(wc).args),
         engine_args=ENGINE_ARGS,
         env=RUN_ENV,
@@ -62,7 +64,7 @@ rule engine_calibration:
     wildcard_constraints:
         scale=SCALE_RE,
     shell:
-        "{params.env} {params.py} -m servesim.cli engine-calibrate --model {params.model} {params.engine_args}"
+        "{params.env} {params.py} -m {params.cmd} --model {params.model} {params.engine_args}"
         " {params.args} --seed {params.seed} -o {params.out} > {log} 2>&1 || [ $? -eq 3 ]"
 
 
