@@ -21,7 +21,7 @@
 # changed to **9:1** and **1:1**, LT-UA saves **26.3 %** and **22 %** ("LT-UA uses the NIW token
 # count to determine the buffer size").
 #
-# Ours (rule `sageserve_ablation_run`, study `appa`; paper reading): one Reactive and one LT-UA
+# Ours (the runs `ablations/<study>/*` of workflow/runs/sageserve.yaml, study `appa`; paper reading): one Reactive and one LT-UA
 # run per variant on the synthetic O365 peak day (quick: Llama-2 in East US, 06:00-14:00 at half
 # volume, the morning ramp; full: the three regions, 24 h at full volume).
 #

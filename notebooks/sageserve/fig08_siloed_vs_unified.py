@@ -20,7 +20,7 @@
 # 137.2**, Llama3.1 and 3.2 **53.0 vs 101.0** each ("34.5 % fewer"); Unified donates 52 more
 # instance-hours to spot; up to 25 % of a region's instances are in spot at times.
 #
-# Ours: rule `sageserve_models_run` with strategy `siloed` (per model-region an IW pool of 16 and
+# Ours: the runs `runs_models/<strategy>` (workflow/runs/sageserve.yaml) with strategy `siloed` (per model-region an IW pool of 16 and
 # an NIW pool of 4 instances, NIW served on arrival, each pool scaled reactively at 70/30 %) and
 # `reactive` (the unified pool of 20, NIW held in the queue manager). Quick scale: the 4 models
 # of Central US for two hours of the peak day (preset `models_quick`); full scale: the peak-day

@@ -20,7 +20,7 @@
 # LT-UA **277.5**, Chiron **1146** (savings 24.21 / 19.65 / 23.38 %); conference Fig 11
 # (Nov'24): 302.25 / 227.25 / 247.5 / 233.25.
 #
-# Ours: the strategy runs of rule `sageserve_run` (`servesim.systems.sageserve.runs`) on the
+# Ours: the strategy runs of the runs `runs/<strategy>` (workflow/runs/sageserve.yaml) (`servesim.systems.sageserve.runs`) on the
 # synthetic O365 week's peak day (quick scale: Llama-2 in East US, 12:00–16:00; full: the 4
 # models × 3 regions over 24 h, of which the figure shows Llama-2 summed over the regions, as the
 # paper's), paper reading of every threshold (`SageServeConfig.paper()`), with

@@ -18,7 +18,7 @@
 #
 # Journal Fig 12a: bars per strategy per region (y 0–200); Chiron's bars are clipped and labelled
 # 403 / 381.25 / 371.75 (their sum ≈ Fig 11's Chiron 1146, so the figure is Llama-2 per region).
-# Ours: the runs of rule `sageserve_run` (see Fig 11's notebook), the figure's model per region;
+# Ours: the runs of the runs `runs/<strategy>` (workflow/runs/sageserve.yaml) (see Fig 11's notebook), the figure's model per region;
 # billed states are `strategies.BILLED_STATES` (every state but pooled and stopped); Chiron's three pools
 # (interactive, mixed, batch) are summed.
 

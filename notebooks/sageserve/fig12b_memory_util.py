@@ -18,7 +18,7 @@
 #
 # Journal Fig 12b: boxes of memory utilisation (0–1); the conference: LT-I's is higher because it
 # de-allocates immediately. Ours: the endpoint's mean KV-cache use over its ready instances per
-# sample from the runs of rule `sageserve_run` (the authors take the max over instances per 2-s
+# sample from the runs of the runs `runs/<strategy>` (workflow/runs/sageserve.yaml) (the authors take the max over instances per 2-s
 # sample, then the mean per 15 min); boxes 5–95. The figure's model (Llama-2, as Figs 11 / 12a)
 # per region; Chiron's three pools are combined per sample, weighted by their ready instances.
 

@@ -21,7 +21,7 @@
 # gives P90 TTFT/E2E: Reactive 18.70/71.17 s, LT-I 119.30/266.46, LT-U 14.60/68.13, LT-UA
 # 16.87/69.67. The journal labels its boxes "Q3/75%ile": our metrics use P75 (boxes 5–95).
 #
-# Ours: the runs of rule `sageserve_run` (see Fig 11's notebook for the setup), IW requests of
+# Ours: the runs of the runs `runs/<strategy>` (workflow/runs/sageserve.yaml) (see Fig 11's notebook for the setup), IW requests of
 # the figure's model (Llama-2) in every region of the run.
 
 # %% tags=["parameters"]

@@ -21,7 +21,7 @@
 # the long-term strategies (80 % in the abstracts). The authors do not simulate the delays: they
 # charge 2.5 min per own-spot reclaim and 10 min per conversion after the fact.
 #
-# Ours: the runs of rule `sageserve_run`, where provisioning lead times are simulated (reclaim
+# Ours: the runs of the runs `runs/<strategy>` (workflow/runs/sageserve.yaml), where provisioning lead times are simulated (reclaim
 # from the region's pool 1 min, a fresh VM 1 min + 10 min model load, `SageServeConfig`). Waste
 # = instance-hours spent in the requested / provisioning / loading / converting states, i.e. billed
 # but not serving. `converting` is an inter-model conversion (a pooled VM holding another model's

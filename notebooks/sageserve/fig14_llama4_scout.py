@@ -22,7 +22,7 @@
 # larger parameter count Scout shows a "substantial improvement in latency", that its higher
 # throughput "results in fewer instance hours for the model", and that SageServe's benefits persist.
 #
-# Ours (rule `sageserve_ablation_run`, study `fig14`; paper reading):
+# Ours (the runs `ablations/<study>/*` of workflow/runs/sageserve.yaml, study `fig14`; paper reading):
 #
 # - **Model**: the catalog entry `llama-4-scout` (Hugging Face `config.json` of
 #   meta-llama/Llama-4-Scout-17B-16E-Instruct, see `catalog/data/models.yaml`).

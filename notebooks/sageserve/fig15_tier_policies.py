@@ -30,8 +30,8 @@
 # four policies gave identical numbers. The paper's FCFS numbers (Q3 TTFT 5.6 s, 45 % IW-F
 # violations) imply queues, so we cap the fleet.
 #
-# **Our setting** (rule `sageserve_tier_run`, preset `tier_<scale>` of
-# `servesim.systems.sageserve.runs`): SageServe LT-UA, paper reading, Llama-2 in East US on the
+# **Our setting** (runs `runs_tier/<policy>`, window `tier_<scale>` of
+# `workflow/runs/sageserve.yaml`): SageServe LT-UA, paper reading, Llama-2 in East US on the
 # synthetic week's peak day at Nov'24 volume (quick: 14:00–16:00, ≈5 req/s), **at most 6
 # instances** (started at 6): about the peak's load, so KV memory fills for long stretches and
 # instance queues form. NIW is held in the queue manager and released at < 60 % / < 50 %

@@ -20,7 +20,7 @@
 # every hour (the authors' notebook copies the first 60 s of each hour 8 more times, i.e. 9×);
 # "LT-UA recovers its memory utilisation fastest"; its scale-up trigger is **5×** the forecast.
 #
-# Ours: the runs of rule `sageserve_burst_run` on the synthetic week with
+# Ours: the runs of the runs `runs_burst/<strategy>` (workflow/runs/sageserve.yaml) on the synthetic week with
 # `sageserve_week(bursts=True, burst_factor=8)`, paper reading. Note a conflict in the paper's
 # own design: its LT-UA only follows traffic in the *last 20 minutes* of the hour, while the
 # bursts fall in the *first* minute, so under the paper's reading LT-UA cannot react to them

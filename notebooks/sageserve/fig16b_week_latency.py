@@ -21,7 +21,7 @@
 # labelled "95%ile TTFT" (0–20 s) is the median in the authors' code, bottom P95 E2E (0–200 s).
 # Claims: Reactive is worst; LT-U ≈ LT-UA on weekdays, diverging at the start of the weekend.
 #
-# Ours (rule `sageserve_week_run`): the synthetic O365 week (day 0 = Monday), paper reading,
+# Ours (the runs `runs_week/<strategy>` (workflow/runs/sageserve.yaml)): the synthetic O365 week (day 0 = Monday), paper reading,
 # ORCA instances, NIW in the queue manager. Quick scale simulates Llama-2 in East US from
 # Thursday 12:00 to Sunday 00:00 at 1/5 of the volume (a short window, not the week); full scale
 # the 4 models × 3 regions over the week, of which the figure shows Llama-2. Top panel: median TTFT (the code's statistic); bottom: P95 E2E.

@@ -29,7 +29,7 @@
 # 3-state Gaussian HMM fitted by Baum–Welch (numpy). Training times are wall-clock on this
 # machine (single-threaded BLAS) and vary from run to run; the MAPEs are deterministic.
 #
-# The evaluation runs in the workflow rule `sageserve_forecast_eval`
+# The evaluation runs in the workflow's run `forecast` (workflow/runs/sageserve.yaml)
 # (`python -m servesim.forecast.evaluate`); this notebook reads its CSV.
 
 # %% tags=["parameters"]

@@ -21,7 +21,7 @@
 # fall 267.5, 249, 241, **233.25** (threshold 5), 230, 226.75, 225.25, 223.75, 223.25 and P90
 # TTFT rises 10.49, 13.22, 14.56, **16.66**, 17.58, 18.54, 19.50, 20.48, 20.86 s.
 #
-# Ours (rule `sageserve_ablation_run`, study `ltua_thr`; `--lt-ua-threshold`, i.e.
+# Ours (the runs `ablations/<study>/*` of workflow/runs/sageserve.yaml, study `ltua_thr`; `--lt-ua-threshold`, i.e.
 # `SageServeConfig.lt_ua_up_ratio`), Llama-2 on the synthetic peak day, two readings:
 #
 # - **code** (the sweep's): `SageServeConfig.code()` — the observed demand is the prompt tokens

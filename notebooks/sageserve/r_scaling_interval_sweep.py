@@ -29,7 +29,7 @@
 #
 # Model A's instance-hours barely move (1.5 % spread); Model B's grow with the interval.
 #
-# Ours (rule `sageserve_ablation_run`, study `interval`): Reactive, code reading (thresholds
+# Ours (the runs `ablations/<study>/*` of workflow/runs/sageserve.yaml, study `interval`): Reactive, code reading (thresholds
 # 0.5 / 0.25, no cooldown; R's per-model 65 / 155-s locks are a config field the fleet's reactive
 # autoscaler does not model), `--scaling-interval` (`SageServeConfig.reactive_interval_s`,
 # the period of the fleet's reactive autoscaler; the package's default is 5 s; R's "every request"

@@ -24,7 +24,7 @@
 # **Which volume our runs have.** `servesim.workload.sageserve_week` at `scale=1, growth=1` is
 # calibrated to the authors' replayed week (R `final_data.csv`, 7.2 M requests; peak 4-h ≈ 25–30
 # RPS, J Fig 3a), i.e. the **Nov'24** level; `growth=5` gives Jul'25 (spec §5: Nov'24 ≈ 1/5 of
-# Jul'25). The strategy runs of rule `sageserve_run` (`runs/<strategy>`) use `scale=1` and no
+# Jul'25). The strategy runs of the runs `runs/<strategy>` (workflow/runs/sageserve.yaml) (`runs/<strategy>`) use `scale=1` and no
 # growth, so they already are the Nov'24-volume runs and this notebook reads them (quick: Llama-2
 # in East US, 12:00–16:00 of the synthetic peak day; full: the three regions, 24 h); it checks
 # that from each run's `summary.json`. (Journal Fig 11, on Jul'25 data, is read from the same runs

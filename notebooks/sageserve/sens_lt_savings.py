@@ -23,7 +23,7 @@
 # instance (`theta.measure_theta`) times a *headroom*; the authors' code uses 30 × a per-second
 # rating = 225 500 prompt tok/min, which is ≈ 0.9 × our instance's saturation throughput.
 #
-# Each run is one (reading, headroom, strategy) of rule `sageserve_sens_run`
+# Each run is one (reading, headroom, strategy) of the runs `sensitivity/*` (workflow/runs/sageserve.yaml)
 # (`servesim.systems.sageserve.sensitivity`); Reactive runs once per reading. Readings
 # (`sensitivity.READINGS`):
 #

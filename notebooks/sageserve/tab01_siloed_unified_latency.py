@@ -18,7 +18,7 @@
 #
 # Journal/conference Table 1 (s): Siloed Bloom 14.5/55.3, Llama2 34.9/98.3, L3.1 1.0/10.6, L3.2
 # 1.0/19.2; Unified 12.9/53.3, 34.5/99.1, 1.0/10.5, 1.0/18.9 (ΔP95 TTFT ≤ 12 %). Ours: the
-# `reactive` (unified) and `siloed` runs of rule `sageserve_models_run` (see Fig 8's notebook),
+# `reactive` (unified) and `siloed` runs of the runs `runs_models/<strategy>` (workflow/runs/sageserve.yaml) (see Fig 8's notebook),
 # IW requests per model; `region` None = every region of the run (quick: Central US only).
 
 # %% tags=["parameters"]
