@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from pathlib import Path
 
 # Modules contributing subcommands through add_parser(subparsers), in the order of `--help`.
 SUBCOMMAND_MODULES = [

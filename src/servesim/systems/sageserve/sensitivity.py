@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .config import SageServeConfig
-from .strategies import BILLED_STATES, THETA_TOKENS_PER_MIN, run_strategy, summarise
+from .strategies import BILLED_STATES, run_strategy, summarise
 
 SENS_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua")
 LT_STRATEGIES = ("lt_i", "lt_u", "lt_ua")
