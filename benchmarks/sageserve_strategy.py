@@ -3,7 +3,7 @@ One JSON line.
 
     PYTHONPATH=src python benchmarks/sageserve_strategy.py [--strategy lt_ua|all] [--preset full]
 
-Presets are `servesim.systems.sageserve.runs.PRESETS` (full: the peak day, 4 models x 3 regions;
+Presets are the `windows` of `workflow/runs/sageserve.yaml` (full: the peak day, 4 models x 3 regions;
 week_full: the week). ``--strategy all`` runs every strategy, each in its own process (so peak RSS
 is per run), one after another. Targets (the issue): one strategy on the peak day < 300 s on one
 core, the week < 1800 s.
@@ -18,11 +18,24 @@ import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+import yaml
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from servesim.systems.sageserve.config import SageServeConfig  # noqa: E402
-from servesim.systems.sageserve.runs import PRESETS, preset_workload  # noqa: E402
+from servesim.analysis.runs import argv  # noqa: E402
+from servesim.systems.sageserve.runs import add_window_args, window_of, window_workload  # noqa: E402
+
+#: the named windows of workflow/runs/sageserve.yaml (full: the peak day, 4 models x 3 regions; week_full)
+WINDOWS = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow/runs/sageserve.yaml").read_text())["windows"]
+
+
+def preset_workload(name: str):
+    ap = argparse.ArgumentParser()
+    add_window_args(ap)
+    return window_workload(window_of(ap.parse_args(argv(WINDOWS[name]))))
 from servesim.systems.sageserve.strategies import RUN_STRATEGIES, run_strategy, summarise  # noqa: E402
 
 
@@ -43,7 +56,7 @@ def one(strategy: str, preset: str) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--strategy", default="lt_ua", choices=list(RUN_STRATEGIES) + ["all"])
-    ap.add_argument("--preset", default="full", choices=sorted(PRESETS))
+    ap.add_argument("--preset", default="full", choices=sorted(WINDOWS))
     ap.add_argument("--json-row", action="store_true", help=argparse.SUPPRESS)  # child of --strategy all
     a = ap.parse_args()
     if a.strategy != "all":

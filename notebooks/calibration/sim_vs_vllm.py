@@ -52,14 +52,15 @@ from IPython.display import display
 import numpy as np
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dir
 from servesim.engine.compare import compare_run, simulate
 from servesim.engine.profile import load_fitted, request_mix
 from servesim.engine.server import EngineConfig
 from servesim.metrics import summarize
 
 apply_style()
-base = project_root(root) / "results" / scale / "engine"
+base = run_dir("calibration", "engine", scale, root)  # workflow/runs/calibration.yaml
 fit_json = base / "profile" / "fit.json"
 missing = [p for p in [fit_json] + [base / "replay" / f"load{x}" / "summary.json" for x in loads] if not p.exists()]
 if missing:

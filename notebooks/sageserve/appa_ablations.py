@@ -21,7 +21,7 @@
 # changed to **9:1** and **1:1**, LT-UA saves **26.3 %** and **22 %** ("LT-UA uses the NIW token
 # count to determine the buffer size").
 #
-# Ours (rule `sageserve_ablation_run`, study `appa`; paper reading): one Reactive and one LT-UA
+# Ours (the runs `ablations/<study>/*` of workflow/runs/sageserve.yaml, study `appa`; paper reading): one Reactive and one LT-UA
 # run per variant on the synthetic O365 peak day (quick: Llama-2 in East US, 06:00-14:00 at half
 # volume, the morning ramp; full: the three regions, 24 h at full volume).
 #
@@ -52,15 +52,15 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "ablations"
-index = json.loads((base / "appa" / "index.json").read_text())
+points = run_dirs("sageserve", "ablations/appa", scale, root)  # point -> its run folder (workflow/runs/sageserve.yaml)
 rows = []
 for v in variants:
     for s in ("reactive", "lt_ua"):
-        d = base / index["points"][f"{v}__{s}"]["dir"]
+        d = points[f"{v}__{s}"]
         summ = json.loads((d / "summary.json").read_text())
         req = pd.read_parquet(d / "requests.parquet", columns=["tier"])
         n_niw = int((req["tier"] == "NIW").sum())

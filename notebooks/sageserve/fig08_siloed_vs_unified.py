@@ -20,7 +20,7 @@
 # 137.2**, Llama3.1 and 3.2 **53.0 vs 101.0** each ("34.5 % fewer"); Unified donates 52 more
 # instance-hours to spot; up to 25 % of a region's instances are in spot at times.
 #
-# Ours: rule `sageserve_models_run` with strategy `siloed` (per model-region an IW pool of 16 and
+# Ours: the runs `runs_models/<strategy>` (workflow/runs/sageserve.yaml) with strategy `siloed` (per model-region an IW pool of 16 and
 # an NIW pool of 4 instances, NIW served on arrival, each pool scaled reactively at 70/30 %) and
 # `reactive` (the unified pool of 20, NIW held in the queue manager). Quick scale: the 4 models
 # of Central US for two hours of the peak day (preset `models_quick`); full scale: the peak-day
@@ -41,23 +41,24 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 from servesim.metrics import BILLED_STATES, billed_count
 from servesim.systems.sageserve.strategies import NIW_SUFFIX
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs_models"
+base = run_dirs("sageserve", "runs_models", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 KEYS = {"bloom-176b": "bloom_176b", "llama-2-70b": "llama2_70b", "llama-3.1-8b": "llama3_1_8b", "llama-3.2-3b": "llama3_2_3b"}
 rows, counts = [], []
 for strat, label in (("reactive", "unified"), ("siloed", "siloed")):
-    h = pd.read_parquet(base / strat / "instance_hours.parquet")
+    h = pd.read_parquet(base[strat] / "instance_hours.parquet")
     h = h[h["region"] == region]
     h["base_model"] = h["model"].str.removesuffix(NIW_SUFFIX)
     billed = h[h["state"].isin(BILLED_STATES)].groupby("base_model")["hours"].sum()
     pooled = h[h["state"] == "pooled"].groupby("base_model")["hours"].sum()
     for m, v in billed.items():
         rows.append({"mode": label, "model": m, "instance_hours": v, "pooled_hours": float(pooled.get(m, 0.0))})
-    ts = pd.read_parquet(base / strat / "timeseries.parquet")
+    ts = pd.read_parquet(base[strat] / "timeseries.parquet")
     ts = ts[ts["region"] == region].copy()
     ts["base_model"] = ts["model"].str.removesuffix(NIW_SUFFIX)
     n = billed_count(ts)

@@ -20,7 +20,7 @@
 # LT-UA **277.5**, Chiron **1146** (savings 24.21 / 19.65 / 23.38 %); conference Fig 11
 # (Nov'24): 302.25 / 227.25 / 247.5 / 233.25.
 #
-# Ours: the strategy runs of rule `sageserve_run` (`servesim.systems.sageserve.runs`) on the
+# Ours: the strategy runs of the runs `runs/<strategy>` (workflow/runs/sageserve.yaml) (`servesim.systems.sageserve.runs`) on the
 # synthetic O365 week's peak day (quick scale: Llama-2 in East US, 12:00–16:00; full: the 4
 # models × 3 regions over 24 h, of which the figure shows Llama-2 summed over the regions, as the
 # paper's), paper reading of every threshold (`SageServeConfig.paper()`), with
@@ -51,21 +51,22 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 from servesim.metrics import billed_count, billed_hours, binned_max_by
 from servesim.systems.sageserve.strategies import base_model
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
+base = run_dirs("sageserve", "runs", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 summ, series, ih, ih_all = {}, [], {}, {}
 
 
 for s in strategies:
-    summ[s] = json.loads((base / s / "summary.json").read_text())
-    h = pd.read_parquet(base / s / "instance_hours.parquet")
+    summ[s] = json.loads((base[s] / "summary.json").read_text())
+    h = pd.read_parquet(base[s] / "instance_hours.parquet")
     ih[s] = billed_hours(h[base_model(h["model"]) == model])
     ih_all[s] = billed_hours(h)
-    ts = pd.read_parquet(base / s / "timeseries.parquet")
+    ts = pd.read_parquet(base[s] / "timeseries.parquet")
     ts = ts[base_model(ts["model"]) == model]
     # per 15-min bin: the max count per endpoint, summed over regions (as the authors'
     # post-processing; Chiron's pools are summed first at each sample)

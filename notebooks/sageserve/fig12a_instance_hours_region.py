@@ -18,7 +18,7 @@
 #
 # Journal Fig 12a: bars per strategy per region (y 0–200); Chiron's bars are clipped and labelled
 # 403 / 381.25 / 371.75 (their sum ≈ Fig 11's Chiron 1146, so the figure is Llama-2 per region).
-# Ours: the runs of rule `sageserve_run` (see Fig 11's notebook), the figure's model per region;
+# Ours: the runs of the runs `runs/<strategy>` (workflow/runs/sageserve.yaml) (see Fig 11's notebook), the figure's model per region;
 # billed states are `servesim.metrics.BILLED_STATES` (every state but pooled and stopped); Chiron's three pools
 # (interactive, mixed, batch) are summed.
 
@@ -35,15 +35,16 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 from servesim.metrics import BILLED_STATES
 from servesim.systems.sageserve.strategies import base_model
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
+base = run_dirs("sageserve", "runs", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 ih = []
 for s in strategies:
-    h = pd.read_parquet(base / s / "instance_hours.parquet")
+    h = pd.read_parquet(base[s] / "instance_hours.parquet")
     h = h[base_model(h["model"]) == model]  # Siloed / Chiron pools: m@niw, m@int
     ih.append(h[h["state"].isin(BILLED_STATES)].groupby("region", as_index=False)["hours"].sum().assign(strategy=s))
 ih = pd.concat(ih, ignore_index=True)

@@ -18,7 +18,7 @@
 #
 # Journal Fig 12b: boxes of memory utilisation (0–1); the conference: LT-I's is higher because it
 # de-allocates immediately. Ours: the endpoint's mean KV-cache use over its ready instances per
-# sample from the runs of rule `sageserve_run` (the authors take the max over instances per 2-s
+# sample from the runs of the runs `runs/<strategy>` (workflow/runs/sageserve.yaml) (the authors take the max over instances per 2-s
 # sample, then the mean per 15 min); boxes 5–95. The figure's model (Llama-2, as Figs 11 / 12a)
 # per region; Chiron's three pools are combined per sample, weighted by their ready instances.
 
@@ -35,14 +35,15 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 from servesim.systems.sageserve.strategies import base_model
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
+base = run_dirs("sageserve", "runs", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 util = []
 for s in strategies:
-    ts = pd.read_parquet(base / s / "timeseries.parquet", columns=["time_s", "model", "region", "n_ready", "kv_util"])
+    ts = pd.read_parquet(base[s] / "timeseries.parquet", columns=["time_s", "model", "region", "n_ready", "kv_util"])
     ts = ts[(base_model(ts["model"]) == model) & (ts["n_ready"] > 0)]
     # one value per (sample, region): pools of one model (Chiron) weighted by ready instances
     ts = ts.assign(w=ts["kv_util"] * ts["n_ready"]).groupby(["time_s", "region"], as_index=False)[["w", "n_ready"]].sum()

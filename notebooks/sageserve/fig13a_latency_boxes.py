@@ -21,7 +21,7 @@
 # gives P90 TTFT/E2E: Reactive 18.70/71.17 s, LT-I 119.30/266.46, LT-U 14.60/68.13, LT-UA
 # 16.87/69.67. The journal labels its boxes "Q3/75%ile": our metrics use P75 (boxes 5–95).
 #
-# Ours: the runs of rule `sageserve_run` (see Fig 11's notebook for the setup), IW requests of
+# Ours: the runs of the runs `runs/<strategy>` (workflow/runs/sageserve.yaml) (see Fig 11's notebook for the setup), IW requests of
 # the figure's model (Llama-2) in every region of the run.
 
 # %% tags=["parameters"]
@@ -38,14 +38,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 from servesim.systems.sageserve.strategies import base_model
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
+base = run_dirs("sageserve", "runs", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 lat = {}
 for s in strategies:
-    r = pd.read_parquet(base / s / "requests.parquet", columns=["model", "tier", "state", "ttft_s", "e2e_s"])
+    r = pd.read_parquet(base[s] / "requests.parquet", columns=["model", "tier", "state", "ttft_s", "e2e_s"])
     m = base_model(r["model"])  # Chiron's IW requests carry m@int
     lat[s] = r[(m == model) & (r["tier"] != "NIW") & (r["state"] == "finished")]
 rows = []

@@ -21,7 +21,7 @@
 # the long-term strategies (80 % in the abstracts). The authors do not simulate the delays: they
 # charge 2.5 min per own-spot reclaim and 10 min per conversion after the fact.
 #
-# Ours: the runs of rule `sageserve_run`, where provisioning lead times are simulated (reclaim
+# Ours: the runs of the runs `runs/<strategy>` (workflow/runs/sageserve.yaml), where provisioning lead times are simulated (reclaim
 # from the region's pool 1 min, a fresh VM 1 min + 10 min model load, `SageServeConfig`). Waste
 # = instance-hours spent in the requested / provisioning / loading / converting states, i.e. billed
 # but not serving. `converting` is an inter-model conversion (a pooled VM holding another model's
@@ -43,15 +43,16 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
+base = run_dirs("sageserve", "runs", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 rows = []
 for s in strategies:
-    h = pd.read_parquet(base / s / "instance_hours.parquet")
+    h = pd.read_parquet(base[s] / "instance_hours.parquet")
     h = h[h["model"].astype(str).isin(models)]
-    lc = pd.read_parquet(base / s / "lifecycle.parquet")
+    lc = pd.read_parquet(base[s] / "lifecycle.parquet")
     lc = lc[lc["model"].astype(str).isin(models)]
     for m in [m for m in models if (h["model"] == m).any()]:  # the figure's models this run simulates
         w = h[(h["model"] == m) & h["state"].isin(waste_states)].groupby("state")["hours"].sum()

@@ -22,7 +22,7 @@
 # larger parameter count Scout shows a "substantial improvement in latency", that its higher
 # throughput "results in fewer instance hours for the model", and that SageServe's benefits persist.
 #
-# Ours (rule `sageserve_ablation_run`, study `fig14`; paper reading):
+# Ours (the runs `ablations/<study>/*` of workflow/runs/sageserve.yaml, study `fig14`; paper reading):
 #
 # - **Model**: the catalog entry `llama-4-scout` (Hugging Face `config.json` of
 #   meta-llama/Llama-4-Scout-17B-16E-Instruct, see `catalog/data/models.yaml`).
@@ -55,15 +55,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 from servesim.metrics import BILLED_STATES
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "ablations"
-index = json.loads((base / "fig14" / "index.json").read_text())
+points = run_dirs("sageserve", "ablations/fig14", scale, root)  # point -> its run folder (workflow/runs/sageserve.yaml)
 lat, hours = [], []
 for s in strategies:
-    d = base / index["points"][s]["dir"]
+    d = points[s]
     req = pd.read_parquet(d / "requests.parquet", columns=["model", "tier", "state", "ttft_s", "e2e_s"])
     fin = req[(req["tier"] != "NIW") & (req["state"] == "finished")]
     for m, g in fin.groupby("model", observed=True):

@@ -30,8 +30,8 @@
 # four policies gave identical numbers. The paper's FCFS numbers (Q3 TTFT 5.6 s, 45 % IW-F
 # violations) imply queues, so we cap the fleet.
 #
-# **Our setting** (rule `sageserve_tier_run`, preset `tier_<scale>` of
-# `servesim.systems.sageserve.runs`): SageServe LT-UA, paper reading, Llama-2 in East US on the
+# **Our setting** (runs `runs_tier/<policy>`, window `tier_<scale>` of
+# `workflow/runs/sageserve.yaml`): SageServe LT-UA, paper reading, Llama-2 in East US on the
 # synthetic week's peak day at Nov'24 volume (quick: 14:00–16:00, ≈5 req/s), **at most 6
 # instances** (started at 6): about the peak's load, so KV memory fills for long stretches and
 # instance queues form. NIW is held in the queue manager and released at < 60 % / < 50 %
@@ -67,13 +67,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 from servesim.metrics import SLO, summarize
 from servesim.perf.base import LinearStepTime
 from servesim.systems.sageserve.strategies import MODEL_DEFAULTS
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs_tier"
+base = run_dirs("sageserve", "runs_tier", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 cols = ["tier", "state", "arrival_s", "ttft_s", "e2e_s", "tbt_mean_s", "deadline_s", "first_token_s", "finish_s",
         "scheduled_s", "prompt_tokens", "output_tokens", "niw_release_s"]
 rows, setup, reqs = [], {}, {}
@@ -84,8 +85,8 @@ def num(v):
 
 
 for p in policies + extra_runs:
-    r = pd.read_parquet(base / p / "requests.parquet", columns=cols)
-    setup[p] = json.loads((base / p / "summary.json").read_text())
+    r = pd.read_parquet(base[p] / "requests.parquet", columns=cols)
+    setup[p] = json.loads((base[p] / "summary.json").read_text())
     reqs[p] = r
     # per tier: TTFT and queue-wait percentiles, deadline attainment (IW: first token by the
     # tier's TTFT deadline), and SLO attainment at TTFT <= 60 s (IW-N at the paper's stated SLA)

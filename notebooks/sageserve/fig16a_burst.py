@@ -20,7 +20,7 @@
 # every hour (the authors' notebook copies the first 60 s of each hour 8 more times, i.e. 9×);
 # "LT-UA recovers its memory utilisation fastest"; its scale-up trigger is **5×** the forecast.
 #
-# Ours: the runs of rule `sageserve_burst_run` on the synthetic week with
+# Ours: the runs of the runs `runs_burst/<strategy>` (workflow/runs/sageserve.yaml) on the synthetic week with
 # `sageserve_week(bursts=True, burst_factor=8)`, paper reading. Note a conflict in the paper's
 # own design: its LT-UA only follows traffic in the *last 20 minutes* of the hour, while the
 # bursts fall in the *first* minute, so under the paper's reading LT-UA cannot react to them
@@ -42,15 +42,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 from servesim.systems.sageserve import SageServeConfig
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs_burst"
+base = run_dirs("sageserve", "runs_burst", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 ts, summ = {}, {}
 for s in strategies:
-    summ[s] = json.loads((base / s / "summary.json").read_text())
-    t = pd.read_parquet(base / s / "timeseries.parquet")
+    summ[s] = json.loads((base[s] / "summary.json").read_text())
+    t = pd.read_parquet(base[s] / "timeseries.parquet")
     t = t.assign(waiting=t["endpoint_queue"] + t["engine_waiting"])
     ts[s] = t.groupby("time_s", as_index=False).agg(kv_util=("kv_util", "mean"), tokens=("prompt_tokens_in", "sum"),
                                                    ready=("n_ready", "sum"), waiting=("waiting", "sum"))

@@ -21,7 +21,7 @@
 # labelled "95%ile TTFT" (0–20 s) is the median in the authors' code, bottom P95 E2E (0–200 s).
 # Claims: Reactive is worst; LT-U ≈ LT-UA on weekdays, diverging at the start of the weekend.
 #
-# Ours (rule `sageserve_week_run`): the synthetic O365 week (day 0 = Monday), paper reading,
+# Ours (the runs `runs_week/<strategy>` (workflow/runs/sageserve.yaml)): the synthetic O365 week (day 0 = Monday), paper reading,
 # ORCA instances, NIW in the queue manager. Quick scale simulates Llama-2 in East US from
 # Thursday 12:00 to Sunday 00:00 at 1/5 of the volume (a short window, not the week); full scale
 # the 4 models × 3 regions over the week, of which the figure shows Llama-2. Top panel: median TTFT (the code's statistic); bottom: P95 E2E.
@@ -43,14 +43,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs_week"
+base = run_dirs("sageserve", "runs_week", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 rows, summ = [], {}
 for s in strategies:
-    summ[s] = json.loads((base / s / "summary.json").read_text())
-    r = pd.read_parquet(base / s / "requests.parquet", columns=["model", "tier", "state", "arrival_s", "ttft_s", "e2e_s"])
+    summ[s] = json.loads((base[s] / "summary.json").read_text())
+    r = pd.read_parquet(base[s] / "requests.parquet", columns=["model", "tier", "state", "arrival_s", "ttft_s", "e2e_s"])
     r = r[(r["model"].astype(str) == model) & (r["tier"] != "NIW") & (r["state"] == "finished")]
     hour = r["arrival_s"] / 3600.0 + summ[s]["preset_from_h"]  # hours since Monday 00:00
     b = (hour // bin_h) * bin_h

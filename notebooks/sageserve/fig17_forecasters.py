@@ -29,14 +29,14 @@
 # 3-state Gaussian HMM fitted by Baum–Welch (numpy). Training times are wall-clock on this
 # machine (single-threaded BLAS) and vary from run to run; the MAPEs are deterministic.
 #
-# The evaluation runs in the workflow rule `sageserve_forecast_eval`
+# The evaluation runs in the workflow's run `forecast` (workflow/runs/sageserve.yaml)
 # (`python -m servesim.forecast.evaluate`); this notebook reads its CSV.
 
 # %% tags=["parameters"]
 scale = "quick"     # "quick" or "full"
 root = None         # project root; None finds it from the working directory
 seed = 0
-eval_csv = None     # the rule's output; None: results/<scale>/sageserve/forecast/fig17_eval.csv
+eval_csv = None     # None: run `forecast`'s fig17_eval.csv (workflow/runs/sageserve.yaml)
 
 # %%
 from pathlib import Path
@@ -44,11 +44,11 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dir
 
 apply_style()
-base = Path(root) if root else project_root()
-path = Path(eval_csv) if eval_csv else base / "results" / scale / "sageserve" / "forecast" / "fig17_eval.csv"
+path = Path(eval_csv) if eval_csv else run_dir("sageserve", "forecast", scale, root) / "fig17_eval.csv"
 summary = pd.read_csv(path)
 summary
 

@@ -21,7 +21,7 @@
 # fall 267.5, 249, 241, **233.25** (threshold 5), 230, 226.75, 225.25, 223.75, 223.25 and P90
 # TTFT rises 10.49, 13.22, 14.56, **16.66**, 17.58, 18.54, 19.50, 20.48, 20.86 s.
 #
-# Ours (rule `sageserve_ablation_run`, study `ltua_thr`; `--lt-ua-threshold`, i.e.
+# Ours (the runs `ablations/<study>/*` of workflow/runs/sageserve.yaml, study `ltua_thr`; `--lt-ua-threshold`, i.e.
 # `SageServeConfig.lt_ua_up_ratio`), Llama-2 on the synthetic peak day, two readings:
 #
 # - **code** (the sweep's): `SageServeConfig.code()` — the observed demand is the prompt tokens
@@ -47,15 +47,14 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "ablations"
-index = json.loads((base / "ltua_thr" / "index.json").read_text())
+points = run_dirs("sageserve", "ablations/ltua_thr", scale, root)  # point -> its run folder (workflow/runs/sageserve.yaml)
 rows = []
-for p, info in index["points"].items():
+for p, d in points.items():
     reading, thr = re.fullmatch(r"(code|paper)_thr(\d+)", p).groups()
-    d = base / info["dir"]
     s = json.loads((d / "summary.json").read_text())
     log = pd.read_csv(d / "actor_log.csv") if (d / "actor_log.csv").stat().st_size > 1 else pd.DataFrame({"kind": []})
     rows.append({"reading": reading, "threshold": int(thr), "instance_hours": s["instance_hours"]["billed"],

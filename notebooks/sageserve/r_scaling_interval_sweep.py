@@ -29,7 +29,7 @@
 #
 # Model A's instance-hours barely move (1.5 % spread); Model B's grow with the interval.
 #
-# Ours (rule `sageserve_ablation_run`, study `interval`): Reactive, code reading (thresholds
+# Ours (the runs `ablations/<study>/*` of workflow/runs/sageserve.yaml, study `interval`): Reactive, code reading (thresholds
 # 0.5 / 0.25, no cooldown; R's per-model 65 / 155-s locks are a config field the fleet's reactive
 # autoscaler does not model), `--scaling-interval` (`SageServeConfig.reactive_interval_s`,
 # the period of the fleet's reactive autoscaler; the package's default is 5 s; R's "every request"
@@ -49,15 +49,15 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "ablations"
-index = json.loads((base / "interval" / "index.json").read_text())
+points = run_dirs("sageserve", "ablations/interval", scale, root)  # point -> its run folder (workflow/runs/sageserve.yaml)
 rows = []
-for p, info in index["points"].items():
+for p, d in points.items():
     model, iv = re.fullmatch(r"([ab])_int(\d+)", p).groups()
-    s = json.loads((base / info["dir"] / "summary.json").read_text())
+    s = json.loads((d / "summary.json").read_text())
     rows.append({"model": model, "interval_s": int(iv), "instance_hours": s["instance_hours"]["billed"],
                  "ttft_p90": s["groups"]["iw"]["p90_ttft_s"], "e2e_p90": s["groups"]["iw"]["p90_e2el_s"]})
 data = pd.DataFrame(rows).sort_values(["model", "interval_s"]).reset_index(drop=True)

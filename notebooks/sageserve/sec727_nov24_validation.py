@@ -24,7 +24,7 @@
 # **Which volume our runs have.** `servesim.workload.sageserve_week` at `scale=1, growth=1` is
 # calibrated to the authors' replayed week (R `final_data.csv`, 7.2 M requests; peak 4-h ≈ 25–30
 # RPS, J Fig 3a), i.e. the **Nov'24** level; `growth=5` gives Jul'25 (spec §5: Nov'24 ≈ 1/5 of
-# Jul'25). The strategy runs of rule `sageserve_run` (`runs/<strategy>`) use `scale=1` and no
+# Jul'25). The strategy runs of the runs `runs/<strategy>` (workflow/runs/sageserve.yaml) (`runs/<strategy>`) use `scale=1` and no
 # growth, so they already are the Nov'24-volume runs and this notebook reads them (quick: Llama-2
 # in East US, 12:00–16:00 of the synthetic peak day; full: the three regions, 24 h); it checks
 # that from each run's `summary.json`. (Journal Fig 11, on Jul'25 data, is read from the same runs
@@ -51,15 +51,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs"
-summ = {s: json.loads((base / s / "summary.json").read_text()) for s in strategies}
+base = run_dirs("sageserve", "runs", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
+summ = {s: json.loads((base[s] / "summary.json").read_text()) for s in strategies}
 for s, d in summ.items():  # the runs must be at the Nov'24 volume (scale 1, growth 1); tiny test runs are thinned
     growth = d.get("preset_growth", 1.0)
     if not (d.get("preset_scale") == 1.0 and growth == nov24_growth) and not str(d.get("preset")).endswith("tiny"):
-        raise ValueError(f"{base / s / 'summary.json'}: preset_scale={d.get('preset_scale')}, growth={growth}: "
+        raise ValueError(f"{base[s] / 'summary.json'}: preset_scale={d.get('preset_scale')}, growth={growth}: "
                          "not the Nov'24 volume (scale 1, growth 1)")
 paper = {"reactive": 302.25, "lt_i": 227.25, "lt_u": 247.5, "lt_ua": 233.25}
 data = pd.DataFrame({"strategy": strategies,

@@ -23,7 +23,7 @@
 # instance (`theta.measure_theta`) times a *headroom*; the authors' code uses 30 × a per-second
 # rating = 225 500 prompt tok/min, which is ≈ 0.9 × our instance's saturation throughput.
 #
-# Each run is one (reading, headroom, strategy) of rule `sageserve_sens_run`
+# Each run is one (reading, headroom, strategy) of the runs `sensitivity/*` (workflow/runs/sageserve.yaml)
 # (`servesim.systems.sageserve.sensitivity`); Reactive runs once per reading. Readings
 # (`sensitivity.READINGS`):
 #
@@ -64,11 +64,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dir
 from servesim.systems.sageserve.sensitivity import LT_STRATEGIES, headroom_at_saving, savings_table
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "sensitivity"
+base = run_dir("sageserve", "sensitivity_tables", scale, root)  # the grid gathered (workflow/runs/sageserve.yaml)
 runs = pd.read_csv(base / "runs.csv")
 hourly = pd.read_csv(base / "runs_hourly.csv")
 sav = savings_table(runs)

@@ -18,7 +18,7 @@
 #
 # Journal/conference Table 1 (s): Siloed Bloom 14.5/55.3, Llama2 34.9/98.3, L3.1 1.0/10.6, L3.2
 # 1.0/19.2; Unified 12.9/53.3, 34.5/99.1, 1.0/10.5, 1.0/18.9 (ΔP95 TTFT ≤ 12 %). Ours: the
-# `reactive` (unified) and `siloed` runs of rule `sageserve_models_run` (see Fig 8's notebook),
+# `reactive` (unified) and `siloed` runs of the runs `runs_models/<strategy>` (workflow/runs/sageserve.yaml) (see Fig 8's notebook),
 # IW requests per model; `region` None = every region of the run (quick: Central US only).
 
 # %% tags=["parameters"]
@@ -34,15 +34,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.runs import run_dirs
 from servesim.systems.sageserve.strategies import NIW_SUFFIX
 
 apply_style()
-base = (Path(root) if root else project_root()) / "results" / scale / "sageserve" / "runs_models"
+base = run_dirs("sageserve", "runs_models", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 KEYS = {"bloom-176b": "bloom_176b", "llama-2-70b": "llama2_70b", "llama-3.1-8b": "llama3_1_8b", "llama-3.2-3b": "llama3_2_3b"}
 rows = []
 for strat, label in (("reactive", "unified"), ("siloed", "siloed")):
-    r = pd.read_parquet(base / strat / "requests.parquet", columns=["model", "region", "tier", "state", "ttft_s", "e2e_s"])
+    r = pd.read_parquet(base[strat] / "requests.parquet", columns=["model", "region", "tier", "state", "ttft_s", "e2e_s"])
     r = r[(r["tier"] != "NIW") & (r["state"] == "finished") & ((r["region"] == region) if region else True)]
     for m, g in r.groupby(r["model"].str.removesuffix(NIW_SUFFIX)):
         rows.append({"mode": label, "model": m, "ttft_p95": float(np.percentile(g["ttft_s"], 95)),

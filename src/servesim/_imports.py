@@ -66,8 +66,16 @@ def closure(entry: str | Path, src: str | Path, root_package: str = "servesim") 
     """Sorted source files of ``root_package`` under ``src`` that ``entry`` (a .py or .ipynb) imports,
     transitively, including the ``__init__`` of every package on the way and the data files in the
     ``data/`` folder of every package it touches."""
-    src = Path(src)
-    todo = [(ast.parse(_code_of_notebook(Path(entry))), None)]
+    return _closure_of(ast.parse(_code_of_notebook(Path(entry))), Path(src), root_package)
+
+
+def module_closure(module: str, src: str | Path, root_package: str = "servesim") -> list[Path]:
+    """`closure` of ``python -m <module>``: the module's own file and everything it imports."""
+    return _closure_of(ast.parse(f"import {module}"), Path(src), root_package)
+
+
+def _closure_of(tree: ast.AST, src: Path, root_package: str) -> list[Path]:
+    todo = [(tree, None)]
     seen: set[Path] = set()
     while todo:
         tree, pkg = todo.pop()

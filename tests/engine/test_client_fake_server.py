@@ -8,7 +8,6 @@ import asyncio
 import json
 
 import numpy as np
-import pytest
 
 from servesim.engine.client import ReplayOptions, prompt_ids, replay_async
 from servesim.engine.records import check_request_table, request_table, token_table

@@ -46,7 +46,8 @@ def check_invariants(f, k):
 def test_single_endpoint_conserves_and_balances():
     w = poisson(5, 100, model="m", region="r")
     f, k = make_fleet(w, [EndpointConfig("m", "r", instances=3)])
-    f.start(); k.run()
+    f.start()
+    k.run()
     check_invariants(f, k)
     assert (f.state == "finished").all()
     counts = pd.Series(f.instance_of).value_counts()
@@ -62,7 +63,8 @@ def test_missing_endpoint_rejects_and_remote_route_pays_latency():
 
     f, k = make_fleet(w, [EndpointConfig("m", "b", instances=1)], global_router=ToB(),
                       latency_s={"a": {"b": 0.25}})
-    f.start(); k.run()
+    f.start()
+    k.run()
     check_invariants(f, k)
     assert list(f.state) == ["finished", "rejected"]
     assert "no endpoint" in f.reason[1]
@@ -87,7 +89,8 @@ def test_scale_up_goes_through_lead_times_and_queue_waits():
     lead = LeadTimes(request_s=1, provision_s=10, load_s=20)
     f, k = make_fleet(w, [EndpointConfig("m", "r", instances=0, lead=lead)])
     f.apply(Scale("m", "r", 2))
-    f.start(); k.run()
+    f.start()
+    k.run()
     check_invariants(f, k)
     assert (f.state == "finished").all()
     starts = [f.records[i]["scheduled_s"] for i in range(20)]
@@ -102,7 +105,8 @@ def test_drain_finishes_running_and_takes_no_new_requests():
     f, k = make_fleet(w, [EndpointConfig("m", "r", instances=2)], router="round-robin")
     victim = "r/i0"
     k.schedule(10.0, lambda: f.apply(Drain(victim)))
-    f.start(); k.run()
+    f.start()
+    k.run()
     check_invariants(f, k)
     arr = f.arrival
     on_victim = np.array([x == victim for x in f.instance_of])
@@ -120,7 +124,8 @@ def test_move_and_pool_reclaim():
     k.schedule(5.0, lambda: f.apply(Move("r/i0", "b")))
     k.schedule(6.0, lambda: f.apply(Scale("b", "r", 1)))  # takes the pooled 'a' instance: full load
     k.schedule(7.0, lambda: f.apply(Scale("b", "r", 1)))  # region full -> denied
-    f.start(); k.run()
+    f.start()
+    k.run()
     check_invariants(f, k)
     log = f.ledger.log_table()
     i0 = log[log.instance == "r/i0"]
@@ -138,7 +143,8 @@ def test_move_and_pool_reclaim():
 def test_horizon_marks_unfinished():
     w = make(np.arange(0, 100, 0.1), 10, 5, model="m", region="r")
     f, k = make_fleet(w, [EndpointConfig("m", "r", instances=1)], slots=1, base=1.0)
-    f.start(); k.run(until=50.0)
+    f.start()
+    k.run(until=50.0)
     check_invariants(f, k)
     st = pd.Series(f.state).value_counts()
     assert st["finished"] > 0 and st["unfinished"] > 0 and st.sum() == len(w)
@@ -158,7 +164,8 @@ def test_reactive_autoscaler_step_load():
     f.add_actor(sc)
     samples = []
     f.add_actor(type("S", (), {"period_s": 5.0, "act": lambda self, v: samples.append(f.sample()[0]) or []})())
-    f.start(); k.run()
+    f.start()
+    k.run()
     check_invariants(f, k)
     ts = pd.DataFrame(samples)
     log = f.ledger.log_table()
@@ -210,7 +217,8 @@ def test_random_control_actions_keep_invariants(seed, deadlines):
             k.schedule(k.now + float(rng.exponential(4.0)), chaos)
 
     k.schedule(1.0, chaos)
-    f.start(); k.run(until=400.0)
+    f.start()
+    k.run(until=400.0)
     check_invariants(f, k)
     held = sum(1 for i in f._by_id.values())
     assert held <= 9 and held == f._held["r"]
@@ -231,7 +239,8 @@ def test_drain_requeues_waiting_requests(requeue):
     f, k = make_fleet(w, [EndpointConfig("m", "r", instances=2)], router="round-robin", slots=1, base=1.0,
                       requeue_on_drain=requeue)
     k.schedule(5.0, lambda: f.apply(Drain("r/i0")))
-    f.start(); k.run()
+    f.start()
+    k.run()
     check_invariants(f, k)
     assert (f.state == "finished").all()
     starts = {i: f.records[i]["scheduled_s"] for i in range(len(w))}
@@ -264,7 +273,8 @@ def test_actors_get_a_read_only_view():
             return []
 
     f.add_actor(Peek())
-    f.start(); k.run()
+    f.start()
+    k.run()
     assert [s[0] for s in seen[:3]] == [5.0, 10.0, 15.0]
     # at t=10 the window is [0, 10] (shorter than window_s at start): 11 arrivals, 1 per second + 1
     assert seen[1][1] == 1 and seen[1][2] == pytest.approx(11 / 10.0) and seen[0][3] == [("m", "r")]
@@ -277,7 +287,8 @@ def test_pool_conversions_option(convert):
     eps = [EndpointConfig("a", "r", instances=0, lead=lead), EndpointConfig("b", "r", instances=1, lead=lead)]
     f, k = make_fleet(w, eps, pool={"r": {"a": 1}}, pool_conversions=convert)
     k.schedule(1.0, lambda: f.apply(Scale("b", "r", 1)))
-    f.start(); k.run()
+    f.start()
+    k.run()
     check_invariants(f, k)
     log = f.ledger.log_table()
     if convert:  # the pooled 'a' VM converts: ready convert_s later, under model b

@@ -120,7 +120,7 @@ def test_user_autoscaler_registered_in_own_file_runs_by_name(tmp_path, capsys):
     assert ready.to_dict() == {"r/i0": 0.0, "r/i1": 30.0, "r/i2": 30.0}
     by_state = hours.groupby("state")["hours"].sum()
     assert by_state["provisioning"] == pytest.approx(2 * 5 / 3600) == by_state["loading"]
-    assert summary["states"] == {"finished": summary["requests"]}
+    assert summary["all"]["states"] == {"finished": summary["all"]["requests"]}
     # the same file named again (a second load) does not register the scaler twice
     assert load_scenario(path).autoscaler.name == "test-user-add-at"
 

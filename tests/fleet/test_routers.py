@@ -51,9 +51,11 @@ def test_heap_routers_pick_minimum_with_updates(cls, attr):
         x = xs[int(rng.integers(50))]
         op = rng.integers(3)
         if op == 0 and x.seq in live:
-            r.remove(x); live.discard(x.seq)
+            r.remove(x)
+            live.discard(x.seq)
         elif op == 1 and x.seq not in live:
-            r.add(x); live.add(x.seq)
+            r.add(x)
+            live.add(x.seq)
         else:
             setattr(x, attr, int(rng.integers(100)))
             r.update(x)

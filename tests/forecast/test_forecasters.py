@@ -60,7 +60,9 @@ def test_hmm_forward_backward_matches_enumeration():
     pi = np.array([0.6, 0.4])
     A = np.array([[0.7, 0.3], [0.2, 0.8]])
     mu, var = np.array([0.0, 1.0]), np.array([0.5, 0.3])
-    dens = lambda v, k: np.exp(-0.5 * (v - mu[k]) ** 2 / var[k]) / np.sqrt(2 * np.pi * var[k])
+    def dens(v, k):
+        return np.exp(-0.5 * (v - mu[k]) ** 2 / var[k]) / np.sqrt(2 * np.pi * var[k])
+
     total = 0.0
     for path in itertools.product(range(2), repeat=4):
         p = pi[path[0]] * dens(y[0], path[0])

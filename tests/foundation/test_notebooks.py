@@ -40,8 +40,8 @@ def test_notebook_runs_and_writes_outputs(nb, tmp_path, monkeypatch):
     import papermill as pm
 
     entry = _params(nb)
-    if entry.get("inputs"):
-        pytest.skip("reads other rules' outputs: covered by the workflow end-to-end test")
+    if entry.get("runs"):
+        pytest.skip("reads declared runs' outputs (workflow/runs/): covered by the workflow end-to-end test")
     for k, v in pythonpath_env().items():
         monkeypatch.setenv(k, v)
     params = dict(entry.get("test", entry.get("quick", {})))

@@ -1,14 +1,18 @@
-"""The Snakemake workflow: dry run of the default target, and the quick target end to end in a
-temporary copy of the project (notebooks on their tiny `test` parameters)."""
+"""The Snakemake workflow: dry runs, the lint, the declared runs (workflow/runs/) and their inputs,
+and the test scale end to end in a temporary copy of the project."""
 
 import csv
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
 
 import pytest
+import yaml
 
+from servesim.analysis import runs as runs_api
 from tests.conftest import ROOT, pythonpath_env
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -29,6 +33,79 @@ def test_invalid_config_names_the_key():
     assert "huge" in (r.stdout + r.stderr)
 
 
+def test_lint_is_clean_and_every_rule_has_a_log():
+    """`snakemake --lint` finds nothing (it flags, among others, a rule without `log:`), and every rule
+    that runs something declares a log."""
+    r = subprocess.run(SNAKEMAKE + ["--lint"], cwd=ROOT, capture_output=True, text=True, env=pythonpath_env())
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "Lints for" not in out and "Congratulations" in out, out[-3000:]
+    # the lint checks `log:` only on rules it parses; the loop-made run rules are checked here
+    text = "\n".join(p.read_text() for p in sorted((ROOT / "workflow/rules").glob("*.smk")))
+    for block in re.split(r"\n\s*rule\b", text)[1:]:
+        body = block.split("\n\n\n")[0]
+        if re.search(r"^\s+(shell|run|script|notebook):", body, re.M):
+            assert re.search(r"^\s+log:", body, re.M), f"rule without log: {block.splitlines()[0]}"
+
+
+def test_rule_files_are_listed_explicitly():
+    snakefile = (ROOT / "Snakefile").read_text()
+    included = set(re.findall(r'^include: "workflow/rules/([^"]+)"', snakefile, re.M))
+    assert included == {p.name for p in (ROOT / "workflow/rules").glob("*.smk")}
+    assert "glob(" not in snakefile
+
+
+def _write_runs(tmp_path, paper: str, doc: dict):
+    root = tmp_path / "proj"
+    (root / "workflow/runs").mkdir(parents=True, exist_ok=True)
+    (root / "workflow/schemas").mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "workflow/schemas/runs.schema.yaml", root / "workflow/schemas/")
+    (root / "Snakefile").write_text("")
+    (root / "workflow" / "runs" / f"{paper}.yaml").write_text(yaml.safe_dump(doc))
+    return root
+
+
+GOOD = {"paper": "demo", "runs": {"runs/{s}": {"module": "servesim.cli", "outputs": ["summary.json"],
+                                               "matrix": {"s": ["a", "b"]}, "args": {"strategy": "{s}"},
+                                               "quick": {"args": {"window-h": [1, 2]}}, "test": {"args": {"bursts": True}},
+                                               "full": {"same_as": "base"}},
+                                  "base": {"module": "servesim.cli", "outputs": ["summary.json"], "full": {}}}}
+
+
+def test_runs_declaration_expands_per_scale(tmp_path):
+    root = _write_runs(tmp_path, "demo", GOOD)
+    quick = runs_api.declared("demo", "quick", root)
+    assert list(quick) == ["runs/a", "runs/b"]
+    assert quick["runs/a"].args == ("--strategy", "a", "--window-h", "1", "2")
+    assert runs_api.declared("demo", "test", root)["runs/b"].args == ("--strategy", "b", "--bursts")
+    assert runs_api.run_dir("demo", "runs/a", "full", root) == root / "results/full/demo/base"
+    assert runs_api.run_dirs("demo", "runs", "quick", root) == {"a": root / "results/quick/demo/runs/a",
+                                                                "b": root / "results/quick/demo/runs/b"}
+
+
+@pytest.mark.parametrize("mutate, key", [
+    (lambda d: d["runs"]["base"].pop("outputs"), "runs/base"),
+    (lambda d: d["runs"]["base"].update(quick={"args": {"Bad Key": 1}}), "runs/base/quick"),
+    (lambda d: d["runs"]["base"].update(colour="red"), "runs/base"),
+    (lambda d: d["runs"]["runs/{s}"].update(matrix={"t": ["x"]}), "runs/{s}"),
+    (lambda d: d["runs"]["runs/{s}"].update(full={"same_as": "nowhere"}), "nowhere"),
+])
+def test_bad_runs_entry_names_file_and_key(tmp_path, mutate, key):
+    doc = json.loads(json.dumps(GOOD))
+    mutate(doc)
+    root = _write_runs(tmp_path, "demo", doc)
+    with pytest.raises(runs_api.RunsError) as e:
+        for scale in runs_api.SCALES:
+            runs_api.declared("demo", scale, root)
+    assert "demo.yaml" in str(e.value) and key in str(e.value), str(e.value)
+
+
+def test_every_declared_run_of_the_project_is_valid_and_named_once():
+    for paper in runs_api.papers(ROOT):
+        for scale in runs_api.SCALES:
+            runs = runs_api.declared(paper, scale, ROOT)
+            assert len({r.dir for r in runs.values() if r.same_as is None}) == sum(r.same_as is None for r in runs.values())
+
+
 def _copy_project(dst):
     for name in ("Snakefile", "pyproject.toml", "README.md"):
         if (ROOT / name).exists():
@@ -41,15 +118,96 @@ def _copy_project(dst):
         shutil.copy(ROOT / "traces" / f, dst / "traces" / f)
 
 
+def _runtime_imports(module: str, proj) -> set[str]:
+    """The servesim files that importing ``module`` loads (an independent check of the declared closure)."""
+    code = ("import importlib, sys; importlib.import_module(sys.argv[1]); "
+            "print('\\n'.join(m.__file__ for m in list(sys.modules.values()) if getattr(m, '__file__', None)))")
+    env = {**os.environ, "PYTHONPATH": str(proj / "src")}
+    out = subprocess.run([sys.executable, "-c", code, module], capture_output=True, text=True, env=env, check=True).stdout
+    src = (proj / "src").resolve()
+    return {os.path.relpath(os.path.realpath(f), src) for f in out.split() if os.path.realpath(f).startswith(str(src))}
+
+
+# one file per layer; the runs they feed are those whose module imports them
+TOUCHED = ["servesim/workload/gen_sageserve.py", "servesim/perf/__init__.py", "servesim/sim/instance.py",
+           "servesim/fleet/run.py", "servesim/systems/sageserve/strategies.py", "servesim/systems/aegaeon/__init__.py"]
+
+
+@pytest.fixture(scope="module")
+def built_project(tmp_path_factory):
+    """A copy of the project whose test-scale runs all look done (every output newer than its inputs)."""
+    proj = tmp_path_factory.mktemp("touch") / "proj"
+    proj.mkdir()
+    _copy_project(proj)
+    old, new = 1_600_000_000, 1_600_000_100
+    for p in proj.rglob("*"):
+        if p.is_file():
+            os.utime(p, (old, old))
+    runs = {}
+    for paper in runs_api.papers(proj):
+        for r in runs_api.declared(paper, "test", proj).values():
+            if r.same_as is None:
+                runs[(paper, r.name)] = r
+                files = r.files + ([f"{r.dir}/model/config.json"] if r.kind == "engine" else [])
+                for ds in r.data:
+                    files.append(f"traces/data/{ds}/.verified")
+                for f in files:
+                    (proj / f).parent.mkdir(parents=True, exist_ok=True)
+                    (proj / f).write_text("")
+                    os.utime(proj / f, (new, new))
+    model = proj / "results/test/calibration/engine/model"
+    if model.exists():
+        os.utime(model, (new, new))
+    return proj, runs
+
+
+def _dry_run_jobs(proj, runs) -> set:
+    targets = [r.files[0] for r in runs.values()]
+    env = pythonpath_env()
+    env["PYTHONPATH"] = str(proj / "src")
+    r = subprocess.run(SNAKEMAKE + ["-n", "--cores", "1", "--rerun-triggers=mtime", *targets], cwd=proj,
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    out = r.stdout + r.stderr
+    outputs = {f for line in re.findall(r"^\s+output: (.*)$", out, re.M) for f in line.split(", ")}
+    return {k for k, run in runs.items() if run.files[0] in outputs}
+
+
+def test_nothing_to_do_when_outputs_are_newer(built_project):
+    proj, runs = built_project
+    assert _dry_run_jobs(proj, runs) == set()
+
+
+@pytest.mark.parametrize("rel", TOUCHED)
+def test_touching_a_source_reruns_exactly_the_runs_that_import_it(built_project, rel):
+    proj, runs = built_project
+    src = proj / "src" / rel
+    st = src.stat()
+    os.utime(src, (st.st_atime + 1000, st.st_mtime + 1000))
+    try:
+        rerun = _dry_run_jobs(proj, runs)
+    finally:
+        os.utime(src, (st.st_atime, st.st_mtime))
+    modules = {r.module for r in runs.values()}
+    loaded = {m for m in modules if rel in _runtime_imports(m, proj)}
+    # every run whose module loads the file re-runs (checked against a real import, not the closure)...
+    assert {k for k, r in runs.items() if r.module in loaded} <= rerun, rel
+    # ...and only runs whose declared closure holds it
+    from servesim._imports import module_closure
+
+    holds = {m for m in modules if (proj / "src" / rel).resolve() in {f.resolve() for f in module_closure(m, proj / "src")}}
+    assert rerun == {k for k, r in runs.items() if r.module in holds}, rel
+    if rel.startswith("servesim/sim/"):
+        assert any(k[1].startswith("runs/") for k in rerun)  # the SageServe strategy simulations
+
+
 def _failed_job_logs(proj, out: str, n: int = 2500) -> str:
     """The tails of the failed jobs' logs (they live in the temporary project, gone after the
     test): the engine's log and its server's, and any log Snakemake names as a failed job's."""
-    import re
-
     failed = re.findall(r"^\s*log: (\S+) \(check log file\(s\) for error details\)", out, re.M)
     found = [proj / p for p in failed]
-    found += sorted((proj / "results/quick/engine").glob("server.log*"))
-    found.append(proj / "logs/quick/engine/calibration.log")
+    found += sorted((proj / "results/test/calibration/engine").glob("server.log*"))
+    found.append(proj / "logs/test/engine/calibration.log")
     parts = []
     for f in dict.fromkeys(found):
         if f.is_file():
@@ -58,28 +216,28 @@ def _failed_job_logs(proj, out: str, n: int = 2500) -> str:
 
 
 @pytest.mark.slow
-def test_quick_target_end_to_end(tmp_path, mirror):
+def test_test_target_end_to_end(tmp_path, mirror):
     import importlib.util
 
-    if importlib.util.find_spec("vllm") is None:  # the quick target replays workloads on vLLM
-        pytest.skip("vLLM is not installed (pip install -e .[engine-cpu]); the quick target runs the engine stage")
+    if importlib.util.find_spec("vllm") is None:  # the test target replays workloads on vLLM
+        pytest.skip("vLLM is not installed (pip install -e .[engine-cpu]); the test target runs the engine stage")
     proj = tmp_path / "proj"
     proj.mkdir()
     _copy_project(proj)
     env = pythonpath_env()
     env["PYTHONPATH"] = str(proj / "src")
-    cmd = SNAKEMAKE + ["--cores", "2", "--config", "tiny=true", f"data_mirror={mirror}", "allow_download=false"]
+    cmd = SNAKEMAKE + ["--cores", "2", "test", "--config", f"data_mirror={mirror}", "allow_download=false"]
     r = subprocess.run(cmd, cwd=proj, capture_output=True, text=True, env=env)
     assert r.returncode == 0, _failed_job_logs(proj, r.stdout + r.stderr) + "\n===== snakemake (tail) =====\n" \
         + (r.stdout + r.stderr)[-4000:]
-    with open(proj / "results/quick/claims_report.csv") as fh:
+    with open(proj / "results/test/claims_report.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert all(row["status"] in {"PASS", "FAIL", "NOT-REPRODUCIBLE", "PENDING", "NOT-CHECKED"} for row in rows)
-    prov = json.loads((proj / "results/quick/provenance.json").read_text())
-    assert prov["scale"] == "quick" and "numpy" in prov["packages"]
+    prov = json.loads((proj / "results/test/provenance.json").read_text())
+    assert prov["scale"] == "test" and "numpy" in prov["packages"]
     for nb in sorted((proj / "notebooks").glob("*/*.ipynb")):
-        assert (proj / "figures/quick" / nb.parent.name / f"{nb.stem}.png").exists(), nb
-        assert (proj / "logs/quick" / nb.parent.name / f"{nb.stem}.ipynb").exists(), nb
+        assert (proj / "figures/test" / nb.parent.name / f"{nb.stem}.png").exists(), nb
+        assert (proj / "logs/test" / nb.parent.name / f"{nb.stem}.ipynb").exists(), nb
     # nothing left to do: a second run is a no-op
     r2 = subprocess.run(cmd + ["-n"], cwd=proj, capture_output=True, text=True, env=env)
     assert "Nothing to be done" in r2.stdout + r2.stderr

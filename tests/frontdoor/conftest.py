@@ -48,12 +48,12 @@ def browser(tmp_path):
 
 @pytest.fixture(scope="session")
 def report_project(tmp_path_factory):
-    """A copy of the project with two notebooks, after `snakemake quick_report` (tiny parameters)."""
+    """A copy of the project with two notebooks, after `snakemake test_report` (the declared test scale)."""
     proj = copy_project(tmp_path_factory.mktemp("report") / "proj")
     env = pythonpath_env()
     env["PYTHONPATH"] = str(proj / "src")
-    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--config", "tiny=true", "allow_download=false",
-           "--", "quick_report"]
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "--config", "allow_download=false",
+           "--", "test_report"]
     r = subprocess.run(cmd, cwd=proj, capture_output=True, text=True, env=env, timeout=900)
     assert r.returncode == 0, (r.stdout + r.stderr)[-5000:]
     return proj

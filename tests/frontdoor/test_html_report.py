@@ -17,7 +17,7 @@ FIGURES = [(g, f) for g, figs in FEW_NOTEBOOKS.items() for f in figs]
 
 
 def test_report_target_writes_every_page(report_project):
-    res = report_project / "results" / "quick"
+    res = report_project / "results" / "test"
     assert (res / "report.html").stat().st_size > 0
     for group, fig in FIGURES:
         rst = (res / "report" / "captions" / group / f"{fig}.rst").read_text()
@@ -46,7 +46,7 @@ def _open_category(driver, report, name):
 def test_report_renders_figures_captions_and_claims(browser, report_project):
     from selenium.webdriver.common.by import By
 
-    report = report_project / "results" / "quick" / "report.html"
+    report = report_project / "results" / "test" / "report.html"
     for group, fig in FIGURES:
         title = notebook_title(report_project / "notebooks" / group / f"{fig}.ipynb")
         category = {"sageserve": "SageServe", "aegaeon": "Aegaeon"}[group]
@@ -65,7 +65,7 @@ def test_report_renders_figures_captions_and_claims(browser, report_project):
         assert title in caption and "Parameters of this run" in caption
         browser.save_screenshot(str(browser.shots / f"{fig}_caption.png"))
     # the claims table, in the Claims category (an HTML page the report shows in a frame)
-    with open(report_project / "results/quick/claims_report.csv", newline="") as fh:
+    with open(report_project / "results/test/claims_report.csv", newline="") as fh:
         n_claims = sum(1 for _ in csv.DictReader(fh))
     _open_category(browser, report, "Claims")
     _wait(browser, "//tr[td]//a[@iconname='eye']").click()

@@ -104,11 +104,15 @@ def test_lt_ua_endpoint_reading_triggers_below_threshold(small_workload):
     assert acts[0.01] > 0 and acts[1e9] == 0
 
 
+# the test scale's window without its hours (each test gives its own --window-h)
+TINY_WINDOW = ["--preset", "tiny", "--volume-scale", "0.1", "--days", "2", "--models", "llama-2-70b", "--regions", "eastus"]
+
+
 def test_runs_cli_records_new_options(tmp_path, mirror):
     from servesim.systems.sageserve.runs import main
 
     out = tmp_path / "run"
-    main(["--strategy", "reactive", "--preset", "tiny", "--hardware", "h100-80gb", "--iw-niw-ratio", "9",
+    main(["--strategy", "reactive", *TINY_WINDOW, "--hardware", "h100-80gb", "--iw-niw-ratio", "9",
           "--scaling-interval", "60", "--window-h", "36", "36.5", "--volume-scale", "0.05", "-o", str(out)])
     s = json.loads((out / "summary.json").read_text())
     assert s["hardware"] == "h100-80gb" and s["iw_niw_ratio"] == 9.0 and s["reactive_interval_s"] == 60.0
@@ -135,7 +139,7 @@ def test_runs_cli_keeps_a_failed_runs_partial_results(tmp_path, monkeypatch):
     monkeypatch.setattr(actors.LongTermScaler, "_plan", second_hour_fails)
     out = tmp_path / "run"
     with pytest.raises(RuntimeError, match="solver crashed"):
-        main(["--strategy", "lt_i", "--preset", "tiny", "--window-h", "36", "38", "--volume-scale", "0.02",
+        main(["--strategy", "lt_i", *TINY_WINDOW, "--window-h", "36", "38", "--volume-scale", "0.02",
               "-o", str(out)])
     s = json.loads((out / "partial" / "summary.json").read_text())
     assert s["partial"] and s["stopped_by"] == "RuntimeError: solver crashed"

@@ -6,16 +6,29 @@ import numpy as np
 import pytest
 
 from servesim.systems.sageserve.niw import NIWQueueManager, NIWRequest
-from servesim.systems.sageserve.runs import MODELS_4, PRESETS, REGIONS_3
+from servesim.analysis.runs import run as declared_run
+from servesim.systems.sageserve.runs import MODELS_4, REGIONS_3
 from servesim.systems.sageserve.strategies import MODEL_DEFAULTS, scenario_dict
 from servesim.systems.sageserve.config import SageServeConfig
 
 
+def _window(name):
+    """The declared full-scale run's window (workflow/runs/sageserve.yaml), parsed as runs.py parses it."""
+    import argparse
+
+    from servesim.systems.sageserve.runs import add_window_args, window_of
+
+    ap = argparse.ArgumentParser()
+    add_window_args(ap)
+    return window_of(ap.parse_known_args(list(declared_run("sageserve", name, "full").args))[0])
+
+
 def test_full_presets_are_4_models_by_3_regions():
-    assert PRESETS["full"]["models"] == MODELS_4 and PRESETS["full"]["regions"] == REGIONS_3
-    assert (PRESETS["full"]["from_h"], PRESETS["full"]["to_h"]) == (24.0, 48.0)  # trace day 1
-    assert PRESETS["week_full"]["days"] == 7 and PRESETS["week_full"]["to_h"] == 168.0
-    assert PRESETS["week_full"]["models"] == MODELS_4 and PRESETS["week_full"]["regions"] == REGIONS_3
+    full, week = _window("runs/reactive"), _window("runs_week/reactive")
+    assert full["models"] == MODELS_4 and full["regions"] == REGIONS_3
+    assert (full["from_h"], full["to_h"]) == (24.0, 48.0)  # trace day 1
+    assert week["days"] == 7 and week["to_h"] == 168.0
+    assert week["models"] == MODELS_4 and week["regions"] == REGIONS_3
     assert set(MODELS_4) <= set(MODEL_DEFAULTS)  # every model of the presets has an instance reading
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from servesim.analysis.runs import run as declared_run
 from servesim.systems.sageserve import runs
 from servesim.systems.sageserve.config import SageServeConfig
 from servesim.systems.sageserve.strategies import run_strategy
@@ -49,9 +50,10 @@ def test_edf_orders_by_ttft_deadline():
 
 def test_tier_tiny_preset_caps_fleet_and_sets_iwn_sla(tmp_path):
     out = tmp_path / "pf"
-    runs.main(["--strategy", "lt_ua", "--tier-policy", "pf", "--preset", "tier_tiny", "-o", str(out)])
+    args = list(declared_run("sageserve", "runs_tier/pf", "test").args)  # the declared test-scale run
+    runs.main(args + ["-o", str(out)])
     s = json.loads((out / "summary.json").read_text())
-    assert s["max_instances"] == runs.PRESETS["tier_tiny"]["max_instances"]
+    assert s["max_instances"] == int(args[args.index("--max-instances") + 1])
     assert s["iwn_sla_s"] == pytest.approx(5.6) and s["tier_policy"] == "pf"
     r = pd.read_parquet(out / "requests.parquet")
     iwn = r[r["tier"] == "IW-N"]
@@ -63,7 +65,6 @@ def test_tier_tiny_preset_caps_fleet_and_sets_iwn_sla(tmp_path):
 
 def test_dpa_tau_override(tmp_path):
     out = tmp_path / "dpa"
-    runs.main(["--strategy", "lt_ua", "--tier-policy", "dpa", "--dpa-tau-n", "1", "--preset", "tier_tiny",
-               "-o", str(out)])
+    runs.main(list(declared_run("sageserve", "runs_tier/dpa_taun1", "test").args) + ["-o", str(out)])
     s = json.loads((out / "summary.json").read_text())
     assert s["dpa_tau_n_s"] == 1.0 and s["dpa_tau_p_s"] == SageServeConfig().dpa_tau_p_s

@@ -30,7 +30,9 @@ def test_sageserve_calibration(week):
     got = C.share(iw, "region")
     for r, name in enumerate(("westus", "centralus", "eastus")):
         assert abs(got[name] - REGION_SHARES["IW-F"][r]) < 0.01
-    hourly = lambda d: C.counts_per_bin(d["arrival_s"].to_numpy(), 3600, 7 * 86400)
+    def hourly(d):
+        return C.counts_per_bin(d["arrival_s"].to_numpy(), 3600, 7 * 86400)
+
     a = week[week["model"] == "llama-2-70b"]
     assert 0.7 <= C.periodicity(hourly(a[a["tier"] == "IW-F"]), 24) <= 0.95
     b = week[(week["model"] == "bloom-176b") & (week["tier"] == "IW-N")]
@@ -54,9 +56,13 @@ def test_sageserve_bursts():
     base = sageserve_week(0.01, seed=2)
     burst = sageserve_week(0.01, seed=2, bursts=True, burst_factor=8)
     t0, t1 = base["arrival_s"].to_numpy(), burst["arrival_s"].to_numpy()
-    m = lambda t: ((t >= 25 * 3600) & (t < 25 * 3600 + 60)).sum()
+    def m(t):
+        return ((t >= 25 * 3600) & (t < 25 * 3600 + 60)).sum()
+
     assert m(t1) == 8 * m(t0) > 0
-    outside = lambda t: ((t >= 25 * 3600 + 60) & (t < 26 * 3600)).sum()
+    def outside(t):
+        return ((t >= 25 * 3600 + 60) & (t < 26 * 3600)).sum()
+
     assert outside(t1) == outside(t0)
 
 

@@ -1,7 +1,10 @@
-# Shared helpers: figure discovery, per-figure parameters, declared inputs.
+# Shared helpers: figure discovery, per-figure parameters, declared runs (workflow/runs/), inputs.
 import json
+import os
+import re
 import shlex
 import sys
+from functools import lru_cache
 
 import yaml
 from jsonschema import Draft202012Validator
@@ -11,16 +14,21 @@ PY = shlex.quote(sys.executable)  # the interpreter running Snakemake (a venv ne
 # shell prefix: every job imports this checkout's package
 # (and finds the configured data mirror, for notebooks opened before a fetch)
 RUN_ENV = (
-    "PYTHONPATH=" + shlex.quote(str(ROOT / "src")) + "${PYTHONPATH:+:$PYTHONPATH} MPLBACKEND=Agg"
-    + " SERVESIM_DATA_MIRROR=" + shlex.quote(str((ROOT / config["data_mirror"]).resolve()))
+    f"PYTHONPATH={shlex.quote(str(ROOT / 'src'))}${{PYTHONPATH:+:$PYTHONPATH}} MPLBACKEND=Agg"
+    f" SERVESIM_DATA_MIRROR={shlex.quote(str((ROOT / config['data_mirror']).resolve()))}"
 )
+SEED = int(config["seed"])
+CONDA_ENV = "../envs/servesim.yaml"  # relative to the rule files
+ENGINE_CONDA_ENV = "../envs/engine.yaml"
 SRC = ROOT / "src"
 if str(SRC) not in sys.path:  # the workflow always runs this checkout's package
     sys.path.insert(0, str(SRC))
-from servesim._imports import closure  # noqa: E402
+from servesim._imports import closure, module_closure  # noqa: E402
+from servesim.analysis import runs as runs_api  # noqa: E402
 
-CORE_RULE_FILES = {"common.smk", "data.smk", "notebooks.smk", "report.smk"}
 GROUPS = list(config["papers"]) + list(config["groups"])
+SCALES = list(runs_api.SCALES)  # quick, full, and test (the small scale the test suite runs)
+SCALE_RE = "|".join(SCALES)
 _PARAMS_SCHEMA = Draft202012Validator(yaml.safe_load((ROOT / "workflow/schemas/params.schema.yaml").read_text()))
 
 
@@ -41,7 +49,7 @@ def load_params(group):
     errors = sorted(_PARAMS_SCHEMA.iter_errors(data), key=lambda e: list(e.path))
     if errors:
         e = errors[0]
-        raise WorkflowError(f"{path}: at {'/'.join(map(str, e.path)) or '<top>'}: {e.message}")
+        raise WorkflowError(f"{path}: at {runs_api.error_path(e)}: {e.message}")
     unknown = [f for f in data if f not in FIGURES.get(group, [])]
     if unknown:
         raise WorkflowError(f"{path}: entries {unknown} name no notebook in notebooks/{group}/")
@@ -55,6 +63,44 @@ DATASETS = sorted({line.split("\t", 1)[0] for line in (ROOT / "traces/MANIFEST")
 
 def fig_params(group, fig):
     return PARAMS.get(group, {}).get(fig, {})
+
+
+def declared_runs(paper, scale):
+    """workflow/runs/<paper>.yaml at one scale ({name: servesim.analysis.runs.Run}); errors name the file and key."""
+    try:
+        return runs_api.declared(paper, scale, ROOT)
+    except runs_api.RunsError as e:
+        raise WorkflowError(str(e)) from None
+
+
+def figure_runs(group, fig, scale):
+    """The runs a figure reads (its params' `runs:`, names or patterns of workflow/runs/<group>.yaml)."""
+    pats = fig_params(group, fig).get("runs", [])
+    if not pats:
+        return []
+    declared_runs(group, scale)  # validates the file first
+    try:
+        return runs_api.select(group, pats, scale, ROOT)
+    except runs_api.RunsError as e:
+        raise WorkflowError(f"workflow/params/{group}.yaml: {fig}: runs: {e}") from None
+
+
+@lru_cache(maxsize=None)
+def module_sources(module):
+    """The servesim files `python -m <module>` imports, transitively (the job's source inputs)."""
+    return [str(f.relative_to(ROOT)) for f in module_closure(module, SRC)]
+
+
+# {(paper, module, command, outputs, out_file, kind): [run name, ...]} over every scale: one rule each
+RUN_GROUPS = {}
+for _paper in runs_api.papers(ROOT):
+    for _scale in SCALES:
+        for _r in declared_runs(_paper, _scale).values():
+            if _r.same_as is None:
+                _key = (_paper, _r.kind, _r.module, _r.command, _r.outputs, _r.out_file)
+                RUN_GROUPS.setdefault(_key, [])
+                if _r.name not in RUN_GROUPS[_key]:
+                    RUN_GROUPS[_key].append(_r.name)
 
 
 def figure_outputs(scale, group, fig):
@@ -79,9 +125,89 @@ def dataset_marker(ds):
 
 
 def papermill_params(wc):
-    """The notebook's parameters at this scale, as JSON for papermill -y."""
+    """The notebook's parameters at this scale, as JSON for papermill -y (`test` falls back to `quick`)."""
     fp = fig_params(wc.group, wc.fig)
-    # `--config tiny=true` runs every notebook on its tiny `test` parameters (pipeline tests)
-    p = dict(fp.get("test", fp.get(wc.scale, {})) if config.get("tiny") else fp.get(wc.scale, {}))
+    p = dict(fp.get(wc.scale, fp.get("quick", {}) if wc.scale == "test" else {}))
     p.update(scale=wc.scale, root=str(ROOT), seed=int(config["seed"]))
     return json.dumps(p, sort_keys=True)
+
+
+def figure_inputs(wc):
+    """A figure's inputs: the notebook, the servesim files it imports (transitively), its datasets
+    and the outputs of the runs it names."""
+    nb = ROOT / "notebooks" / wc.group / f"{wc.fig}.ipynb"
+    p = fig_params(wc.group, wc.fig)
+    return {
+        "notebook": str(nb.relative_to(ROOT)),
+        "src": [str(f.relative_to(ROOT)) for f in closure(nb, SRC)],
+        "data": [dataset_marker(ds) for ds in p.get("datasets", [])],
+        "runs": [f for r in figure_runs(wc.group, wc.fig, wc.scale) for f in r.files],
+        "params": f"workflow/params/{wc.group}.yaml" if (ROOT / "workflow/params" / f"{wc.group}.yaml").exists() else [],
+    }
+
+
+# ---- declared runs (rules in runs.smk)
+def run_spec(paper, wc):
+    r = declared_runs(paper, wc.scale).get(wc.job)
+    if r is None or r.same_as is not None:
+        raise WorkflowError(f"workflow/runs/{paper}.yaml declares no job {wc.job!r} at {wc.scale} scale")
+    return r
+
+
+def run_inputs(paper, wc):
+    r = run_spec(paper, wc)
+    runs = declared_runs(paper, wc.scale)
+    return {
+        "src": module_sources(r.module),
+        "data": [dataset_marker(ds) for ds in r.data],
+        "runs": [f"{runs[n].dir}/summary.json" for n in r.collects],
+    }
+
+
+def run_command(paper, wc):
+    """The job's command line after `python -m` (quoted)."""
+    r = run_spec(paper, wc)
+    runs = declared_runs(paper, wc.scale)
+    out = f"{r.dir}/{r.out_file}" if r.out_file else r.dir
+    words = [r.module] + ([r.command] if r.command else []) + [f"{runs[n].dir}/summary.json" for n in r.collects]
+    words += list(r.args) + (["--seed", str(SEED)] if r.seeded else []) + ["-o", out]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def run_rule_name(key, taken):
+    """run_<paper>_<module>[_<command>], unique."""
+    paper, kind, module, command = key[:4]
+    base = re.sub(r"\W+", "_", f"run_{paper}_{module.rsplit('.', 1)[-1]}" + (f"_{command}" if command else ""))
+    name, i = base, 2
+    while name in taken:
+        name, i = f"{base}_{i}", i + 1
+    taken.add(name)
+    return name
+
+
+# ---- the real engine (rules in engine.smk; settings from the environment, see there)
+ENGINE_PY = shlex.quote(os.environ.get("SERVESIM_ENGINE_PYTHON") or sys.executable)
+ENGINE_MODEL = os.environ.get("SERVESIM_ENGINE_MODEL")
+ENGINE_ARGS = os.environ.get(
+    "SERVESIM_ENGINE_ARGS",
+    "--max-num-seqs 32 --max-num-batched-tokens 512 --block-size 32 --kv-blocks 512 --max-model-len 2048"
+    " --enforce-eager --start-timeout 900",
+)
+ENGINE_PAPER, ENGINE_RUN = "calibration", "engine"
+ENGINE = f"results/{{scale}}/{ENGINE_PAPER}/{ENGINE_RUN}"
+ENGINE_OUTPUTS = declared_runs(ENGINE_PAPER, "quick")[ENGINE_RUN].outputs
+
+
+def engine_run(wc):
+    return declared_runs(ENGINE_PAPER, wc.scale)[ENGINE_RUN]
+
+
+# The HTML report (workflow/rules/html_report.smk)
+def _report_pages(scale):
+    return [f"results/{scale}/report/{p}.html" for p in ("claims", "provenance", "runtimes")]
+
+
+def _report_config(wc):
+    """--config for the inner `snakemake --report`: this run's settings, so it sees the same jobs."""
+    keys = [k for k in ("seed", "data_mirror", "allow_download") if k in config]
+    return " ".join(shlex.quote(f"{k}={config[k]}") for k in keys) + f" scale={wc.scale}"

@@ -15,8 +15,12 @@ rule fetch_dataset:
     params:
         mirror=config["data_mirror"],
         download="" if config["allow_download"] else "--no-download",
+        env=RUN_ENV,
+        py=PY,
     log:
         "logs/fetch/{dataset}.log",
+    conda:
+        CONDA_ENV
     shell:
-        "{RUN_ENV} {PY} -m servesim.cli fetch {wildcards.dataset}"
+        "{params.env} {params.py} -m servesim.cli fetch {wildcards.dataset}"
         " --mirror {params.mirror:q} {params.download} > {log} 2>&1"

@@ -9,11 +9,7 @@ report: "../report/workflow.rst"
 
 
 # quick work on the report files: never sent to a cluster node
-localrules: report_pages, html_report, quick_report, full_report
-
-
-def _report_pages(scale):
-    return [f"results/{scale}/report/{p}.html" for p in ("claims", "provenance", "runtimes")]
+localrules: report_pages, html_report, quick_report, full_report, test_report
 
 
 rule report_pages:
@@ -31,19 +27,15 @@ rule report_pages:
                           category="Provenance"),
         runtimes=report("results/{scale}/report/runtimes.html", caption="../report/runtimes.rst",
                         category="Runtimes"),
+    log:
+        "logs/{scale}/report_pages.log",
     wildcard_constraints:
-        scale="quick|full",
+        scale=SCALE_RE,
     run:
         report_captions.write_report_pages(
             ROOT, wildcards.scale, FIGURES, captions_dir=output.captions, claims_html=output.claims,
             provenance_html=output.provenance, runtimes_html=output.runtimes,
         )
-
-
-def _report_config(wc):
-    """--config for the inner `snakemake --report`: this run's settings, so it sees the same jobs."""
-    keys = [k for k in ("seed", "data_mirror", "allow_download", "tiny") if k in config]
-    return " ".join(shlex.quote(f"{k}={config[k]}") for k in keys) + f" scale={wc.scale}"
 
 
 rule html_report:
@@ -55,13 +47,19 @@ rule html_report:
     params:
         config=_report_config,
         targets=lambda wc: " ".join(_report_pages(wc.scale)),
+        env=RUN_ENV,
+        py=PY,
+    log:
+        "logs/{scale}/html_report.log",
+    conda:
+        CONDA_ENV,
     wildcard_constraints:
-        scale="quick|full",
+        scale=SCALE_RE,
     # the report of the jobs behind the report pages (every figure of the scale); --nolock because
     # this job runs inside the Snakemake that holds the lock
     shell:
-        "{RUN_ENV} {PY} -m snakemake --nolock --quiet all --config {params.config}"
-        " --report {output} {params.targets}"
+        "{params.env} {params.py} -m snakemake --nolock --quiet all --config {params.config}"
+        " --report {output} {params.targets} > {log} 2>&1"
 
 
 rule quick_report:
@@ -74,3 +72,9 @@ rule full_report:
     """The paper scale's pipeline and its HTML report, results/full/report.html."""
     input:
         "results/full/report.html",
+
+
+rule test_report:
+    """The test scale's pipeline (tiny parameters, as the tests use) and its HTML report."""
+    input:
+        "results/test/report.html",

@@ -1,19 +1,8 @@
 # One job per figure notebook, run with papermill. The executed notebook is the rule's log, so
 # a failure shows the failing cell. Inputs: the notebook, the servesim files it imports
-# (transitively), the datasets and the other rules' outputs declared in workflow/params/.
+# (transitively), the datasets declared in workflow/params/ and the outputs of the runs it names
+# there (`runs:`, entries of workflow/runs/<group>.yaml).
 from servesim.analysis import report_captions
-
-
-def figure_inputs(wc):
-    nb = ROOT / "notebooks" / wc.group / f"{wc.fig}.ipynb"
-    p = fig_params(wc.group, wc.fig)
-    return {
-        "notebook": str(nb.relative_to(ROOT)),
-        "src": [str(f.relative_to(ROOT)) for f in closure(nb, SRC)],
-        "data": [dataset_marker(ds) for ds in p.get("datasets", [])],
-        "extra": [s.format(scale=wc.scale) for s in p.get("inputs", [])],
-        "params": f"workflow/params/{wc.group}.yaml" if (ROOT / "workflow/params" / f"{wc.group}.yaml").exists() else [],
-    }
 
 
 rule figure:
@@ -32,14 +21,18 @@ rule figure:
         metrics="results/{scale}/{group}/{fig}/metrics.json",
     params:
         json=papermill_params,
+        env=RUN_ENV,
+        py=PY,
     log:
         notebook="logs/{scale}/{group}/{fig}.ipynb",
     benchmark:
         "results/{scale}/benchmarks/{group}/{fig}.tsv"
+    conda:
+        CONDA_ENV
     wildcard_constraints:
-        scale="quick|full",
+        scale=SCALE_RE,
         group="|".join(GROUPS),
         fig=r"[A-Za-z0-9_]+",
     shell:
-        "{RUN_ENV} {PY} -m papermill -k python3 --cwd notebooks/{wildcards.group} --no-progress-bar --log-level WARNING"
+        "{params.env} {params.py} -m papermill -k python3 --cwd notebooks/{wildcards.group} --no-progress-bar --log-level WARNING"
         " {input.notebook} {log.notebook} -y {params.json:q}"

@@ -8,11 +8,19 @@ rule claims_report:
     output:
         md="results/{scale}/claims_report.md",
         csv="results/{scale}/claims_report.csv",
+    params:
+        env=RUN_ENV,
+        py=PY,
+        root=str(ROOT),
+    log:
+        "logs/{scale}/claims_report.log",
+    conda:
+        CONDA_ENV
     wildcard_constraints:
-        scale="quick|full",
+        scale=SCALE_RE,
     shell:
-        "{RUN_ENV} {PY} -m servesim.cli claims"
-        " --scale {wildcards.scale} --root {ROOT:q} --md {output.md} --csv {output.csv}"
+        "{params.env} {params.py} -m servesim.cli claims"
+        " --scale {wildcards.scale} --root {params.root:q} --md {output.md} --csv {output.csv} > {log} 2>&1"
 
 
 rule provenance:
@@ -23,9 +31,16 @@ rule provenance:
     output:
         "results/{scale}/provenance.json",
     params:
-        seed=config["seed"],
+        seed=SEED,
+        env=RUN_ENV,
+        py=PY,
+        root=str(ROOT),
+    log:
+        "logs/{scale}/provenance.log",
+    conda:
+        CONDA_ENV
     wildcard_constraints:
-        scale="quick|full",
+        scale=SCALE_RE,
     shell:
-        "{RUN_ENV} {PY} -m servesim.cli provenance"
-        " --scale {wildcards.scale} --root {ROOT:q} --seed {params.seed} -o {output}"
+        "{params.env} {params.py} -m servesim.cli provenance"
+        " --scale {wildcards.scale} --root {params.root:q} --seed {params.seed} -o {output} > {log} 2>&1"

@@ -25,14 +25,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import httpx
 import numpy as np
 import pandas as pd
 
-from servesim.engine.client import ReplayOptions, prompt_ids, replay_async
+from servesim.engine.client import ReplayOptions, replay_async
 from servesim.engine.records import request_table
 from servesim.metrics import summarize
 from servesim.workload import schema

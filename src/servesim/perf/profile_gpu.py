@@ -99,7 +99,7 @@ def profile(model: str, tp: int = 1, shrink: int = 1, device: str = "auto", dtyp
         w = torch.randn(m.hidden, m.vocab // tp, device=dev, dtype=dt)
         ops.append({"op": "lm_head", "tokens": B, "ctx": 0, "batch": B, "s": timeit(lambda: x @ w, reps)})
     sdpa = torch.nn.functional.scaled_dot_product_attention
-    hq, hk = m.heads // tp, max(1, m.kv_heads // tp)
+    hq = m.heads // tp  # KV heads are expanded to the query heads below (GQA repeat)
     for L in prefill_lens:
         for B in prefill_batches:
             qt = torch.randn(B, hq, L, m.head_dim, device=dev, dtype=dt)

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .base import StepTimeModel
-from .fitted import FittedStepTime, fit
+from .fitted import fit
 from .measurements import AGGREGATES, MeasurementError
 
 

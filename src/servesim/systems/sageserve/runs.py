@@ -1,6 +1,9 @@
 """Command line for one SageServe strategy run (the workflow runs one job per strategy).
 
-    python -m servesim.systems.sageserve.runs --strategy lt_ua --preset quick -o results/quick/sageserve/runs/lt_ua
+    python -m servesim.systems.sageserve.runs --strategy lt_ua --preset quick --volume-scale 1 --days 2 \
+        --models llama-2-70b --regions eastus --window-h 36 40 -o results/quick/sageserve/runs/lt_ua
+
+The workflow's runs (their windows and options per scale) are declared in ``workflow/runs/sageserve.yaml``.
 
 Writes the fleet Result tables (Parquet), ``summary.json`` (instance-hours, IW latency
 percentiles, the config reading) and ``actor_log.csv`` (forecasts, ILP solves, targets).
@@ -23,68 +26,45 @@ from .strategies import RUN_STRATEGIES, run_strategy, summarise
 MODELS_4 = ["llama-2-70b", "bloom-176b", "llama-3.1-8b", "llama-3.2-3b"]
 REGIONS_3 = ["westus", "centralus", "eastus"]
 
-#: what each scale simulates: the synthetic O365 week (``days`` of it generated) and the window
-#: [from_h, to_h) of it that is served; hours before from_h are the forecaster's history
-PRESETS = {
-    # a few hours of one region: Llama-2 in East US, 12:00-16:00 of the peak day
-    "quick": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 36.0, "to_h": 40.0},
-    # journal Figs 11-13: the peak day (trace day 1 of the week, ~1.3 M requests), 4 models x 3 regions
-    "full": {"scale": 1.0, "days": 7, "models": MODELS_4, "regions": REGIONS_3, "from_h": 24.0, "to_h": 48.0},
-    # journal Fig 8 / Table 1 at quick scale: the 4 models of one region (Central US, as the
-    # authors' Figure4.py) for two hours of the peak day (full scale reads the `full` runs)
-    "models_quick": {"scale": 1.0, "days": 7, "models": MODELS_4, "regions": ["centralus"], "from_h": 36.0,
-                     "to_h": 38.0},
-    "models_tiny": {"scale": 0.1, "days": 2, "models": MODELS_4, "regions": ["centralus"], "from_h": 36.0,
-                    "to_h": 37.0},
-    # the whole peak day of one region (Llama-2, East US): the day's trough is where scalers differ most
-    "day_east": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 24.0,
-                 "to_h": 48.0},
-    # journal Fig 16b: the week (quick: Llama-2 in East US, Thu 12:00 - Sun 00:00 at 1/5 volume, so
-    # weekdays and the weekend start are both in the window within a couple of minutes of CPU)
-    "week_quick": {"scale": 0.2, "days": 7, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 84.0,
-                   "to_h": 144.0},
-    # the whole week (~7.2 M requests), 4 models x 3 regions; the first hour is forecast history
-    "week_full": {"scale": 1.0, "days": 7, "models": MODELS_4, "regions": REGIONS_3, "from_h": 1.0, "to_h": 168.0},
-    "week_tiny": {"scale": 0.05, "days": 7, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 114.0,
-                  "to_h": 122.0},
-    "tiny": {"scale": 0.1, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 36.0, "to_h": 37.0},
-    # journal Fig 16a: two hourly bursts over 120 min (quick: Llama-2, East US as in the conference)
-    "burst_quick": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 35.0,
-                    "to_h": 38.0, "bursts": True},
-    "burst_full": {"scale": 1.0, "days": 2, "models": MODELS_4, "regions": REGIONS_3, "from_h": 35.0,
-                   "to_h": 38.0, "bursts": True},
-    "burst_tiny": {"scale": 0.1, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 35.0,
-                   "to_h": 36.5, "bursts": True},
-    # journal Fig 15: a contended fleet so instance queues form (Llama-2, East US, the peak day's
-    # 14:00-16:00 at Nov'24 volume, at most 6 instances: about the peak's load, so KV memory fills
-    # and the queue order matters); IW-N TTFT SLA 5.6 s, the threshold the paper's own FCFS numbers
-    # imply (Q3 5.6 s with 25 % violations); the paper states < 1 min (spec §6 item 10)
-    "tier_quick": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 38.0,
-                   "to_h": 40.0, "max_instances": 6, "iwn_sla_s": 5.6},
-    "tier_full": {"scale": 1.0, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 36.0,
-                  "to_h": 42.0, "max_instances": 6, "iwn_sla_s": 5.6},
-    "tier_tiny": {"scale": 0.2, "days": 2, "models": ["llama-2-70b"], "regions": ["eastus"], "from_h": 38.0,
-                  "to_h": 38.5, "max_instances": 2, "iwn_sla_s": 5.6},
-}
+
+def add_window_args(ap: argparse.ArgumentParser) -> None:
+    """The window a run simulates: ``--days`` of the synthetic O365 week generated at
+    ``--volume-scale``, the ``--models`` x ``--regions`` streams of it, and the hours
+    ``--window-h FROM TO`` of it that are served (hours before FROM are the forecaster's history).
+    The workflow's windows are named in ``workflow/runs/sageserve.yaml``; ``--preset`` records the name."""
+    ap.add_argument("--preset", default="custom", help="the window's name (recorded in summary.json)")
+    ap.add_argument("--volume-scale", type=float, default=1.0, help="volume of the generated week (1 = Nov'24)")
+    ap.add_argument("--days", type=int, default=7, help="days of the week generated")
+    ap.add_argument("--models", nargs="+", required=True)
+    ap.add_argument("--regions", nargs="+", required=True)
+    ap.add_argument("--window-h", nargs=2, type=float, required=True, metavar=("FROM_H", "TO_H"),
+                    help="the served hours of the generated week")
+    ap.add_argument("--bursts", action="store_true", help="8x load in the first minute of each hour (journal Fig 16a)")
 
 
-def preset_workload(preset: str, seed: int = 0, burst_factor: float = 8.0, overrides: dict | None = None,
-                    **generator_kw):
-    """The request table a preset simulates (arrivals before ``to_h``; the run serves those from
-    ``from_h`` on) and ``t0_s``. ``overrides`` replace preset keys (models, regions, scale, from_h,
-    to_h); ``generator_kw`` go to `sageserve_week` (e.g. ``iw_niw_ratio``, ``fifth_model``)."""
+def window_of(a: argparse.Namespace) -> dict:
+    """The window as recorded in summary.json (``preset_<key>``)."""
+    w = {"scale": a.volume_scale, "days": a.days, "models": list(a.models), "regions": list(a.regions),
+         "from_h": a.window_h[0], "to_h": a.window_h[1]}
+    if a.bursts:
+        w["bursts"] = True
+    return w
+
+
+def window_workload(w: dict, seed: int = 0, burst_factor: float = 8.0, **generator_kw):
+    """The request table window ``w`` simulates (arrivals before ``to_h``; the run serves those from
+    ``from_h`` on) and ``t0_s``; ``generator_kw`` go to `sageserve_week` (e.g. ``iw_niw_ratio``, ``fifth_model``)."""
     from servesim.workload import sageserve_week
 
-    p = {**PRESETS[preset], **(overrides or {})}
-    wk = sageserve_week(scale=p["scale"], seed=seed, days=p["days"], bursts=p.get("bursts", False),
+    wk = sageserve_week(scale=w["scale"], seed=seed, days=w["days"], bursts=w.get("bursts", False),
                         burst_factor=burst_factor, **generator_kw)
-    sel = wk[wk["model"].isin(p["models"]) & wk["region"].isin(p["regions"]) & (wk["arrival_s"] < p["to_h"] * 3600)]
-    return sel.reset_index(drop=True), p["from_h"] * 3600
+    sel = wk[wk["model"].isin(w["models"]) & wk["region"].isin(w["regions"]) & (wk["arrival_s"] < w["to_h"] * 3600)]
+    return sel.reset_index(drop=True), w["from_h"] * 3600
 
 
 def _add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--strategy", required=True, choices=RUN_STRATEGIES)
-    ap.add_argument("--preset", default="quick", choices=sorted(PRESETS))
+    add_window_args(ap)
     ap.add_argument("--reading", default="paper", choices=["paper", "code"], help="SageServeConfig preset")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--burst-factor", type=float, default=8.0, help="load multiple in burst minutes (paper 8, code 9)")
@@ -96,9 +76,9 @@ def _add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--niw-on-arrival", action="store_true",
                     help="route NIW on arrival instead of holding it in the NIW queue manager")
     ap.add_argument("--max-instances", type=int, default=None,
-                    help="cap on instances per endpoint, also the start count (default: the preset's, else 20)")
+                    help="cap on instances per endpoint, also the start count (default 20)")
     ap.add_argument("--iwn-sla-s", type=float, default=None,
-                    help="IW-N TTFT SLA in seconds: rewrites IW-N deadlines (default: the preset's, else the workload's)")
+                    help="IW-N TTFT SLA in seconds: rewrites IW-N deadlines (default: the workload's)")
     ap.add_argument("--dpa-tau-n", type=float, default=None, help="override SageServeConfig.dpa_tau_n_s")
     ap.add_argument("--dpa-tau-p", type=float, default=None, help="override SageServeConfig.dpa_tau_p_s")
     # journal App. A, Fig 14 and the authors' repository sweeps
@@ -112,11 +92,6 @@ def _add_args(ap: argparse.ArgumentParser) -> None:
                     help="LT-UA scale-up ratio of observed to forecast demand (SageServeConfig.lt_ua_up_ratio)")
     ap.add_argument("--scaling-interval", type=float, default=None,
                     help="seconds between reactive scaler checks (SageServeConfig.reactive_interval_s)")
-    ap.add_argument("--models", nargs="+", default=None, help="override the preset's models")
-    ap.add_argument("--regions", nargs="+", default=None, help="override the preset's regions")
-    ap.add_argument("--window-h", nargs=2, type=float, default=None, metavar=("FROM_H", "TO_H"),
-                    help="override the preset's window (hours of the generated week)")
-    ap.add_argument("--volume-scale", type=float, default=None, help="override the preset's volume scale")
     ap.add_argument("-o", "--out", required=True, help="output folder (written in full or not at all)")
     ap.add_argument("--force", action="store_true",
                     help="replace a non-empty output folder that holds no servesim results marker")
@@ -169,10 +144,10 @@ def check_options(a: argparse.Namespace) -> None:
             raise InputError(f"{opt}: {given} lists one twice")
     if a.window_h is not None:
         lo, hi = a.window_h
-        days = PRESETS[a.preset]["days"]
+        days = a.days
         if not (0 <= lo < hi <= 24 * days):
             raise InputError(f"--window-h {lo:g} {hi:g}: need 0 <= FROM_H < TO_H <= {24 * days} "
-                             f"(the {days}-day trace of preset {a.preset})")
+                             f"(the {days}-day generated trace, --days)")
     check_output_dir(a.out, force=a.force)
 
 
@@ -180,16 +155,6 @@ def check_options(a: argparse.Namespace) -> None:
 CONFIG_FLAGS = {"hardware": "hardware", "lt_ua_threshold": "lt_ua_up_ratio", "scaling_interval": "reactive_interval_s",
                 "theta_headroom": "theta_headroom", "tier_policy": "tier_policy", "engine": "engine_policy",
                 "dpa_tau_n": "dpa_tau_n_s", "dpa_tau_p": "dpa_tau_p_s"}
-
-
-def _preset_overrides(a: argparse.Namespace) -> dict:
-    """Preset keys replaced by the command line (--models/--regions/--volume-scale/--window-h/--fifth-model)."""
-    o = {k: v for k, v in (("models", a.models), ("regions", a.regions), ("scale", a.volume_scale)) if v is not None}
-    if a.window_h is not None:
-        o.update(from_h=a.window_h[0], to_h=a.window_h[1])
-    if a.fifth_model is not None and a.models is None:
-        o["models"] = list(PRESETS[a.preset]["models"]) + [a.fifth_model]
-    return o
 
 
 def run(a: argparse.Namespace) -> int:
@@ -203,25 +168,29 @@ def run(a: argparse.Namespace) -> int:
 
 
 def _run_into(a: argparse.Namespace, out: Path) -> int:
-    over = _preset_overrides(a)
-    p = {**PRESETS[a.preset], **over}
+    p = window_of(a)
+    if a.fifth_model is not None and a.fifth_model not in p["models"]:  # its traffic is served too
+        p["models"].append(a.fifth_model)
+    for k in ("max_instances", "iwn_sla_s"):  # recorded with the window, as the contended fleet's settings
+        if getattr(a, k) is not None:
+            p[k] = getattr(a, k)
     cfg = SageServeConfig.paper() if a.reading == "paper" else SageServeConfig.code()
     cfg = cfg.with_(**{f: getattr(a, d) for d, f in CONFIG_FLAGS.items() if getattr(a, d) is not None})
     if a.niw_on_arrival:
         cfg = cfg.with_(niw_queue=False)
-    cap = a.max_instances if a.max_instances is not None else p.get("max_instances")
+    cap = a.max_instances
     if cap is not None:  # a fixed ceiling: start at it so the contended hours are not a ramp-up
         cfg = cfg.with_(start_instances=cap, min_per_endpoint=min(cfg.min_per_endpoint, cap))
-    iwn_sla = a.iwn_sla_s if a.iwn_sla_s is not None else p.get("iwn_sla_s")
+    iwn_sla = a.iwn_sla_s
     gen = {k: v for k, v in (("iw_niw_ratio", a.iw_niw_ratio), ("fifth_model", a.fifth_model)) if v is not None}
-    sel, t0_s = preset_workload(a.preset, a.seed, a.burst_factor, overrides=over, **gen)
+    sel, t0_s = window_workload(p, a.seed, a.burst_factor, **gen)
     if iwn_sla is not None:
         iwn = (sel["tier"] == "IW-N").to_numpy()
         sel.loc[iwn, "deadline_s"] = sel.loc[iwn, "arrival_s"] + float(iwn_sla)
     if len(sel) == 0 or not (sel["arrival_s"] >= t0_s).any():
         from servesim.errors import InputError
 
-        raise InputError(f"preset {a.preset} with {over or 'no overrides'}: no requests to serve in the window")
+        raise InputError(f"window {a.preset} ({p}): no requests to serve in it")
     t = time.perf_counter()
     try:
         res, actor = run_strategy(a.strategy, sel, t0_s=t0_s, config=cfg, seed=a.seed,

@@ -1,9 +1,11 @@
 """Sensitivity of SageServe's headline saving (LT-I/LT-U/LT-UA vs Unified Reactive, J §7.2.1).
 
-One run = one (reading, theta headroom, strategy) on a `runs.PRESETS` window:
+One run = one (reading, theta headroom, strategy) on a window (the options of `runs.add_window_args`;
+the workflow's grid per scale is in ``workflow/runs/sageserve.yaml``):
 
     python -m servesim.systems.sageserve.sensitivity run --reading paper --headroom 0.7 --strategy lt_ua \
-        --preset quick -o results/quick/sageserve/sensitivity/paper/h0.70/lt_ua
+        --preset quick --days 2 --models llama-2-70b --regions eastus --window-h 36 40 \
+        -o results/quick/sageserve/sensitivity/paper/h0.70/lt_ua
 
 A *reading* is a named set of `SageServeConfig` overrides (`READINGS`): the paper's text, the
 authors' code, and the paper with one code choice swapped in (start state, in-sample forecast,
@@ -26,26 +28,9 @@ import pandas as pd
 
 from .config import SageServeConfig
 from ...metrics import billed_count
-from .strategies import THETA_TOKENS_PER_MIN, run_strategy, summarise
+from .strategies import run_strategy, summarise
 
 SENS_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua")
-#: windows of this study besides `runs.PRESETS`: journal Fig 11's setting (Llama-2 over the three
-#: regions, the whole peak day, from the same week trace as the `full` preset)
-SENS_PRESETS = {
-    "peak_llama2": {"scale": 1.0, "days": 7, "models": ["llama-2-70b"], "regions": ["centralus", "eastus", "westus"],
-                    "from_h": 24.0, "to_h": 48.0},
-}
-
-
-def window(name: str) -> dict:
-    """A window of `SENS_PRESETS` or `runs.PRESETS`; an unknown name is an error listing both."""
-    from .runs import PRESETS
-
-    if name in SENS_PRESETS:
-        return SENS_PRESETS[name]
-    if name in PRESETS:
-        return PRESETS[name]
-    raise ValueError(f"preset must be one of {sorted(SENS_PRESETS) + sorted(PRESETS)}, got {name!r}")
 LT_STRATEGIES = ("lt_i", "lt_u", "lt_ua")
 
 
@@ -117,10 +102,11 @@ def hourly_table(res, actor, t0_s: float) -> pd.DataFrame:
     return g
 
 
-def run_one(reading: str, strategy: str, preset_name: str, out: str | Path, headroom: float | None = None,
-            seed: int = 0, tables: bool = False) -> dict:
-    """Simulate one (reading, headroom, strategy) on window ``preset_name`` and write its outputs to ``out``
-    (``tables``: also the per-request table)."""
+def run_one(reading: str, strategy: str, window: dict, out: str | Path, headroom: float | None = None,
+            seed: int = 0, tables: bool = False, preset_name: str = "custom") -> dict:
+    """Simulate one (reading, headroom, strategy) on ``window`` (`runs.window_of`: scale, days, models,
+    regions, from_h, to_h) and write its outputs to ``out`` (``tables``: also the per-request table);
+    ``preset_name`` names the window in summary.json."""
     from servesim.workload import sageserve_week
 
     from .theta import measure_theta
@@ -133,7 +119,7 @@ def run_one(reading: str, strategy: str, preset_name: str, out: str | Path, head
         raise ValueError(f"headroom must be in (0, 1.5], got {headroom}")
     rd = READINGS[reading]
     cfg = rd.config(strategy, headroom if strategy in LT_STRATEGIES else None)
-    p = window(preset_name)
+    p = window
     wk = sageserve_week(scale=p["scale"], seed=seed, days=p["days"], bursts=p.get("bursts", False))
     sel = wk[wk["model"].isin(p["models"]) & wk["region"].isin(p["regions"])]
     sel = sel[sel["arrival_s"] < p["to_h"] * 3600].reset_index(drop=True)
@@ -221,13 +207,13 @@ def headroom_at_saving(curve: pd.DataFrame, target_pct: float) -> float:
 
 
 def _args(ap: argparse.ArgumentParser) -> None:
-    from .runs import PRESETS
+    from .runs import add_window_args
 
     ap.add_argument("--reading", required=True, choices=sorted(READINGS))
     ap.add_argument("--strategy", required=True, choices=SENS_STRATEGIES)
     ap.add_argument("--headroom", type=float, default=None,
                     help="theta headroom (fraction of the measured saturation throughput); default: the reading's")
-    ap.add_argument("--preset", default="quick", choices=sorted(SENS_PRESETS) + sorted(PRESETS))
+    add_window_args(ap)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tables", action="store_true", help="also write requests.parquet")
     ap.add_argument("-o", "--out", required=True)
@@ -248,7 +234,10 @@ def main(argv=None) -> None:
         runs.to_csv(out, index=False)
         hourly.to_csv(out.with_name(out.stem + "_hourly.csv"), index=False)
         return
-    s = run_one(a.reading, a.strategy, a.preset, a.out, headroom=a.headroom, seed=a.seed, tables=a.tables)
+    from .runs import window_of
+
+    s = run_one(a.reading, a.strategy, window_of(a), a.out, headroom=a.headroom, seed=a.seed, tables=a.tables,
+                preset_name=a.preset)
     print(json.dumps({**{k: s[k] for k in ("reading", "strategy", "headroom", "wall_s")},
                       "instance_hours": s["instance_hours"]["billed"], "p95_ttft_s": s["groups"]["iw"]["p95_ttft_s"]}))
 
