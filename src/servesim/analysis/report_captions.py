@@ -131,7 +131,7 @@ def caption_html(root: str | Path, scale: str, group: str, fig: str, claim_rows:
         parts.append(f"<h4>Claims this figure checks ({_ESC(scale)} scale)</h4>")
         parts.append(_table(claim_rows, _columns(claim_rows, CAPTION_CLAIM_COLUMNS)))
     else:
-        parts.append(f"<p><em>No numbered claim of workflow/claims/ reads this figure's metrics.</em></p>")
+        parts.append("<p><em>No numbered claim of workflow/claims/ reads this figure's metrics.</em></p>")
     params = injected_parameters(root / "logs" / scale / group / f"{fig}.ipynb")
     if params:
         parts.append(f"<h4>Parameters of this run</h4><pre>{_ESC(params)}</pre>")
