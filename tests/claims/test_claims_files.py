@@ -16,7 +16,7 @@ CLAIMS_DIR = ROOT / "workflow" / "claims"
 SPECS_DIR = ROOT / ".." / "shared" / "specs"
 PAPERS = ("sageserve", "preserve", "oserve", "aegaeon")
 
-REQUIRED = ("id", "source", "where", "claim", "figure", "metric", "check")
+REQUIRED = ("id", "source", "kind", "where", "claim", "figure", "metric", "check")
 OPTIONAL = ("expected", "tolerance", "quick", "not_reproducible", "note")
 CHECKS = {"approx", "range", "lt", "le", "gt", "ge", "ordering", "true"}
 SOURCES = {"sageserve": {"journal", "conference"}}

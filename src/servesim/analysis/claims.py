@@ -18,7 +18,7 @@ REPORT_COLUMNS = ("id", "paper", "where", "claim", "expected", "observed", "tole
 CHECKS = ("approx", "range", "lt", "le", "gt", "ge", "ordering", "true")
 STATUSES = ("PASS", "FAIL", "NOT-REPRODUCIBLE", "PENDING", "NOT-CHECKED")
 _REQUIRED = ("id", "where", "claim", "figure", "metric", "check")
-_ALLOWED = set(_REQUIRED) | {"source", "expected", "tolerance", "quick", "not_reproducible", "note"}
+_ALLOWED = set(_REQUIRED) | {"kind", "source", "expected", "tolerance", "quick", "not_reproducible", "note"}
 
 
 class ClaimsError(ValueError):
