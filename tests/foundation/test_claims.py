@@ -420,3 +420,30 @@ def test_generated_malformed_yaml_gives_a_clear_error(tmp_path, text):
 
 def test_statuses_constant():
     assert STATUSES == ("PASS", "FAIL", "CONSISTENT", "INCONSISTENT", "NOT-REPRODUCIBLE", "PENDING", "NOT-CHECKED")
+
+
+_CHECKS = [claim(), claim(check="range", expected=[1, 2], tolerance=None), claim(check="lt", expected=3, tolerance=None),
+           claim(check="true", expected=None, tolerance=None),
+           claim(check="ordering", expected="ascending", metric=["x", "y"], tolerance=None)]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(which=st.integers(0, len(_CHECKS) - 1), x=_JUNK, y=_JUNK, kind=st.sampled_from(KINDS))
+def test_generated_metric_values_give_a_status_or_a_clear_error(tmp_path, which, x, y, kind):
+    """Whatever a notebook writes, the checker returns a known status or a ClaimsError naming the
+    claims file, the claim and the metrics file; a PASS needs a finite number (or JSON true)."""
+    import shutil
+
+    shutil.rmtree(tmp_path / "results", ignore_errors=True)
+    f = write(tmp_path, [{**_CHECKS[which], "kind": kind}])
+    notebook(tmp_path, "demo", "fig01_x", {"x": x, "y": y})
+    try:
+        [row] = check_claims(tmp_path, "quick")
+    except ClaimsError as e:
+        assert str(f) in str(e) and "demo-01-x" in str(e) and "metrics.json" in str(e), str(e)
+        return
+    assert row["status"] in STATUSES
+    if row["status"] in ("PASS", "CONSISTENT"):
+        vals = [x, y] if which == 4 else [x]
+        assert all(v is True if which == 3 else (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                  and math.isfinite(v)) for v in vals)
