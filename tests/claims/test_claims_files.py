@@ -83,7 +83,8 @@ def test_every_claim_has_a_kind_and_setups_are_not_measured() -> None:
     bad = []
     for c in load_all_claims(CLAIMS_DIR):
         assert c.kind in KINDS, c.id
-        if c.kind == "measured" and not c.not_reproducible and (c.figure.endswith(("_setup", "_parameters")) or c.figure == "paper_arithmetic"):
+        setup = c.figure.endswith(("_setup", "_parameters")) or c.figure == "paper_arithmetic"
+        if c.kind == "measured" and not c.not_reproducible and setup:
             bad.append(c.id)
     assert not bad, f"claims on setup/arithmetic notebooks marked measured: {bad}"
 

@@ -123,7 +123,8 @@ def test_only_measured_claims_get_pass_or_fail(tmp_path, kind):
 
 def test_diagnosis_per_claim_and_per_scale(tmp_path):
     write(tmp_path, [
-        claim(id="demo-01-a", expected=20, diagnosis={"kind": "substitute-data", "why": "synthetic trace lacks bursts"}),
+        claim(id="demo-01-a", expected=20,
+              diagnosis={"kind": "substitute-data", "why": "synthetic trace lacks bursts"}),
         claim(id="demo-02-a", expected=20, diagnosis={"full": {"kind": "open", "why": "the queue model may be wrong"}}),
         claim(id="demo-03-a", expected=20),
         claim(id="demo-04-a", diagnosis={"kind": "open", "why": "kept for a claim that passes"}),
@@ -216,7 +217,8 @@ def test_number_check_refuses_a_boolean_or_string(tmp_path):
     ({"diagnosis": {"kind": "bug", "why": "long enough reason"}}, "diagnosis: must be"),
     ({"id": "other-01-x"}, "must start with the paper key"),
     ({"id": "demo-1"}, "does not match"),
-    ({"metric": ["x", "y"]}, r"metric: must be one snake_case metric key \(a list of >= 2 keys for check: ordering\), got \['x', 'y'\]"),
+    ({"metric": ["x", "y"]},
+     r"metric: must be one snake_case metric key \(a list of >= 2 keys for check: ordering\), got \['x', 'y'\]"),
     ({"metric": "Bad Key"}, "metric: must be one snake_case"),
 ])
 def test_malformed_claims_name_the_file_and_claim(tmp_path, bad, msg):
@@ -422,7 +424,8 @@ def test_statuses_constant():
     assert STATUSES == ("PASS", "FAIL", "CONSISTENT", "INCONSISTENT", "NOT-REPRODUCIBLE", "PENDING", "NOT-CHECKED")
 
 
-_CHECKS = [claim(), claim(check="range", expected=[1, 2], tolerance=None), claim(check="lt", expected=3, tolerance=None),
+_CHECKS = [claim(), claim(check="range", expected=[1, 2], tolerance=None),
+           claim(check="lt", expected=3, tolerance=None),
            claim(check="true", expected=None, tolerance=None),
            claim(check="ordering", expected="ascending", metric=["x", "y"], tolerance=None)]
 

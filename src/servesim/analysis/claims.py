@@ -233,7 +233,7 @@ def evaluate(check: Check, observed) -> bool:
     if k == "ordering":
         if not isinstance(observed, list) or not all(_is_number(v) and not math.isnan(v) for v in observed):
             return False
-        pairs = list(zip(observed, observed[1:]))
+        pairs = list(zip(observed, observed[1:], strict=False))
         return all(a < b for a, b in pairs) if check.expected == "ascending" else all(a > b for a, b in pairs)
     if not _is_number(observed) or math.isnan(observed):
         return False
