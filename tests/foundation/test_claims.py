@@ -1,10 +1,28 @@
 import json
+import math
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from servesim.analysis.claims import Check, ClaimsError, check_claims, evaluate, load_claims, to_markdown, write_report
+from servesim._yaml import StrictYAMLError, strict_yaml_load
+from servesim.analysis.claims import (
+    KINDS,
+    STATUSES,
+    UNDIAGNOSED,
+    Check,
+    ClaimsError,
+    check_claims,
+    evaluate,
+    load_all_claims,
+    load_claims,
+    readme_section,
+    summary,
+    to_markdown,
+    write_report,
+)
 
 
 def write(tmp: Path, claims: list[dict], paper="demo") -> Path:
@@ -26,10 +44,10 @@ def notebook(tmp: Path, paper: str, fig: str, metrics: dict | None, scale="quick
 
 
 def claim(**kw):
-    base = {"id": "demo-1", "where": "§1", "claim": "x is 10", "figure": "fig01_x", "metric": "x",
-            "check": "approx", "expected": 10, "tolerance": {"rel": 0.1}}
+    base = {"id": "demo-01-x", "source": "paper", "kind": "measured", "where": "§1", "claim": "x is 10",
+            "figure": "fig01_x", "metric": "x", "check": "approx", "expected": 10, "tolerance": {"rel": 0.1}}
     base.update(kw)
-    return base
+    return {k: v for k, v in base.items() if v is not None}
 
 
 @pytest.mark.parametrize("check,observed,ok", [
@@ -52,6 +70,14 @@ def claim(**kw):
     (Check("true"), True, True),
     (Check("true"), False, False),
     (Check("approx", 10, {"rel": 0.1}), None, False),  # a null metric never passes
+    # issue 12: booleans strictly, and NaN never passes
+    (Check("true"), float("nan"), False),
+    (Check("true"), "false", False),
+    (Check("true"), "true", False),
+    (Check("true"), 1, False),
+    (Check("gt", 0), float("nan"), False),
+    (Check("lt", 1), True, False),
+    (Check("ordering", "ascending"), [1, float("nan"), 3], False),
 ])
 def test_evaluate(check, observed, ok):
     assert evaluate(check, observed) is ok
@@ -59,101 +85,277 @@ def test_evaluate(check, observed, ok):
 
 def test_statuses(tmp_path):
     write(tmp_path, [
-        claim(id="demo-1"),
-        claim(id="demo-2", expected=20),
-        claim(id="demo-3", figure="fig09_missing"),
-        claim(id="demo-4", not_reproducible="no public trace"),
-        claim(id="demo-5", quick="skip"),
-        claim(id="demo-6", quick={"check": "gt", "expected": 0}, expected=1000),
-        claim(id="demo-7", figure="fig02_notrun"),
+        claim(id="demo-01-a"),
+        claim(id="demo-02-a", expected=20),
+        claim(id="demo-03-a", figure="fig09_missing"),
+        claim(id="demo-04-a", not_reproducible="no public trace"),
+        claim(id="demo-05-a", quick="skip"),
+        claim(id="demo-06-a", quick={"check": "gt", "expected": 0}, expected=1000),
+        claim(id="demo-07-a", figure="fig02_notrun"),
     ])
     notebook(tmp_path, "demo", "fig01_x", {"x": 10.5})
     notebook(tmp_path, "demo", "fig02_notrun", None)
     rows = {r["id"]: r for r in check_claims(tmp_path, "quick")}
-    assert rows["demo-1"]["status"] == "PASS" and rows["demo-1"]["observed"] == "10.5"
-    assert rows["demo-2"]["status"] == "FAIL"
-    assert rows["demo-3"]["status"] == "PENDING" and "does not exist" in rows["demo-3"]["reason"]
-    assert rows["demo-4"]["status"] == "NOT-REPRODUCIBLE" and rows["demo-4"]["reason"] == "no public trace"
-    assert rows["demo-5"]["status"] == "NOT-CHECKED"
-    assert rows["demo-6"]["status"] == "PASS"  # quick check: x > 0
-    assert rows["demo-7"]["status"] == "PENDING" and "not been run" in rows["demo-7"]["reason"]
+    assert rows["demo-01-a"]["status"] == "PASS" and rows["demo-01-a"]["observed"] == "10.5"
+    assert rows["demo-02-a"]["status"] == "FAIL"
+    assert rows["demo-03-a"]["status"] == "PENDING" and "does not exist" in rows["demo-03-a"]["reason"]
+    assert rows["demo-04-a"]["status"] == "NOT-REPRODUCIBLE" and rows["demo-04-a"]["reason"] == "no public trace"
+    assert rows["demo-05-a"]["status"] == "NOT-CHECKED"
+    assert rows["demo-06-a"]["status"] == "PASS"  # quick check: x > 0
+    assert rows["demo-07-a"]["status"] == "PENDING" and "not been run" in rows["demo-07-a"]["reason"]
     # at full scale nothing has run
     full = {r["id"]: r for r in check_claims(tmp_path, "full")}
-    assert full["demo-1"]["status"] == "PENDING"
+    assert full["demo-01-a"]["status"] == "PENDING"
+
+
+@pytest.mark.parametrize("kind", ["stated", "arithmetic", "calibration"])
+def test_only_measured_claims_get_pass_or_fail(tmp_path, kind):
+    write(tmp_path, [claim(id="demo-01-a", kind=kind), claim(id="demo-02-a", kind=kind, expected=20),
+                     claim(id="demo-03-a", kind=kind, figure="fig09_missing")])
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10.0})
+    rows = {r["id"]: r for r in check_claims(tmp_path, "quick")}
+    assert rows["demo-01-a"]["status"] == "CONSISTENT" and rows["demo-01-a"]["kind"] == kind
+    assert rows["demo-02-a"]["status"] == "INCONSISTENT"
+    assert rows["demo-02-a"]["diagnosis"] == ""  # only a measured FAIL is reported undiagnosed
+    assert rows["demo-03-a"]["status"] == "PENDING"
+    assert not {r["status"] for r in rows.values()} & {"PASS", "FAIL"}
+
+
+def test_diagnosis_per_claim_and_per_scale(tmp_path):
+    write(tmp_path, [
+        claim(id="demo-01-a", expected=20,
+              diagnosis={"kind": "substitute-data", "why": "synthetic trace lacks bursts"}),
+        claim(id="demo-02-a", expected=20, diagnosis={"full": {"kind": "open", "why": "the queue model may be wrong"}}),
+        claim(id="demo-03-a", expected=20),
+        claim(id="demo-04-a", diagnosis={"kind": "open", "why": "kept for a claim that passes"}),
+        claim(id="demo-05-a", kind="arithmetic", expected=20,
+              diagnosis={"kind": "paper-inconsistent", "why": "the paper's sum of its own labels differs"}),
+    ])
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10.0})
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10.0}, scale="full")
+    q = {r["id"]: r for r in check_claims(tmp_path, "quick")}
+    f = {r["id"]: r for r in check_claims(tmp_path, "full")}
+    assert q["demo-01-a"]["diagnosis"] == "substitute-data" and "bursts" in q["demo-01-a"]["reason"]
+    assert f["demo-01-a"]["diagnosis"] == "substitute-data"
+    assert q["demo-02-a"]["diagnosis"] == UNDIAGNOSED and f["demo-02-a"]["diagnosis"] == "open"
+    assert q["demo-03-a"]["diagnosis"] == UNDIAGNOSED
+    assert q["demo-04-a"]["status"] == "PASS" and q["demo-04-a"]["diagnosis"] == ""
+    assert q["demo-05-a"]["status"] == "INCONSISTENT" and q["demo-05-a"]["diagnosis"] == "paper-inconsistent"
+    s = summary(list(q.values()))
+    assert s["undiagnosed"] == 2 and s["fail_diagnoses"]["substitute-data"] == 1
+    md = to_markdown(list(q.values()), "quick")
+    assert "Measured FAILs without a diagnosis" in md and "`demo-03-a`" in md
+
+
+def test_cli_fails_on_undiagnosed_only_when_asked(tmp_path, capsys):
+    from servesim.cli_data import _claims
+
+    write(tmp_path, [claim(expected=20)])
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10.0})
+
+    class Args:
+        scale, root, md, csv, readme, fail_undiagnosed = "quick", str(tmp_path), None, None, None, False
+
+    assert _claims(Args) == 0
+    Args.fail_undiagnosed = True
+    assert _claims(Args) == 2
+    assert "1 measured FAIL(s) without a diagnosis" in capsys.readouterr().err
 
 
 def test_unknown_metric_is_an_error(tmp_path):
     f = write(tmp_path, [claim(metric="nope")])
     notebook(tmp_path, "demo", "fig01_x", {"x": 1})
-    with pytest.raises(ClaimsError, match=r"demo-1.*no metric\(s\) \['nope'\]"):
+    with pytest.raises(ClaimsError, match=r"demo-01-x.*no metric\(s\) \['nope'\]"):
         check_claims(tmp_path, "quick")
     assert f.exists()
 
 
+@pytest.mark.parametrize("value", ["false", "true", 1, 0.0])
+def test_true_check_needs_a_json_boolean(tmp_path, value):
+    """Issue 12: a string or number under check "true" is a notebook bug, named, never a PASS."""
+    f = write(tmp_path, [claim(check="true", expected=None, tolerance=None)])
+    notebook(tmp_path, "demo", "fig01_x", {"x": value})
+    with pytest.raises(ClaimsError, match="needs a JSON boolean") as e:
+        check_claims(tmp_path, "quick")
+    assert str(f) in str(e.value) and "demo-01-x" in str(e.value)
+
+
+def test_true_check_nan_or_null_is_not_checked(tmp_path):
+    write(tmp_path, [claim(check="true", expected=None, tolerance=None)])
+    (tmp_path / "notebooks/demo").mkdir(parents=True)
+    (tmp_path / "notebooks/demo/fig01_x.ipynb").write_text("{}")
+    m = tmp_path / "results/quick/demo/fig01_x/metrics.json"
+    m.parent.mkdir(parents=True)
+    m.write_text('{"x": NaN}')  # what json.dumps writes for float("nan")
+    [row] = check_claims(tmp_path, "quick")
+    assert row["status"] == "NOT-CHECKED"
+
+
+def test_number_check_refuses_a_boolean_or_string(tmp_path):
+    write(tmp_path, [claim()])
+    notebook(tmp_path, "demo", "fig01_x", {"x": "10"})
+    with pytest.raises(ClaimsError, match="needs a number"):
+        check_claims(tmp_path, "quick")
+
+
 @pytest.mark.parametrize("bad,msg", [
     ({"check": "approx", "tolerance": None}, "tolerance"),
-    ({"check": "wobbly"}, "not one of"),
-    ({"check": "ordering", "expected": "ascending", "metric": "x"}, "list of >= 2"),
-    ({"check": "range", "expected": 3}, r"\[lo, hi\]"),
-    ({"surprise": 1}, "unknown key"),
-    ({"quick": "maybe"}, "quick must be"),
+    ({"check": "wobbly"}, "is not one of"),
+    ({"check": True, "expected": None, "tolerance": None}, "in quotes"),
+    ({"check": "ordering", "expected": "ascending", "metric": "x", "tolerance": None}, "list of >= 2"),
+    ({"check": "range", "expected": 3, "tolerance": None}, "is not of type 'array'"),
+    ({"check": "range", "expected": [2, 1], "tolerance": None}, "reversed range"),
+    ({"tolerance": {"rel": -0.1}}, "less than the minimum of 0"),
+    ({"tolerance": {"abs": float("nan")}}, "finite"),
+    ({"expected": float("inf")}, "finite"),
+    ({"expected": True}, "is not of type 'number'"),
+    ({"surprise": 1}, "surprise"),
+    ({"quick": "maybe"}, "quick: must be `skip`"),
+    ({"quick": {"check": "range", "expected": [5, 1]}}, "quick.expected is a reversed range"),
+    ({"kind": None}, "'kind' is a required property"),
+    ({"kind": "echo"}, "is not one of"),
+    ({"diagnosis": {"kind": "bug", "why": "long enough reason"}}, "diagnosis: must be"),
+    ({"id": "other-01-x"}, "must start with the paper key"),
+    ({"id": "demo-1"}, "does not match"),
+    ({"metric": ["x", "y"]},
+     r"metric: must be one snake_case metric key \(a list of >= 2 keys for check: ordering\), got \['x', 'y'\]"),
+    ({"metric": "Bad Key"}, "metric: must be one snake_case"),
 ])
-def test_malformed_claims_name_the_claim(tmp_path, bad, msg):
-    f = write(tmp_path, [claim(**bad)])
+def test_malformed_claims_name_the_file_and_claim(tmp_path, bad, msg):
+    c = claim(**{k: v for k, v in bad.items() if v is not None})
+    for k, v in bad.items():
+        if v is None:
+            c.pop(k, None)
+    f = write(tmp_path, [c])
     with pytest.raises(ClaimsError, match=msg) as e:
         load_claims(f)
-    assert "demo-1" in str(e.value) and str(f) in str(e.value)
+    assert str(f) in str(e.value) and (c["id"] in str(e.value))
 
 
 def test_missing_keys_and_duplicates(tmp_path):
     c = claim()
     del c["metric"]
-    with pytest.raises(ClaimsError, match="missing key"):
+    with pytest.raises(ClaimsError, match="'metric' is a required property"):
         load_claims(write(tmp_path, [c]))
-    with pytest.raises(ClaimsError, match="duplicate id"):
-        load_claims(write(tmp_path, [claim(), claim()]))
+    f = write(tmp_path, [claim(), claim()])
+    with pytest.raises(ClaimsError, match="demo-01-x: duplicate id") as e:
+        load_claims(f)
+    assert str(f) in str(e.value)
+
+
+def test_duplicate_ids_across_files(tmp_path, monkeypatch):
+    """Ids start with their file's paper key, so a clash across files needs a renamed paper;
+    the cross-file check still names both files."""
+    import servesim.analysis.claims as cl
+
+    d = tmp_path / "claims"
+    d.mkdir()
+    for name in ("aa", "bb"):
+        (d / f"{name}.yaml").write_text(yaml.safe_dump({"paper": name, "claims": [claim(id=f"{name}-01-x")]}))
+    assert [c.id for c in load_all_claims(d)] == ["aa-01-x", "bb-01-x"]
+    real = cl.load_claims
+    monkeypatch.setattr(cl, "load_claims", lambda f, s=None: [
+        cl.Claim(**{**c.__dict__, "id": "aa-01-x"}) for c in real(f, s)])
+    with pytest.raises(ClaimsError, match=r"bb\.yaml: claim aa-01-x: duplicate id \(also in .*aa\.yaml\)"):
+        load_all_claims(d)
+
+
+def test_paper_must_match_file_name(tmp_path):
+    f = write(tmp_path, [claim()])
+    g = f.with_name("other.yaml")
+    f.rename(g)
+    with pytest.raises(ClaimsError, match="paper is 'demo' but the file is named other.yaml"):
+        load_claims(g)
+
+
+def test_duplicate_yaml_keys_are_errors(tmp_path):
+    f = write(tmp_path, [claim()])
+    text = f.read_text()
+    assert "  id: demo-01-x\n" in text
+    f.write_text(text.replace("  id: demo-01-x\n", "  id: demo-01-x\n  kind: stated\n"))
+    with pytest.raises(ClaimsError, match=r"duplicate key 'kind'") as e:
+        load_claims(f)
+    assert str(f) in str(e.value) and "line" in str(e.value)
+
+
+def test_strict_yaml_load():
+    assert strict_yaml_load("a: yes\nb: true\nc: off\n") == {"a": "yes", "b": True, "c": "off"}
+    assert strict_yaml_load("base: &b {x: 1}\nd:\n  <<: *b\n  x: 2\n") == {"base": {"x": 1}, "d": {"x": 2}}
+    with pytest.raises(StrictYAMLError, match=r"^f\.yaml: line 3: duplicate key 'x' \(first at line 2\)"):
+        strict_yaml_load("a:\n  x: 1\n  x: 2\n", source="f.yaml")
+    with pytest.raises(StrictYAMLError, match=r"^f\.yaml: not valid YAML: line \d+, column \d+: "):
+        strict_yaml_load("a: [1\n", source="f.yaml")
 
 
 def test_report_files(tmp_path):
-    write(tmp_path, [claim(), claim(id="demo-2", not_reproducible="needs production telemetry")])
+    write(tmp_path, [claim(), claim(id="demo-02-x", not_reproducible="needs production telemetry"),
+                     claim(id="demo-03-x", kind="stated")])
     notebook(tmp_path, "demo", "fig01_x", {"x": 10})
     s = write_report(tmp_path, "quick", tmp_path / "r.md", tmp_path / "r.csv")
-    assert s["PASS"] == 1 and s["NOT-REPRODUCIBLE"] == 1 and s["total"] == 2
+    assert s["PASS"] == 1 and s["NOT-REPRODUCIBLE"] == 1 and s["CONSISTENT"] == 1 and s["total"] == 3
+    assert s["per_kind"]["stated"]["CONSISTENT"] == 1
     header = (tmp_path / "r.csv").read_text().splitlines()[0]
-    assert header == "id,paper,where,claim,expected,observed,tolerance,status,reason"
+    assert header == "id,paper,kind,where,claim,expected,observed,tolerance,status,diagnosis,reason"
     md = (tmp_path / "r.md").read_text()
     assert "needs production telemetry" in md and "| demo |" in md
 
 
 def test_project_claims_files_load(project_root):
-    """Every claims file of the project parses, and ids are unique across papers."""
-    ids = []
-    for f in sorted((project_root / "workflow" / "claims").glob("*.yaml")):
-        ids += [c.id for c in load_claims(f)]
+    """Every claims file of the project validates against the schema; ids are unique across papers."""
+    claims = load_all_claims(project_root / "workflow" / "claims")
+    ids = [c.id for c in claims]
     assert len(ids) == len(set(ids))
+    assert {c.kind for c in claims} <= set(KINDS)
     assert to_markdown([], "quick").startswith("# Claims report")
 
 
-def test_readme_claims_table_agrees_with_claims_files(project_root):
-    """The README's generated table lists every claim and every NOT-REPRODUCIBLE one with its reason."""
-    import re
+def _readme_rows(section: str, title_start: str) -> dict[str, list[str]]:
+    if title_start not in section:
+        return {}
+    part = section.split(title_start, 1)[1]
+    rows = {}
+    for line in part.splitlines()[2:]:
+        if not line.startswith("|"):
+            if rows:
+                break
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0]] = cells[1:]
+    return rows
 
+
+def test_readme_claims_table_agrees_with_claims_files(project_root):
+    """The README's generated tables count every claim of each kind, and list every
+    NOT-REPRODUCIBLE claim with its reason."""
     from servesim.analysis.claims import README_BEGIN, README_END
 
     text = (project_root / "README.md").read_text()
     section = text.split(README_BEGIN, 1)[1].split(README_END, 1)[0]
-    claims = []
-    for f in sorted((project_root / "workflow" / "claims").glob("*.yaml")):
-        claims += load_claims(f)
-    if not claims:
-        return
-    m = re.search(r"\| \*\*all\*\* \| (\d+) \| \d+ \| \d+ \| (\d+) \|", section)
-    assert m, "README claims table has no totals row: run `servesim claims --readme README.md`"
+    claims = load_all_claims(project_root / "workflow" / "claims")
+    measured = _readme_rows(section, "Measured claims")
+    echo = _readme_rows(section, "Stated settings")
+    assert "**all**" in measured and "**all**" in echo, \
+        "README claims tables have no totals row: run `servesim claims --readme README.md`"
+    stale = "README claims table is stale: regenerate it with `servesim claims --readme README.md`"
+    assert int(measured["**all**"][0]) == sum(c.kind == "measured" for c in claims), stale
+    for i, k in enumerate(KINDS[1:]):
+        assert int(echo["**all**"][i]) == sum(c.kind == k for c in claims), stale
     nr = [c for c in claims if c.not_reproducible]
-    assert int(m.group(1)) == len(claims), "README claims table is stale: regenerate it"
-    assert int(m.group(2)) == len(nr), "README claims table is stale: regenerate it"
+    nr_col_m, nr_col_e = 2 + 4 + 1, 3 + 2  # after PASS, FAIL, the 4 diagnosis columns / kinds and statuses
+    assert int(measured["**all**"][nr_col_m]) + int(echo["**all**"][nr_col_e]) == len(nr), stale
     for c in nr:
         assert f"`{c.id}`" in section, f"{c.id} (NOT-REPRODUCIBLE) missing from the README table"
+
+
+def test_readme_section_round_trips_through_the_parser(tmp_path):
+    """The parser the README test uses reads what readme_section writes."""
+    write(tmp_path, [claim(), claim(id="demo-02-x", kind="arithmetic"),
+                     claim(id="demo-03-x", not_reproducible="needs production telemetry")])
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10})
+    sec = readme_section(check_claims(tmp_path, "quick"), "quick")
+    m, e = _readme_rows(sec, "Measured claims"), _readme_rows(sec, "Stated settings")
+    assert m["**all**"][:3] == ["2", "1", "0"] and m["**all**"][7] == "1"
+    assert e["**all**"][:3] == ["0", "1", "0"] and e["**all**"][3] == "1"
 
 
 def test_not_reproducible_claim_needs_no_metric(tmp_path):
@@ -165,9 +367,86 @@ def test_not_reproducible_claim_needs_no_metric(tmp_path):
 
 def test_null_metric_is_not_checked_and_names_the_key(tmp_path):
     # a notebook that could not measure a value writes null: not a FAIL, and no crash in orderings
-    write(tmp_path, [claim(id="demo-1", metric="x", check="lt", expected=1.0, tolerance=None),
-                     claim(id="demo-2", metric=["x", "y"], check="ordering", expected="ascending", tolerance=None)])
+    write(tmp_path, [claim(id="demo-01-a", metric="x", check="lt", expected=1.0, tolerance=None),
+                     claim(id="demo-02-a", metric=["x", "y"], check="ordering", expected="ascending", tolerance=None)])
     notebook(tmp_path, "demo", "fig01_x", {"x": None, "y": 2.0}, scale="full")
     rows = check_claims(tmp_path, "full")
     assert [r["status"] for r in rows] == ["NOT-CHECKED", "NOT-CHECKED"]
     assert all("['x']" in r["reason"] for r in rows)
+
+
+# ---- generated malformed entries (issue 12) ---------------------------------------------------
+
+_JUNK = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True, allow_infinity=True),
+                  st.text(max_size=8), st.lists(st.integers(-3, 3), max_size=3),
+                  st.dictionaries(st.sampled_from(["abs", "rel", "check", "kind", "why", "x"]),
+                                  st.one_of(st.integers(-2, 2), st.text(max_size=4)), max_size=3))
+_KEYS = ["source", "kind", "where", "claim", "figure", "metric", "check", "expected", "tolerance", "quick",
+         "not_reproducible", "note", "diagnosis", "bogus"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=st.lists(st.tuples(st.sampled_from(_KEYS), st.one_of(st.just("<drop>"), _JUNK)), min_size=1, max_size=3))
+def test_generated_malformed_claims_give_a_clear_error(tmp_path, edits):
+    """Any mutation of a valid entry either still validates or raises ClaimsError naming the file
+    and the claim id; never another exception."""
+    c = claim(id="demo-01-x")
+    for key, value in edits:
+        if value == "<drop>":
+            c.pop(key, None)
+        else:
+            c[key] = value
+    f = tmp_path / "workflow" / "claims" / "demo.yaml"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(yaml.safe_dump({"paper": "demo", "claims": [c]}, allow_unicode=True))
+    try:
+        [loaded] = load_claims(f)
+    except ClaimsError as e:
+        assert str(f) in str(e) and "demo-01-x" in str(e), str(e)
+        return
+    # it validated: then it is a usable claim
+    assert loaded.kind in KINDS and loaded.full.kind in {"approx", "range", "lt", "le", "gt", "ge", "ordering", "true"}
+    for x in ([loaded.full.expected] if not isinstance(loaded.full.expected, list) else loaded.full.expected):
+        assert not isinstance(x, float) or math.isfinite(x)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet=st.sampled_from(list("ab:- \n[]{}'\"#&*!|>,1.")), max_size=60))
+def test_generated_malformed_yaml_gives_a_clear_error(tmp_path, text):
+    f = tmp_path / "demo.yaml"
+    f.write_text(text)
+    with pytest.raises(ClaimsError) as e:
+        load_claims(f)
+    assert str(f) in str(e.value)
+
+
+def test_statuses_constant():
+    assert STATUSES == ("PASS", "FAIL", "CONSISTENT", "INCONSISTENT", "NOT-REPRODUCIBLE", "PENDING", "NOT-CHECKED")
+
+
+_CHECKS = [claim(), claim(check="range", expected=[1, 2], tolerance=None),
+           claim(check="lt", expected=3, tolerance=None),
+           claim(check="true", expected=None, tolerance=None),
+           claim(check="ordering", expected="ascending", metric=["x", "y"], tolerance=None)]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(which=st.integers(0, len(_CHECKS) - 1), x=_JUNK, y=_JUNK, kind=st.sampled_from(KINDS))
+def test_generated_metric_values_give_a_status_or_a_clear_error(tmp_path, which, x, y, kind):
+    """Whatever a notebook writes, the checker returns a known status or a ClaimsError naming the
+    claims file, the claim and the metrics file; a PASS needs a finite number (or JSON true)."""
+    import shutil
+
+    shutil.rmtree(tmp_path / "results", ignore_errors=True)
+    f = write(tmp_path, [{**_CHECKS[which], "kind": kind}])
+    notebook(tmp_path, "demo", "fig01_x", {"x": x, "y": y})
+    try:
+        [row] = check_claims(tmp_path, "quick")
+    except ClaimsError as e:
+        assert str(f) in str(e) and "demo-01-x" in str(e) and "metrics.json" in str(e), str(e)
+        return
+    assert row["status"] in STATUSES
+    if row["status"] in ("PASS", "CONSISTENT"):
+        vals = [x, y] if which == 4 else [x]
+        assert all(v is True if which == 3 else (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                  and math.isfinite(v)) for v in vals)

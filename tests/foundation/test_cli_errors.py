@@ -74,7 +74,9 @@ def test_debug_shows_the_exception(tmp_path):
     (["--volume-scale", "nan"], "--volume-scale nan"),
 ])
 def test_sageserve_run_options_checked_before_work(tmp_path, capsys, opts, needle):
-    _input_error(capsys, ["sageserve-run", "--strategy", "lt_i", "--preset", "tiny", *opts, "-o", str(tmp_path / "o")],
+    window = ["--models", "llama-2-70b", "--regions", "eastus", "--window-h", "36", "37", "--days", "2",
+              "--volume-scale", "0.1"]  # a valid tiny window; `opts` (given after it) override one option
+    _input_error(capsys, ["sageserve-run", "--strategy", "lt_i", *window, *opts, "-o", str(tmp_path / "o")],
                  needle)
     assert not (tmp_path / "o").exists()
 

@@ -1,6 +1,10 @@
 """Check every claim of `workflow/claims/<paper>.yaml` against the metrics the notebooks wrote.
 
-Format: `workflow/claims/README.md`. Statuses: PASS, FAIL, NOT-REPRODUCIBLE, PENDING, NOT-CHECKED.
+Format, kinds, statuses and diagnoses: `workflow/claims/README.md`; the files' schema:
+`workflow/schemas/claims.schema.yaml`. Only `measured` claims (an output of a simulation,
+training, replay or data analysis of this artifact) are scored PASS / FAIL; a `stated`,
+`arithmetic` or `calibration` claim is still checked, but scored CONSISTENT / INCONSISTENT, so
+that PASS means "reproduced" and never "the config holds the number we typed from the paper".
 """
 
 from __future__ import annotations
@@ -9,20 +13,32 @@ import csv
 import io
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
-import yaml
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 
-REPORT_COLUMNS = ("id", "paper", "where", "claim", "expected", "observed", "tolerance", "status", "reason")
+from servesim._yaml import StrictYAMLError, strict_yaml_load
+
+SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "claims.schema.yaml"
 CHECKS = ("approx", "range", "lt", "le", "gt", "ge", "ordering", "true")
-STATUSES = ("PASS", "FAIL", "NOT-REPRODUCIBLE", "PENDING", "NOT-CHECKED")
-_REQUIRED = ("id", "where", "claim", "figure", "metric", "check")
-_ALLOWED = set(_REQUIRED) | {"source", "expected", "tolerance", "quick", "not_reproducible", "note"}
+KINDS = ("measured", "stated", "arithmetic", "calibration")
+DIAGNOSES = ("paper-inconsistent", "substitute-data", "open")
+MEASURED_STATUSES = ("PASS", "FAIL")
+ECHO_STATUSES = ("CONSISTENT", "INCONSISTENT")  # stated, arithmetic, calibration
+OPEN_STATUSES = ("NOT-REPRODUCIBLE", "PENDING", "NOT-CHECKED")
+STATUSES = MEASURED_STATUSES + ECHO_STATUSES + OPEN_STATUSES
+UNDIAGNOSED = "UNDIAGNOSED"  # the diagnosis column of a measured FAIL that declares none
+REPORT_COLUMNS = ("id", "paper", "kind", "where", "claim", "expected", "observed", "tolerance", "status",
+                  "diagnosis", "reason")
+SCALES = ("quick", "full")
 
 
 class ClaimsError(ValueError):
-    """A malformed claims file, or a claim naming a metric its notebook does not write."""
+    """A malformed claims file, or a claim naming a metric its notebook does not write (or writes
+    with the wrong type). The message names the file and the claim."""
 
 
 @dataclass(frozen=True)
@@ -38,24 +54,10 @@ class Check:
                 "ordering": f"{self.expected}", "true": "is true"}[self.kind]
 
 
-def _parse_check(d: dict, where: str) -> Check:
-    kind = d.get("check")
-    if kind not in CHECKS:
-        raise ClaimsError(f"{where}: check {kind!r} is not one of {CHECKS}")
-    exp = d.get("expected")
-    tol = d.get("tolerance")
-    if kind != "true" and exp is None:
-        raise ClaimsError(f"{where}: check {kind!r} needs `expected`")
-    if kind == "approx":
-        if not isinstance(tol, dict) or not tol or set(tol) - {"abs", "rel"}:
-            raise ClaimsError(f"{where}: approx needs tolerance {{abs: x}} and/or {{rel: x}}, got {tol!r}")
-        if not isinstance(exp, (int, float)):
-            raise ClaimsError(f"{where}: approx needs a number as expected, got {exp!r}")
-    if kind == "range" and not (isinstance(exp, list) and len(exp) == 2):
-        raise ClaimsError(f"{where}: range needs expected [lo, hi], got {exp!r}")
-    if kind == "ordering" and exp not in ("ascending", "descending"):
-        raise ClaimsError(f"{where}: ordering needs expected ascending|descending, got {exp!r}")
-    return Check(kind, exp, tol)
+@dataclass(frozen=True)
+class Diagnosis:
+    kind: str  # one of DIAGNOSES
+    why: str
 
 
 @dataclass(frozen=True)
@@ -73,71 +75,174 @@ class Claim:
     not_reproducible: str | None
     note: str
     file: str
+    kind: str = "measured"
+    diagnosis: dict = field(default_factory=dict)  # scale -> Diagnosis
 
     def check_for(self, scale: str) -> Check | None:
         if scale == "quick":
             return None if self.quick_skip else (self.quick or self.full)
         return self.full
 
+    def diagnosis_for(self, scale: str) -> Diagnosis | None:
+        return self.diagnosis.get(scale)
 
-def load_claims(path: str | Path) -> list[Claim]:
+
+# ---- loading and validation ------------------------------------------------------------------
+
+@lru_cache(maxsize=4)
+def _validator(schema_path: str) -> Draft202012Validator:
+    p = Path(schema_path)
+    if not p.exists():
+        raise ClaimsError(f"{p}: the claims schema is missing (the checker runs from a project checkout)")
+    schema = strict_yaml_load(p.read_text(), source=str(p))
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+_FRIENDLY = {  # oneOf fields, whose raw jsonschema message says nothing useful
+    "metric": "must be one snake_case metric key (a list of >= 2 keys for check: ordering)",
+    "quick": "must be `skip` or a mapping {check, expected, tolerance}",
+    "diagnosis": "must be {kind: paper-inconsistent | substitute-data | open, why: \"...\"}, "
+                 "or {quick: {kind, why}, full: {kind, why}}",
+}
+
+
+def _label(path: Path, claims: object, i: int | None) -> str:
+    """`<file>: claim <id>` (or `claims[i]` where the entry has no usable id)."""
+    if i is None:
+        return str(path)
+    d = claims[i] if isinstance(claims, list) and 0 <= i < len(claims) else None
+    cid = d.get("id") if isinstance(d, dict) else None
+    return f"{path}: claim {cid}" if isinstance(cid, str) and cid else f"{path}: claims[{i}]"
+
+
+def _schema_message(err, path: Path, doc: object) -> str:
+    loc = list(err.absolute_path)
+    claims = doc.get("claims") if isinstance(doc, dict) else None
+    i = loc[1] if len(loc) >= 2 and loc[0] == "claims" and isinstance(loc[1], int) else None
+    key = ".".join(str(k) for k in (loc[2:] if i is not None else loc))
+    msg = err.message
+    top = str(loc[2]) if i is not None and len(loc) > 2 else None
+    if err.validator in ("oneOf", "type") and top in _FRIENDLY and len(loc) == 3:
+        deeper = best_match(err.context) if err.context else None
+        msg = f"{_FRIENDLY[top]}, got {err.instance!r}" + (f" ({deeper.message})" if deeper else "")
+    if top in ("check",) and isinstance(err.instance, bool):
+        msg += ' (write check: "true" in quotes: an unquoted true is a YAML boolean)'
+    return f"{_label(path, claims, i)}: {key + ': ' if key else ''}{msg}"
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _semantic_errors(d: dict, paper: str, label: str) -> list[str]:
+    """What the schema cannot say: finite numbers, ordered ranges, the id's paper prefix."""
+    errs = []
+    if not d["id"].startswith(f"{paper}-"):
+        errs.append(f"{label}: id must start with the paper key '{paper}-'")
+    triples = [("", d)]
+    if isinstance(d.get("quick"), dict):
+        triples.append(("quick.", d["quick"]))
+    for pre, t in triples:
+        exp, tol = t.get("expected"), t.get("tolerance")
+        nums = exp if isinstance(exp, list) else [exp] if isinstance(exp, (int, float)) else []
+        if any(not _finite(x) for x in nums):
+            errs.append(f"{label}: {pre}expected must be finite, got {exp!r}")
+        elif t.get("check") == "range" and nums[0] > nums[1]:
+            errs.append(f"{label}: {pre}expected is a reversed range {exp!r} (write [lo, hi] with lo <= hi)")
+        if isinstance(tol, dict) and any(not _finite(v) for v in tol.values()):
+            errs.append(f"{label}: {pre}tolerance must be finite and >= 0, got {tol!r}")
+        if t.get("check") == "ordering" and not isinstance(d["metric"], list):
+            errs.append(f"{label}: {pre}check ordering needs a list of >= 2 metrics")
+        if t.get("check") not in (None, "ordering") and isinstance(d["metric"], list):
+            errs.append(f"{label}: {pre}check {t['check']} needs one metric, not a list")
+    return errs
+
+
+def _diagnoses(raw) -> dict:
+    if raw is None:
+        return {}
+    if "kind" in raw:
+        return {s: Diagnosis(raw["kind"], raw["why"]) for s in SCALES}
+    return {s: Diagnosis(v["kind"], v["why"]) for s, v in raw.items()}
+
+
+def load_claims(path: str | Path, schema_path: str | Path | None = None) -> list[Claim]:
+    """Parse and validate one claims file. Every error names the file and the claim."""
     path = Path(path)
     try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ClaimsError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(doc, dict) or "paper" not in doc or not isinstance(doc.get("claims"), list):
-        raise ClaimsError(f"{path}: needs top-level keys `paper` and `claims` (a list)")
+        doc = strict_yaml_load(path.read_text(encoding="utf-8"), source=str(path))
+    except StrictYAMLError as exc:
+        raise ClaimsError(str(exc)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ClaimsError(f"{path}: cannot read: {exc}") from None
+    errors = sorted(_validator(str(schema_path or SCHEMA_PATH)).iter_errors(doc),
+                    key=lambda e: [str(x) for x in e.absolute_path])
+    if errors:
+        msgs = list(dict.fromkeys(_schema_message(e, path, doc) for e in errors))
+        more = f"\n... and {len(msgs) - 20} more" if len(msgs) > 20 else ""
+        raise ClaimsError("\n".join(msgs[:20]) + more)
     paper = doc["paper"]
-    out, seen = [], set()
+    if path.suffix in (".yaml", ".yml") and path.stem != paper:
+        raise ClaimsError(f"{path}: paper is {paper!r} but the file is named {path.name} (use {paper}.yaml)")
+    out, seen, errs = [], {}, []
     for i, d in enumerate(doc["claims"]):
-        where = f"{path}: claims[{i}]" + (f" ({d.get('id')})" if isinstance(d, dict) and d.get("id") else "")
-        if not isinstance(d, dict):
-            raise ClaimsError(f"{where}: must be a mapping")
-        missing = [k for k in _REQUIRED if k not in d]
-        if missing:
-            raise ClaimsError(f"{where}: missing key(s) {missing}")
-        unknown = sorted(set(d) - _ALLOWED)
-        if unknown:
-            raise ClaimsError(f"{where}: unknown key(s) {unknown}")
+        label = _label(path, doc["claims"], i)
         if d["id"] in seen:
-            raise ClaimsError(f"{where}: duplicate id {d['id']!r}")
-        seen.add(d["id"])
-        full = _parse_check(d, where)
-        if full.kind == "ordering" and not (isinstance(d["metric"], list) and len(d["metric"]) >= 2):
-            raise ClaimsError(f"{where}: ordering needs a list of >= 2 metrics")
+            errs.append(f"{label}: duplicate id (first at claims[{seen[d['id']]}])")
+            continue
+        seen[d["id"]] = i
+        errs += _semantic_errors(d, paper, label)
+        if errs:
+            continue
+        full = Check(d["check"], d.get("expected"), d.get("tolerance"))
         q = d.get("quick")
-        quick, skip = None, False
-        if q == "skip":
-            skip = True
-        elif isinstance(q, dict):
-            quick = _parse_check({"check": full.kind, "expected": full.expected, "tolerance": full.tolerance, **q}, where + ".quick")
-        elif q is not None:
-            raise ClaimsError(f"{where}: quick must be a mapping or `skip`, got {q!r}")
-        out.append(Claim(d["id"], paper, str(d.get("source", "paper")), str(d["where"]), str(d["claim"]),
-                         d["figure"], d["metric"], full, quick, skip, d.get("not_reproducible"),
-                         str(d.get("note", "")), str(path)))
+        quick = Check(q["check"], q.get("expected"), q.get("tolerance")) if isinstance(q, dict) else None
+        out.append(Claim(d["id"], paper, d["source"], d["where"], d["claim"], d["figure"], d["metric"], full, quick,
+                         q == "skip", d.get("not_reproducible"), d.get("note", ""), str(path), d["kind"],
+                         _diagnoses(d.get("diagnosis"))))
+    if errs:
+        raise ClaimsError("\n".join(errs))
     return out
 
 
+def load_all_claims(claims_dir: str | Path, schema_path: str | Path | None = None) -> list[Claim]:
+    """Every claims file of a folder, in file then claim order; ids unique across files."""
+    out, where = [], {}
+    for f in sorted(Path(claims_dir).glob("*.yaml")):
+        for c in load_claims(f, schema_path):
+            if c.id in where:
+                raise ClaimsError(f"{f}: claim {c.id}: duplicate id (also in {where[c.id]})")
+            where[c.id] = f
+            out.append(c)
+    return out
+
+
+# ---- checking --------------------------------------------------------------------------------
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def evaluate(check: Check, observed) -> bool:
-    """Does the observed value (or list of values, for ordering) satisfy the check?"""
+    """Does the observed value (or list of values, for ordering) satisfy the check? A `true`
+    check passes only on the boolean True; a number check never passes on a non-number or NaN."""
     k = check.kind
     if k == "true":
-        return bool(observed)
+        return observed is True
     if k == "ordering":
-        xs = [float(v) for v in observed]
-        pairs = list(zip(xs, xs[1:]))
+        if not isinstance(observed, list) or not all(_is_number(v) and not math.isnan(v) for v in observed):
+            return False
+        pairs = list(zip(observed, observed[1:], strict=False))
         return all(a < b for a, b in pairs) if check.expected == "ascending" else all(a > b for a, b in pairs)
-    if observed is None or (isinstance(observed, float) and math.isnan(observed)):
+    if not _is_number(observed) or math.isnan(observed):
         return False
-    x = float(observed)
-    e = check.expected
+    x, e = float(observed), check.expected
     if k == "approx":
         tol = check.tolerance or {}
         ok_abs = "abs" in tol and abs(x - e) <= tol["abs"]
         ok_rel = "rel" in tol and abs(x - e) <= tol["rel"] * abs(e)
-        return ok_abs or ok_rel
+        return bool(ok_abs or ok_rel)
     if k == "range":
         return float(e[0]) <= x <= float(e[1])
     return {"lt": x < e, "le": x <= e, "gt": x > e, "ge": x >= e}[k]
@@ -155,31 +260,51 @@ def check_claims(root: str | Path, scale: str, claims_dir: str | Path | None = N
     """One report row per claim, in file then claim order."""
     root = Path(root)
     claims_dir = Path(claims_dir) if claims_dir else root / "workflow" / "claims"
-    rows = []
-    for f in sorted(claims_dir.glob("*.yaml")):
-        for c in load_claims(f):
-            rows.append(_row(root, scale, c))
-    return rows
+    return [_row(root, scale, c) for c in load_all_claims(claims_dir)]
+
+
+def _is_null(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _read_metrics(mfile: Path, c: Claim) -> dict:
+    try:
+        metrics = json.loads(mfile.read_text())
+    except (OSError, ValueError) as exc:
+        raise ClaimsError(f"{c.file}: claim {c.id}: {mfile} is not readable JSON: {exc}") from None
+    if not isinstance(metrics, dict):
+        raise ClaimsError(f"{c.file}: claim {c.id}: {mfile} must hold a JSON object of metrics")
+    return metrics
 
 
 def _row(root: Path, scale: str, c: Claim) -> dict:
     check = c.check_for(scale)
-    row = {"id": c.id, "paper": c.paper if c.source in ("paper", "") else f"{c.paper} ({c.source})",
+    row = {"id": c.id, "paper": c.paper if c.source in ("paper", "") else f"{c.paper} ({c.source})", "kind": c.kind,
            "where": c.where, "claim": c.claim, "expected": _fmt(c.full.expected if check is None else check.expected),
-           "observed": "", "tolerance": "" if check is None else check.describe_tolerance(), "status": "", "reason": ""}
+           "observed": "", "tolerance": "" if check is None else check.describe_tolerance(), "status": "",
+           "diagnosis": "", "reason": ""}
     nb = root / "notebooks" / c.paper / f"{c.figure}.ipynb"
     mfile = root / "results" / scale / c.paper / c.figure / "metrics.json"
+    rel = mfile.relative_to(root)
     observed, nulls = None, []
     if mfile.exists():
-        metrics = json.loads(mfile.read_text())
+        metrics = _read_metrics(mfile, c)
         keys = c.metric if isinstance(c.metric, list) else [c.metric]
         missing = [k for k in keys if k not in metrics]
         if missing and not c.not_reproducible:  # a NOT-REPRODUCIBLE claim may have no metric at all
-            raise ClaimsError(f"{c.file}: claim {c.id}: {mfile.relative_to(root)} has no metric(s) {missing}")
+            raise ClaimsError(f"{c.file}: claim {c.id}: {rel} has no metric(s) {missing}")
         if not missing:
             observed = [metrics[k] for k in keys] if isinstance(c.metric, list) else metrics[c.metric]
             row["observed"] = _fmt(observed)
-            nulls = [k for k in keys if metrics[k] is None or (isinstance(metrics[k], float) and math.isnan(metrics[k]))]
+            nulls = [k for k in keys if _is_null(metrics[k])]
+            if check is not None and not c.not_reproducible:
+                want_bool = check.kind == "true"
+                bad = [k for k in keys if not _is_null(metrics[k])
+                       and (isinstance(metrics[k], bool) != want_bool or not (want_bool or _is_number(metrics[k])))]
+                if bad:
+                    need = "a JSON boolean" if want_bool else "a number"
+                    raise ClaimsError(f"{c.file}: claim {c.id}: {rel}: check {check.kind!r} needs {need} for "
+                                      + ", ".join(f"{k} (got {metrics[k]!r})" for k in bad))
     if c.not_reproducible:
         row.update(status="NOT-REPRODUCIBLE", reason=str(c.not_reproducible))
     elif not nb.exists():
@@ -188,27 +313,42 @@ def _row(root: Path, scale: str, c: Claim) -> dict:
         row.update(status="PENDING", reason=f"notebooks/{c.paper}/{c.figure} has not been run at {scale} scale")
     elif check is None:
         row.update(status="NOT-CHECKED", reason="no qualitative check at quick scale; run the full scale")
-    elif nulls and check.kind != "true":
-        row.update(status="NOT-CHECKED", reason=f"{mfile.relative_to(root)} has null value(s) for {nulls}: "
+    elif nulls:
+        row.update(status="NOT-CHECKED", reason=f"{rel} has null value(s) for {nulls}: "
                                                 f"the notebook could not measure them at {scale} scale")
     else:
         ok = evaluate(check, observed)
-        row["status"] = "PASS" if ok else "FAIL"
+        measured = c.kind == "measured"
+        row["status"] = ("PASS" if ok else "FAIL") if measured else ("CONSISTENT" if ok else "INCONSISTENT")
+        if not ok:
+            d = c.diagnosis_for(scale)
+            row["diagnosis"] = d.kind if d else (UNDIAGNOSED if measured else "")
+            if d:
+                row["reason"] = d.why
         if scale == "quick" and c.quick is not None:
-            row["reason"] = "quick-scale qualitative check"
+            row["reason"] = "; ".join(x for x in ("quick-scale qualitative check", row["reason"]) if x)
     if c.note and not row["reason"]:
         row["reason"] = c.note
     return row
 
 
+# ---- reports ---------------------------------------------------------------------------------
+
 def summary(rows: list[dict]) -> dict:
-    counts = {s: 0 for s in STATUSES}
-    per_paper: dict[str, dict] = {}
+    """Counts per status (all, per paper, per kind) and the measured FAILs per diagnosis."""
+    def zero():
+        return {s: 0 for s in STATUSES}
+
+    counts, per_paper, per_kind = zero(), {}, {k: zero() for k in KINDS}
+    fails = {d: 0 for d in (*DIAGNOSES, UNDIAGNOSED)}
     for r in rows:
         counts[r["status"]] += 1
-        paper = r["paper"].split(" ", 1)[0]
-        per_paper.setdefault(paper, {s: 0 for s in STATUSES})[r["status"]] += 1
-    return {"total": len(rows), **counts, "per_paper": per_paper}
+        per_paper.setdefault(r["paper"].split(" ", 1)[0], zero())[r["status"]] += 1
+        per_kind[r["kind"]][r["status"]] += 1
+        if r["status"] == "FAIL":
+            fails[r["diagnosis"] or UNDIAGNOSED] += 1
+    return {"total": len(rows), **counts, "undiagnosed": fails[UNDIAGNOSED], "fail_diagnoses": fails,
+            "per_kind": per_kind, "per_paper": per_paper}
 
 
 def write_csv(rows: list[dict], path: str | Path) -> None:
@@ -222,23 +362,68 @@ def _md_cell(s: str) -> str:
     return str(s).replace("|", "\\|").replace("\n", " ")
 
 
+def _by_paper(rows: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in rows:
+        out.setdefault(r["paper"].split(" ", 1)[0], []).append(r)
+    return dict(sorted(out.items()))
+
+
+def _count_tables(rows: list[dict]) -> list[str]:
+    """Two tables: measured claims (PASS / FAIL by diagnosis), then the echo kinds apart."""
+    fail_cols = (*DIAGNOSES, UNDIAGNOSED)
+    head_m = ["paper", "measured", "PASS", "FAIL", *(f"FAIL {d}" for d in fail_cols), *OPEN_STATUSES]
+    head_e = ["paper", *KINDS[1:], *ECHO_STATUSES, *OPEN_STATUSES]
+    lines_m = ["| " + " | ".join(head_m) + " |", "|" + "---|" * len(head_m)]
+    lines_e = ["| " + " | ".join(head_e) + " |", "|" + "---|" * len(head_e)]
+
+    def row_m(name, rs):
+        m = [r for r in rs if r["kind"] == "measured"]
+        st = [sum(r["status"] == s for r in m) for s in ("PASS", "FAIL")]
+        dg = [sum(r["status"] == "FAIL" and (r["diagnosis"] or UNDIAGNOSED) == d for r in m) for d in fail_cols]
+        op = [sum(r["status"] == s for r in m) for s in OPEN_STATUSES]
+        return "| " + " | ".join(map(str, [name, len(m), *st, *dg, *op])) + " |"
+
+    def row_e(name, rs):
+        e = [r for r in rs if r["kind"] != "measured"]
+        kinds = [sum(r["kind"] == k for r in e) for k in KINDS[1:]]
+        st = [sum(r["status"] == s for r in e) for s in (*ECHO_STATUSES, *OPEN_STATUSES)]
+        return "| " + " | ".join(map(str, [name, *kinds, *st])) + " |"
+
+    for p, rs in _by_paper(rows).items():
+        lines_m.append(row_m(p, rs))
+        lines_e.append(row_e(p, rs))
+    lines_m.append(row_m("**all**", rows))
+    lines_e.append(row_e("**all**", rows))
+    return ["Measured claims (an output of a simulation, training, replay or data analysis of this artifact; "
+            "only these are reproductions):", "", *lines_m, "",
+            "Stated settings, the paper's own arithmetic and calibration targets (checked for consistency; "
+            "not reproductions):", "", *lines_e]
+
+
 def to_markdown(rows: list[dict], scale: str) -> str:
     s = summary(rows)
     buf = io.StringIO()
     buf.write(f"# Claims report ({scale} scale)\n\n")
-    buf.write(f"{s['total']} claims: " + ", ".join(f"{s[k]} {k}" for k in STATUSES) + ".\n\n")
-    buf.write("| paper | " + " | ".join(STATUSES) + " |\n|---|" + "---|" * len(STATUSES) + "\n")
-    for p, c in sorted(s["per_paper"].items()):
-        buf.write(f"| {p} | " + " | ".join(str(c[k]) for k in STATUSES) + " |\n")
-    buf.write("\n| " + " | ".join(REPORT_COLUMNS) + " |\n|" + "---|" * len(REPORT_COLUMNS) + "\n")
+    buf.write(f"{s['total']} claims: " + ", ".join(f"{s[k]} {k}" for k in STATUSES)
+              + f"; {s['undiagnosed']} measured FAIL(s) without a diagnosis.\n\n")
+    buf.write("\n".join(_count_tables(rows)) + "\n")
+    und = [r for r in rows if r["diagnosis"] == UNDIAGNOSED]
+    if und:
+        buf.write("\n## Measured FAILs without a diagnosis\n\n")
+        buf.writelines(f"- `{r['id']}`: {_md_cell(r['claim'])} (expected {_md_cell(r['expected'])}, "
+                       f"observed {_md_cell(r['observed'])})\n" for r in und)
+    buf.write("\n## Every claim\n\n| " + " | ".join(REPORT_COLUMNS) + " |\n|" + "---|" * len(REPORT_COLUMNS) + "\n")
     for r in rows:
         buf.write("| " + " | ".join(_md_cell(r[k]) for k in REPORT_COLUMNS) + " |\n")
     return buf.getvalue()
 
 
-def write_report(root: str | Path, scale: str, md: str | Path, csv_path: str | Path) -> dict:
-    rows = check_claims(root, scale)
+def write_report(root: str | Path, scale: str, md: str | Path, csv_path: str | Path,
+                 rows: list[dict] | None = None) -> dict:
+    rows = check_claims(root, scale) if rows is None else rows
     Path(md).parent.mkdir(parents=True, exist_ok=True)
+    Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
     write_csv(rows, csv_path)
     Path(md).write_text(to_markdown(rows, scale))
     return summary(rows)
@@ -249,14 +434,18 @@ README_END = "<!-- claims-table:end -->"
 
 
 def readme_section(rows: list[dict], scale: str) -> str:
-    """The README's claims table: counts per paper from a report, and every NOT-REPRODUCIBLE
-    claim with its reason."""
+    """The README's claims tables (measured apart from the other kinds), every measured FAIL
+    without a diagnosis, and every NOT-REPRODUCIBLE claim with its reason."""
     s = summary(rows)
-    lines = [README_BEGIN, "", f"Status of every claim at {scale} scale (`results/{scale}/claims_report.md`):", "",
-             "| paper | claims | " + " | ".join(STATUSES) + " |", "|---|---|" + "---|" * len(STATUSES)]
-    for p, c in sorted(s["per_paper"].items()):
-        lines.append(f"| {p} | {sum(c.values())} | " + " | ".join(str(c[k]) for k in STATUSES) + " |")
-    lines.append(f"| **all** | {s['total']} | " + " | ".join(str(s[k]) for k in STATUSES) + " |")
+    lines = [README_BEGIN, "", f"Status of every claim at {scale} scale (`results/{scale}/claims_report.md`). "
+             "PASS / FAIL are given to measured claims only; a stated setting, the paper's arithmetic or a "
+             "calibration target is CONSISTENT or INCONSISTENT with the paper. Each measured FAIL carries a "
+             "diagnosis: paper-inconsistent, substitute-data (our synthetic or proxy input cannot carry the "
+             "claim) or open (format: `workflow/claims/README.md`).", "", *_count_tables(rows)]
+    und = [r for r in rows if r["diagnosis"] == UNDIAGNOSED]
+    if und:
+        lines += ["", f"Measured FAILs without a diagnosis ({s['undiagnosed']}):", ""]
+        lines += [f"- `{r['id']}` ({_md_cell(r['where'])}): {_md_cell(r['claim'])}" for r in und]
     nr = [r for r in rows if r["status"] == "NOT-REPRODUCIBLE"]
     if nr:
         lines += ["", "Not reproducible, and why:", ""]
