@@ -15,9 +15,14 @@ min_version("9.0")
 configfile: "workflow/config.yaml"
 
 
-# `--config allow_download=false` arrives as a string; booleans are spelled either way on the command line
-if isinstance(config.get("allow_download"), (str, int)) and not isinstance(config.get("allow_download"), bool):
-    config["allow_download"] = str(config["allow_download"]).lower() in ("true", "1", "yes")
+# `--config allow_download=false` arrives as a string: read it as a boolean, and refuse anything
+# else (`maybe`) before validation rather than coerce it to false
+_flag = config.get("allow_download")
+if not isinstance(_flag, bool):
+    _text = str(_flag).strip().lower()
+    if _text not in ("true", "1", "yes", "on", "false", "0", "no", "off"):
+        raise ValueError(f"config allow_download={_flag!r}: expected a boolean (true/false, yes/no, on/off, 1/0)")
+    config["allow_download"] = _text in ("true", "1", "yes", "on")
 
 validate(config, "workflow/schemas/config.schema.yaml")
 

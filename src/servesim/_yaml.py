@@ -13,10 +13,12 @@ from typing import IO, Any
 
 import yaml
 
-__all__ = ["StrictYAMLError", "strict_yaml_load"]
+from servesim.errors import InputError
+
+__all__ = ["StrictYAMLError", "parse_bool", "strict_yaml_load"]
 
 
-class StrictYAMLError(yaml.YAMLError):
+class StrictYAMLError(InputError, yaml.YAMLError):
     """Malformed YAML, or a mapping with a repeated key. The message names the source and line."""
 
 
@@ -69,3 +71,20 @@ def strict_yaml_load(stream: str | bytes | IO, source: str | None = None) -> Any
         raise StrictYAMLError(f"{where}not valid YAML: {at}{what}") from None
     except yaml.YAMLError as exc:
         raise StrictYAMLError(f"{where}not valid YAML: {exc}") from None
+
+
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+def parse_bool(value: Any, key: str) -> bool:
+    """A boolean option given as a bool or one of true/false, yes/no, on/off, 1/0 (any case);
+    anything else (``maybe``) is an error naming ``key`` rather than a silent False."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise StrictYAMLError(f"{key}={value!r}: expected a boolean (true/false, yes/no, on/off, 1/0)")

@@ -226,9 +226,9 @@ def build_manifest_rows(mirror: Path, datasets: dict[str, dict]) -> list[list[st
 
 def write_manifest(mirror: Path, datasets_yaml: Path, out: Path) -> int:
     """Regenerate the MANIFEST from a mirror; returns the number of files listed."""
-    from servesim._strict_yaml import load_strict
+    from servesim._yaml import strict_yaml_load
 
-    datasets = load_strict(Path(datasets_yaml).read_text(), source=str(datasets_yaml))
+    datasets = strict_yaml_load(Path(datasets_yaml).read_text(), source=str(datasets_yaml))
     rows = build_manifest_rows(Path(mirror), datasets)
     with open(out, "w", newline="") as fh:
         w = csv.writer(fh, delimiter="\t", lineterminator="\n")

@@ -86,11 +86,11 @@ def test_sharegpt_truncation_is_still_truncation(tmp_path):
 
 
 def test_strict_yaml_duplicate_keys_and_booleans():
-    from servesim._strict_yaml import StrictYAMLError, load_strict, parse_bool
+    from servesim._yaml import StrictYAMLError, strict_yaml_load, parse_bool
 
     with pytest.raises(StrictYAMLError, match="c.yaml: line 3: duplicate key 'seed' \\(first at line 1\\)"):
-        load_strict("seed: 1\nname: x\nseed: 2\n", "c.yaml")
-    assert load_strict("a: &b {x: 1}\nc:\n  <<: *b\n  x: 2\n", "c.yaml")["c"] == {"x": 2}  # merge override is fine
+        strict_yaml_load("seed: 1\nname: x\nseed: 2\n", "c.yaml")
+    assert strict_yaml_load("a: &b {x: 1}\nc:\n  <<: *b\n  x: 2\n", "c.yaml")["c"] == {"x": 2}  # merge override is fine
     assert parse_bool("Yes", "allow_download") is True and parse_bool(False, "k") is False
     with pytest.raises(StrictYAMLError, match="allow_download='maybe': expected a boolean"):
         parse_bool("maybe", "allow_download")

@@ -5,6 +5,8 @@ rule claims_report:
     input:
         metrics=lambda wc: [f for f in all_figure_outputs(wc.scale) if f.endswith("metrics.json")],
         claims=sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workflow/claims").glob("*.yaml")),
+        # the checker and its schema: an edit to either re-checks every claim
+        checker=["src/servesim/analysis/claims.py", "workflow/schemas/claims.schema.yaml"],
     output:
         md="results/{scale}/claims_report.md",
         csv="results/{scale}/claims_report.csv",

@@ -382,10 +382,10 @@ def parse_scenario(data: dict, source: str = "<scenario>", base_dir: str | Path 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario YAML file."""
     path = Path(path)
-    from servesim._strict_yaml import StrictYAMLError, load_strict
+    from servesim._yaml import StrictYAMLError, strict_yaml_load
 
     try:
-        data = load_strict(path.read_text(), source=str(path))  # duplicate keys are errors too
+        data = strict_yaml_load(path.read_text(), source=str(path))  # duplicate keys are errors too
     except StrictYAMLError as exc:
         raise ScenarioError(str(exc)) from None
     return parse_scenario(data, str(path), path.parent)

@@ -40,11 +40,11 @@ def _scale(gen: str, s: str) -> float:
 
 def _options(text: str) -> dict:
     """``--options`` as a mapping (YAML/JSON; duplicate keys are errors)."""
-    from servesim._strict_yaml import StrictYAMLError, load_strict
+    from servesim._yaml import StrictYAMLError, strict_yaml_load
     from servesim.errors import InputError
 
     try:
-        opts = load_strict(text, source="--options")
+        opts = strict_yaml_load(text, source="--options")
     except StrictYAMLError as exc:
         raise InputError(str(exc)) from None
     if opts is None:
@@ -67,7 +67,7 @@ def _typed_booleans(func, opts: dict, name: str = "") -> dict:
     """Options whose default is a bool must be booleans (``bursts: maybe`` is an error, not truthy)."""
     import inspect
 
-    from servesim._strict_yaml import parse_bool
+    from servesim._yaml import parse_bool
 
     params = dict(inspect.signature(func).parameters)
     for inner in _inner_generators().get(name, ()):  # the generators behind the named wrappers
