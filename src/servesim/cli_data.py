@@ -75,7 +75,7 @@ def add_parser(sub) -> None:
     p.set_defaults(func=_manifest)
 
     p = sub.add_parser("claims", help="check every paper claim against the metrics the notebooks wrote")
-    p.add_argument("--scale", choices=["quick", "full"], default="quick")
+    p.add_argument("--scale", choices=["quick", "full", "test"], default="quick")
     p.add_argument("--root", default=".")
     p.add_argument("--md")
     p.add_argument("--csv")
@@ -85,7 +85,7 @@ def add_parser(sub) -> None:
     p.set_defaults(func=_claims)
 
     p = sub.add_parser("provenance", help="write provenance.json (git, packages, machine, data, config, seed)")
-    p.add_argument("--scale", choices=["quick", "full"], default="quick")
+    p.add_argument("--scale", choices=["quick", "full", "test"], default="quick")
     p.add_argument("--root", default=".")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("-o", "--output", required=True)

@@ -58,7 +58,7 @@ rule html_report:
     # the report of the jobs behind the report pages (every figure of the scale); --nolock because
     # this job runs inside the Snakemake that holds the lock
     shell:
-        "{params.env} {params.py} -m snakemake --nolock --quiet all --config {params.config}"
+        "{params.env} {params.py} -m snakemake --nolock --cores 1 --quiet all --config {params.config}"
         " --report {output} {params.targets} > {log} 2>&1"
 
 

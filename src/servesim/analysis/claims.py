@@ -34,6 +34,8 @@ UNDIAGNOSED = "UNDIAGNOSED"  # the diagnosis column of a measured FAIL that decl
 REPORT_COLUMNS = ("id", "paper", "kind", "where", "claim", "expected", "observed", "tolerance", "status",
                   "diagnosis", "reason")
 SCALES = ("quick", "full")
+# the workflow's `test` scale (tiny runs the test suite drives) is checked as the quick scale is
+CHECKED_AS = {"quick": "quick", "full": "full", "test": "quick"}
 
 
 class ClaimsError(ValueError):
@@ -79,12 +81,12 @@ class Claim:
     diagnosis: dict = field(default_factory=dict)  # scale -> Diagnosis
 
     def check_for(self, scale: str) -> Check | None:
-        if scale == "quick":
+        if CHECKED_AS.get(scale, scale) == "quick":
             return None if self.quick_skip else (self.quick or self.full)
         return self.full
 
     def diagnosis_for(self, scale: str) -> Diagnosis | None:
-        return self.diagnosis.get(scale)
+        return self.diagnosis.get(CHECKED_AS.get(scale, scale))
 
 
 # ---- loading and validation ------------------------------------------------------------------
@@ -325,7 +327,7 @@ def _row(root: Path, scale: str, c: Claim) -> dict:
             row["diagnosis"] = d.kind if d else (UNDIAGNOSED if measured else "")
             if d:
                 row["reason"] = d.why
-        if scale == "quick" and c.quick is not None:
+        if CHECKED_AS.get(scale, scale) == "quick" and c.quick is not None:
             row["reason"] = "; ".join(x for x in ("quick-scale qualitative check", row["reason"]) if x)
     if c.note and not row["reason"]:
         row["reason"] = c.note
