@@ -63,6 +63,15 @@ class BaseSim:
     def finished(self, r: Req, now: float) -> None:
         self.n_finished += 1
 
+    def _simulate(self, reqs: list[Req], who: str) -> None:
+        """Feed ``reqs`` at their arrival times, run to the end, and check every one finished."""
+        self.reqs = self.label(reqs)
+        self.kernel.add_stream([r.arrival for r in reqs], self._arrive)
+        self.kernel.run()
+        left = [r for r in reqs if not r.done]
+        if left:
+            raise SimulationError(f"{who} ended with {len(left)} unfinished requests, e.g. {left[:3]}")
+
     def label(self, reqs: list[Req]) -> list[Req]:
         """Set each request's checkpoint from the settings' mapping."""
         for r in reqs:
@@ -131,12 +140,7 @@ class AegaeonPool(BaseSim):
         min(decs, key=lambda d: d.n_batches()).add_new_batch(r, now)
 
     def run(self, reqs: list[Req]) -> SimResult:
-        self.reqs = self.label(reqs)
-        self.kernel.add_stream([r.arrival for r in reqs], self._arrive)
-        self.kernel.run()
-        left = [r for r in reqs if not r.done]
-        if left:
-            raise SimulationError(f"aegaeon pool ended with {len(left)} unfinished requests, e.g. {left[:3]}")
+        self._simulate(reqs, "aegaeon pool")
         decs = [d for n in self.decode for d in n]
         stats = {"kv_h2d_s": self.kv_h2d_s, "kv_d2h_s": self.kv_d2h_s, "rounds": sum(d.rounds for d in decs),
                  "host_cache": [h.report() for h in self.host],

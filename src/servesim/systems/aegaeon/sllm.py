@@ -217,11 +217,6 @@ class SllmSim(BaseSim):
             self.n_failed += 1
 
     def run(self, reqs: list[Req]) -> SimResult:
-        self.reqs = self.label(reqs)
-        self.kernel.add_stream([r.arrival for r in reqs], self._arrive)
-        self.kernel.run()
-        left = [r for r in reqs if not r.done]
-        if left:
-            raise SimulationError(f"{self.policy}: run ended with {len(left)} unfinished requests, e.g. {left[:3]}")
+        self._simulate(reqs, f"{self.policy}: run")
         stats = {"failed": self.n_failed, "events": self.kernel.events_processed, "end_s": self.kernel.now}
         return SimResult(to_table(reqs), self.switches_table(), stats)
