@@ -59,6 +59,8 @@ rule engine_calibration:
         gpu=1,
     log:
         "logs/{scale}/engine/calibration.log",
+    benchmark:
+        "results/{scale}/benchmarks/engine/calibration.tsv"
     conda:
         ENGINE_CONDA_ENV
     wildcard_constraints:
