@@ -173,3 +173,41 @@ def test_simulate_writes_complete_marker_and_reruns_cleanly(tmp_path, capsys):
                             "instance_hours.parquet", "lifecycle.parquet"])
     files = json.loads((out / MARKER).read_text())["files"]
     assert files["requests.parquet"] == (out / "requests.parquet").stat().st_size
+
+
+def test_corrupt_workload_file_is_one_line(tmp_path, capsys):
+    wl = tmp_path / "w.parquet"
+    wl.write_text("not parquet")
+    text = (EX / "one_region.yaml").read_text()
+    start, end = text.index("workload:"), text.index("regions:")
+    s = _scenario(tmp_path, text[:start] + f"workload: {{file: {wl}}}\n" + text[end:])
+    _input_error(capsys, ["simulate", str(s), "-o", str(tmp_path / "out")], "workload.file", "w.parquet",
+                 "not a readable parquet")
+
+
+def test_read_table_names_the_file(tmp_path):
+    from servesim.errors import InputError
+    from servesim.tables import read_table
+
+    (tmp_path / "t.json").write_text("{}")
+    with pytest.raises(InputError, match=r"t\.json: unknown table format '\.json'"):
+        read_table(tmp_path / "t.json")
+    with pytest.raises(InputError, match=r"gone\.csv: table file does not exist"):
+        read_table(tmp_path / "gone.csv")
+    (tmp_path / "ok.csv").write_text("a,b\n1,2\n")
+    assert read_table(tmp_path / "ok.csv").to_dict("records") == [{"a": 1, "b": 2}]
+
+
+@pytest.mark.parametrize("module,argv,needle", [
+    ("servesim.forecast.evaluate", ["--days", "0", "-o", "{tmp}/x.csv"], "--days 0"),
+    ("servesim.systems.sageserve.sensitivity", ["collect", "{tmp}/none/summary.json", "-o", "{tmp}/r.csv"],
+     "summary.json does not exist"),
+])
+def test_workflow_modules_share_the_error_path(tmp_path, capsys, module, argv, needle):
+    import importlib
+
+    main_ = importlib.import_module(module).main
+    capsys.readouterr()
+    assert main_([a.format(tmp=tmp_path) for a in argv]) == EXIT_INPUT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0], err

@@ -24,7 +24,7 @@ def test_parquet_round_trip_string_and_categorical(tmp_path):
 
 
 def test_read_errors_name_the_file(tmp_path):
-    with pytest.raises(WorkloadError, match="nope.parquet: no such"):
+    with pytest.raises(WorkloadError, match="nope.parquet: workload file does not exist"):
         read(tmp_path / "nope.parquet")
     bad = tmp_path / "bad.parquet"
     _table().drop(columns=["app"]).to_parquet(bad)
@@ -32,7 +32,7 @@ def test_read_errors_name_the_file(tmp_path):
         read(bad)
     junk = tmp_path / "junk.parquet"
     junk.write_text("not parquet")
-    with pytest.raises(WorkloadError, match="junk.parquet: not a readable Parquet"):
+    with pytest.raises(WorkloadError, match="junk.parquet: not a readable parquet workload"):
         read(junk)
 
 

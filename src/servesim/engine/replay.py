@@ -22,22 +22,14 @@ from servesim.engine.client import ReplayOptions, replay_async
 from servesim.engine.records import RequestRecord, request_table, token_table
 from servesim.engine.server import EngineConfig, VLLMServer, vllm_version
 from servesim.metrics import summarize
+from servesim.tables import read_table
 from servesim.workload import schema
 
 
 def read_workload(path: str | Path) -> pd.DataFrame:
     """A request table from Parquet or CSV, validated against the workload schema."""
     p = Path(path)
-    if not p.exists():
-        raise schema.WorkloadError(f"{p}: workload file does not exist")
-    if p.suffix not in (".parquet", ".csv", ".gz"):
-        raise schema.WorkloadError(f"{p}: unknown workload format (use .parquet or .csv)")
-    try:
-        df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
-    except Exception as exc:  # pyarrow / the CSV parser raise several types for a corrupt file
-        raise schema.WorkloadError(f"{p}: not a readable {p.suffix.lstrip('.')} table: "
-                                   f"{type(exc).__name__}: {exc}") from None
-    return schema.validate(df, str(p))
+    return schema.validate(read_table(p, schema.WorkloadError, "workload"), str(p))
 
 
 def _tiny_model_vocab(model: str | Path | None) -> tuple[int, int] | None:

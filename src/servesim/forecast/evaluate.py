@@ -45,7 +45,28 @@ def compare(series, grid=FIG17_GRID, horizon: int = 60, step: int = 60, start: i
     return pd.DataFrame(rows), pd.concat(details, ignore_index=True)
 
 
-def main(argv=None) -> None:
+def _run(a) -> int:
+    from servesim.errors import InputError
+    from servesim.workload import sageserve_week
+
+    from .series import per_minute_demand
+
+    if not (a.scale > 0 and a.days >= 1 and a.horizon >= 1 and a.step >= 1):
+        raise InputError(f"--scale {a.scale} / --days {a.days} / --horizon {a.horizon} / --step {a.step}: "
+                         "the scale must be > 0, the others >= 1")
+    df = sageserve_week(scale=a.scale, seed=a.seed, days=a.days)
+    y = per_minute_demand(df, a.model, a.region, t_end=a.days * 86400.0)
+    summary, _ = compare(y, horizon=a.horizon, step=a.step)
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    summary.assign(model=a.model, region=a.region, scale=a.scale, days=a.days, seed=a.seed).to_csv(out, index=False, float_format="%.10g")
+    pd.DataFrame({"minute": np.arange(y.size), "prompt_tokens": y}).to_csv(out.with_name(out.stem + "_series.csv"), index=False)
+    return 0
+
+
+def main(argv=None) -> int:
+    from servesim.cli_errors import add_debug_flag, run_command
+
     ap = argparse.ArgumentParser(description="Fig 17: forecasters' MAPE vs training time on the synthetic O365 week")
     ap.add_argument("--scale", type=float, default=1.0, help="sageserve_week volume scale")
     ap.add_argument("--days", type=int, default=7)
@@ -55,19 +76,8 @@ def main(argv=None) -> None:
     ap.add_argument("--horizon", type=int, default=60)
     ap.add_argument("--step", type=int, default=60)
     ap.add_argument("-o", "--out", required=True, help="summary CSV (the series goes beside it)")
-    a = ap.parse_args(argv)
-    from servesim.workload import sageserve_week
-
-    from .series import per_minute_demand
-
-    df = sageserve_week(scale=a.scale, seed=a.seed, days=a.days)
-    y = per_minute_demand(df, a.model, a.region, t_end=a.days * 86400.0)
-    summary, _ = compare(y, horizon=a.horizon, step=a.step)
-    out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    summary.assign(model=a.model, region=a.region, scale=a.scale, days=a.days, seed=a.seed).to_csv(out, index=False, float_format="%.10g")
-    pd.DataFrame({"minute": np.arange(y.size), "prompt_tokens": y}).to_csv(out.with_name(out.stem + "_series.csv"), index=False)
-
+    add_debug_flag(ap)
+    return run_command(_run, ap.parse_args(argv), "forecast evaluate")
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from servesim.tables import read_table
+
 AGGREGATES = ("prefill_tokens", "prefill_ctx", "decode_seqs", "decode_ctx")
 COLUMNS = (*AGGREGATES, "step_s")
 OPTIONAL = ("model", "hardware", "tp", "pp", "source", "regime")
@@ -65,10 +67,7 @@ def validate(df: pd.DataFrame, source: str = "<table>") -> pd.DataFrame:
 def read(path: str | os.PathLike) -> pd.DataFrame:
     """Read and validate a measurement table (.csv or .parquet)."""
     path = Path(path)
-    if not path.exists():
-        raise MeasurementError(f"measurement table not found: {path}")
-    df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
-    return validate(df, str(path))
+    return validate(read_table(path, MeasurementError, "measurement"), str(path))
 
 
 def write(df: pd.DataFrame, path: str | os.PathLike) -> Path:

@@ -155,10 +155,6 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
     """Read a request table written by :func:`write` (or any Parquet with the schema's columns)
     and validate it; errors name the file."""
     path = Path(path)
-    if not path.exists():
-        raise WorkloadError(f"{path}: no such workload file")
-    try:
-        df = pd.read_parquet(path)
-    except Exception as exc:  # pyarrow raises several types for a corrupt file
-        raise WorkloadError(f"{path}: not a readable Parquet file: {exc}") from None
-    return validate(df, str(path))
+    from servesim.tables import read_table
+
+    return validate(read_table(path, WorkloadError, "workload"), str(path))

@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from servesim.tables import read_table
+
 from .schema import WorkloadError, make, validate
 
 _UNITS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, "hr": 3600.0, "d": 86400.0}
@@ -143,12 +145,10 @@ def materialise(spec: WorkloadSpec, rng: np.random.Generator, base_dir: str | Pa
         p = Path(spec.file)
         if not p.is_absolute():
             p = Path(base_dir) / p
-        if not p.exists():
-            raise WorkloadError(f"workload.file: {p} does not exist")
-        df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
-        if spec.limit is not None:
-            df = df.iloc[: spec.limit]
         try:
+            df = read_table(p, WorkloadError, "workload")
+            if spec.limit is not None:
+                df = df.iloc[: spec.limit]
             return validate(df, str(p))
         except WorkloadError as exc:
             raise WorkloadError(f"workload.file: {exc}") from None

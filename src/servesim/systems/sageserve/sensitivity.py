@@ -219,28 +219,34 @@ def _args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("-o", "--out", required=True)
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    _args(sub.add_parser("run", help="one (reading, headroom, strategy) run"))
-    c = sub.add_parser("collect", help="gather runs into runs.csv and hourly.csv")
-    c.add_argument("summaries", nargs="+", help="summary.json files of the runs")
-    c.add_argument("-o", "--out", required=True, help="runs table (CSV); hourly table goes next to it")
-    a = ap.parse_args(argv)
+def _run(a) -> int:
     if a.cmd == "collect":
         runs, hourly = collect(a.summaries)
         out = Path(a.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         runs.to_csv(out, index=False)
         hourly.to_csv(out.with_name(out.stem + "_hourly.csv"), index=False)
-        return
+        return 0
     from .runs import window_of
 
     s = run_one(a.reading, a.strategy, window_of(a), a.out, headroom=a.headroom, seed=a.seed, tables=a.tables,
                 preset_name=a.preset)
     print(json.dumps({**{k: s[k] for k in ("reading", "strategy", "headroom", "wall_s")},
                       "instance_hours": s["instance_hours"]["billed"], "p95_ttft_s": s["groups"]["iw"]["p95_ttft_s"]}))
+    return 0
 
+
+def main(argv=None) -> int:
+    from servesim.cli_errors import add_debug_flag, run_command
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    _args(sub.add_parser("run", help="one (reading, headroom, strategy) run"))
+    c = sub.add_parser("collect", help="gather runs into runs.csv and hourly.csv")
+    c.add_argument("summaries", nargs="+", help="summary.json files of the runs")
+    c.add_argument("-o", "--out", required=True, help="runs table (CSV); hourly table goes next to it")
+    add_debug_flag(ap)
+    return run_command(_run, ap.parse_args(argv), "sageserve sensitivity")
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,0 +1,30 @@
+"""Reading a table file (Parquet or CSV) with one clear error for a missing, unknown or corrupt file.
+
+Every reader of user-given tables (workloads, measurements, replay inputs) goes through
+:func:`read_table`, so a corrupt file gives one line naming it, never a pyarrow traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from servesim.errors import InputError
+
+SUFFIXES = (".parquet", ".csv", ".gz")
+
+
+def read_table(path, error: type[Exception] = InputError, what: str = "table") -> pd.DataFrame:
+    """The DataFrame in ``path`` (.parquet, else CSV); ``error(message naming the file)`` when it is
+    missing, of an unknown format, or unreadable."""
+    p = Path(path)
+    if not p.exists():
+        raise error(f"{p}: {what} file does not exist")
+    if p.suffix not in SUFFIXES:
+        raise error(f"{p}: unknown {what} format {p.suffix or '(none)'!r} (use .parquet or .csv)")
+    try:
+        return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+    except Exception as exc:  # pyarrow and the CSV parser raise several types for a corrupt file
+        raise error(f"{p}: not a readable {p.suffix.lstrip('.')} {what}: {type(exc).__name__}: "
+                    f"{' '.join(str(exc).split())}") from None
