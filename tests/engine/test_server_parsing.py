@@ -77,3 +77,13 @@ def test_missing_vllm_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(server, "vllm_version", lambda: None)
     with pytest.raises(EngineStartError, match="vLLM is not installed"):
         VLLMServer(tmp_path, log_path=tmp_path / "log").start()
+
+
+def test_server_does_not_inherit_thread_counts(tmp_path):
+    """Snakemake exports MKL_NUM_THREADS & co. = the job's threads; vLLM must size its own pools."""
+    from servesim.engine.server import THREAD_ENV_VARS
+
+    srv = VLLMServer(tmp_path, log_path=tmp_path / "log")
+    env = srv.environment({**{v: "2" for v in THREAD_ENV_VARS}, "PATH": "/bin", "VLLM_CPU_KVCACHE_SPACE": "3"})
+    assert not set(THREAD_ENV_VARS) & set(env)
+    assert env["PATH"] == "/bin" and env["VLLM_CPU_KVCACHE_SPACE"] == "3" and env["HF_HUB_OFFLINE"] == "1"

