@@ -105,7 +105,7 @@ def test_file_workload_relative_path_and_bad_file(tmp_path):
         build_workload(load_scenario(tmp_path / "s.yaml"), np.random.default_rng(0))
     d["workload"] = {"file": "absent.parquet"}
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(d))
-    with pytest.raises(ScenarioError, match="absent.parquet does not exist"):
+    with pytest.raises(ScenarioError, match=r"absent\.parquet: workload file does not exist"):
         build_workload(load_scenario(tmp_path / "s.yaml"), np.random.default_rng(0))
 
 
