@@ -36,6 +36,17 @@ def test_attainment_counts_failed_as_zero_or_skips_them():
         slo.attainment(t, 10, 0.1, metric="nope")
 
 
-def test_goodput_is_largest_load_at_or_above_90pct():
-    assert slo.goodput([16, 20, 24, 28], [1.0, 0.95, 0.9, 0.5]) == 24
-    assert slo.goodput([16, 20], [0.5, 0.4]) != slo.goodput([16, 20], [0.5, 0.4])  # NaN
+def test_goodput_readings_over_a_sweep():
+    from servesim.metrics.slo import goodput_x
+
+    assert goodput_x([16, 20, 24, 28], [1.0, 0.95, 0.9, 0.5]) == 24
+    assert np.isnan(goodput_x([16, 20], [0.5, 0.4]))
+    # unsorted input; a dip at 20 that recovers at 24: the readings differ
+    xs, a = [24, 16, 20, 28], [0.95, 1.0, 0.85, 0.5]
+    assert goodput_x(xs, a, reading="largest_meeting") == 24
+    assert goodput_x(xs, a, reading="before_first_miss") == 16
+    assert np.isnan(goodput_x([16], [float("nan")]))  # NaN attainment is a miss
+    with pytest.raises(ValueError, match="reading"):
+        goodput_x(xs, a, reading="nope")
+    with pytest.raises(ValueError, match="2 loads but 1"):
+        goodput_x([1, 2], [0.9])

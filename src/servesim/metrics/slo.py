@@ -108,3 +108,26 @@ def deadline_met(by_completion: np.ndarray, completed: np.ndarray, deadline_s: n
     has = ~np.isnan(deadline_s)
     at = np.where(by_completion, finish_s, first_token_s)
     return has, has & completed & (at <= deadline_s)
+
+
+#: readings of "the maximum goodput while meeting the 90% SLO requirement" (Aegaeon Fig 11-13)
+GOODPUT_READINGS = ("largest_meeting", "before_first_miss")
+
+
+def goodput_x(xs, attainment, line: float = 0.9, reading: str = "largest_meeting") -> float:
+    """The load (x: a number of models, a per-model rate) a system sustains at SLO attainment
+    ``line`` over a sweep: ``largest_meeting`` the largest x whose attainment is >= ``line``;
+    ``before_first_miss`` the largest x below the first x (in ascending order) that misses it, so a
+    sweep that dips and recovers counts only up to the dip. NaN when no x meets the line."""
+    if reading not in GOODPUT_READINGS:
+        raise ValueError(f"goodput_x: reading={reading!r}; expected one of {GOODPUT_READINGS}")
+    x = np.asarray(xs, float)
+    a = np.asarray(attainment, float)
+    if x.shape != a.shape:
+        raise ValueError(f"goodput_x: {x.size} loads but {a.size} attainments")
+    order = np.argsort(x, kind="stable")
+    x, ok = x[order], a[order] >= line  # NaN attainment is a miss
+    if reading == "before_first_miss":
+        miss = np.flatnonzero(~ok)
+        ok = ok & (np.arange(x.size) < (miss[0] if miss.size else x.size))
+    return float(x[ok].max()) if ok.any() else float("nan")

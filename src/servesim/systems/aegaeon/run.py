@@ -51,6 +51,19 @@ def _coerce(key: str, value: str, s: Settings):
         raise SystemExit(f"--set {key}={value}: expected a {type(cur).__name__}") from None
 
 
+def settings_from(gpu: str, sets: list[str], slo_scale: float = 1.0) -> Settings:
+    """Settings for ``--gpu``, the ``--set KEY=VALUE`` items and ``--slo-scale`` (both SLOs scaled)."""
+    s = Settings(gpu=gpu)
+    kw = {}
+    for item in sets:
+        if "=" not in item:
+            raise SystemExit(f"--set {item}: expected KEY=VALUE")
+        k, v = item.split("=", 1)
+        kw[k.strip()] = _coerce(k.strip(), v.strip(), s)
+    s = s.with_(**kw)
+    return s.with_(ttft_s=s.ttft_s * slo_scale, tbt_s=s.tbt_s * slo_scale)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m servesim.systems.aegaeon.run", description=__doc__.split("\n")[0])
     ap.add_argument("--system", required=True, choices=SYSTEMS)
@@ -60,15 +73,7 @@ def main(argv=None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any Settings field")
     ap.add_argument("-o", "--out", required=True)
     a = ap.parse_args(argv)
-    s = Settings(gpu=a.gpu)
-    kw = {}
-    for item in a.set:
-        if "=" not in item:
-            raise SystemExit(f"--set {item}: expected KEY=VALUE")
-        k, v = item.split("=", 1)
-        kw[k.strip()] = _coerce(k.strip(), v.strip(), s)
-    s = s.with_(**kw)
-    s = s.with_(ttft_s=s.ttft_s * a.slo_scale, tbt_s=s.tbt_s * a.slo_scale)
+    s = settings_from(a.gpu, a.set, a.slo_scale)
     wl = load_workload(a.workload)
     t0 = time.perf_counter()
     res = simulate(a.system, wl, s, source=str(a.workload))

@@ -1,8 +1,5 @@
 """Aegaeon's SLO attainment and goodput (spec aegaeon §1.2).
 
-These move to the shared ``servesim.metrics`` module after the merge (a shared metrics module was
-being built in parallel); keep the names.
-
 - `attain_ae`: the artifact's ``compute_slo`` rule, the one that produced every SLO figure. Per
   request, with tau_k the time of token k since arrival: a running target starts at TTFT and grows
   by TBT per token; a token on time (tau_k - start <= target) sets ``accum = target``; a late one
@@ -14,7 +11,7 @@ being built in parallel); keep the names.
 - Overall attainment is the unweighted mean over requests; a failed request or one with no
   output counts 0 (``skip_failed=True`` drops them instead, as the artifact did for its real
   Aegaeon runs).
-- `goodput`: the largest load (x) whose attainment is >= 90 %.
+- goodput over a sweep: ``servesim.metrics.slo.goodput_x`` (the one definition, with its readings).
 """
 
 from __future__ import annotations
@@ -83,11 +80,3 @@ def attainment(table: pd.DataFrame, ttft: float, tbt: float, metric: str = "atta
     pr = per_request(table, ttft, tbt)
     keep = ~(table.failed.to_numpy() | (table.tokens_out.to_numpy() == 0)) if skip_failed else np.ones(len(pr), bool)
     return float(pr[metric].to_numpy()[keep].mean()) if keep.any() else float("nan")
-
-
-def goodput(xs, attain, line: float = 0.9) -> float:
-    """Largest x with attainment >= ``line`` (NaN if none)."""
-    x = np.asarray(xs, float)
-    a = np.asarray(attain, float)
-    ok = a >= line
-    return float(x[ok].max()) if ok.any() else float("nan")

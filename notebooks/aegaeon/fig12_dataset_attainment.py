@@ -1,0 +1,93 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %%
+
+# %% [markdown]
+# # Aegaeon — Fig 12: SLO attainment on the alternative datasets (§7.2)
+#
+# Fig 11's systems and settings on ShareGPT-ix2 (input lengths doubled) and ShareGPT-ox2 (output
+# lengths doubled), at 0.1 and 0.5 req/s per model, #models swept; the plain dataset's sweeps
+# (Fig 11a/b) are the reference for the drop. The artifact's own ix2 / ox2 workload files, one per
+# point, identical for every system. Goodput: the largest #models at >= 90 % attainment (reading
+# `goodput_reading`). The drop of a system on ix2 is `1 - goodput(ix2) / goodput(plain)` averaged
+# over the two rates (a rate where the system meets the line at no load of the plain sweep is left
+# out).
+#
+# | quantity | paper |
+# |---|---|
+# | Aegaeon / SLLM goodput on ox2 | up to 2.5× |
+# | ix2 | a slight drop for all; SLLM and SLLM+ drop the most |
+
+# %% tags=["parameters"]
+scale = "quick"     # "quick", "full" or "test"; names the output folders and the runs read
+root = None         # project root; None finds it from the working directory
+seed = 0
+goodput_reading = "largest_meeting"   # or "before_first_miss" (servesim.metrics.slo.goodput_x)
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from servesim.analysis import aegaeon_sweeps as sw
+from servesim.analysis.outputs import FigureOutputs, apply_style
+
+apply_style()
+alt = sw.load("fig12/*", ["panel", "data"], scale, root)
+plain = sw.load("fig11/rps0p*/*", ["panel"], scale, root).assign(data="plain")
+pts = pd.concat([plain[plain.panel.isin(set(alt.panel))], alt], ignore_index=True)
+by = ["panel", "data", "x_name"]
+cur = sw.with_muxserve(sw.curves(pts, by), by)
+gp = sw.goodput(cur, ["panel", "data"], goodput_reading)
+gp.pivot_table(index=["panel", "system"], columns="data", values="goodput")
+
+# %%
+cells = [(p, d) for p in ("rps0p1", "rps0p5") for d in ("ix2", "ox2") if ((alt.panel == p) & (alt.data == d)).any()]
+fig, axes = plt.subplots(1, len(cells), figsize=(3.6 * len(cells), 3.2), squeeze=False)
+for ax, (p, d) in zip(axes[0], cells):
+    sel = (cur.panel == p) & (cur.data == d)
+    sw.plot(ax, cur[sel], gp[(gp.panel == p) & (gp.data == d)])
+    ax.set_xlabel("number of models")
+    ax.set_title(f"{'0.1' if p == 'rps0p1' else '0.5'} req/s, ShareGPT-{d}", fontsize=9)
+axes[0][0].legend(fontsize=7, loc="lower left")
+fig.tight_layout()
+fig
+
+# %%
+def fig12_metrics(gp) -> dict:
+    G = gp.set_index(["panel", "data", "system"]).goodput
+
+    def drop_pct(system: str, data: str = "ix2") -> float:
+        d = [100.0 * (1 - G[(p, data, system)] / G[(p, "plain", system)]) for p in ("rps0p1", "rps0p5")
+             if (p, data, system) in G.index and (p, "plain", system) in G.index and G[(p, "plain", system)] > 0]
+        return float(np.mean(d)) if d else float("nan")
+
+    ox2 = [sw.ratio(G[(p, "ox2", "aegaeon")], G[(p, "ox2", "sllm")]) for p in ("rps0p1", "rps0p5")
+           if (p, "ox2", "sllm") in G.index]
+    m = {"goodput_ratio_sllm_ox2_max": float(np.nanmax(ox2)) if ox2 and not np.isnan(ox2).all() else float("nan"),
+         "goodput_drop_pct_ix2_aegaeon": drop_pct("aegaeon"), "goodput_drop_pct_ix2_sllm": drop_pct("sllm"),
+         "goodput_drop_pct_ix2_sllmplus": drop_pct("sllm_plus")}
+    m.update({f"goodput_models_{s.replace('_', '')}_{d}_{p}": float(v) for (p, d, s), v in G.items()})
+    return m
+
+
+metrics = sw.metrics_by_reading(cur, ["panel", "data"], goodput_reading, fig12_metrics)
+out = FigureOutputs("aegaeon", "fig12_dataset_attainment", scale=scale, root=root)
+out.save_figure(fig)
+out.write_data(cur.merge(gp[["panel", "data", "system", "goodput", "below_grid"]], on=["panel", "data", "system"],
+                         how="left"))
+out.write_metrics(metrics)
+pd.Series(metrics)

@@ -1,0 +1,113 @@
+"""Aegaeon Figs 11-13: the load sweeps of ``workflow/runs/aegaeon.yaml``, read back and summarised.
+
+Each run is one system over one sweep (``servesim.systems.aegaeon.sweep``); its name's parts
+are the figure's facets, e.g. ``fig12/rps0p5/ox2/sllm`` -> panel ``rps0p5``, data ``ox2``, system
+``sllm``. :func:`load` gathers every run under a prefix into one table of points;
+:func:`goodput` gives each sweep's goodput (``servesim.metrics.slo.goodput_x`` on the mean
+attainment per load, 90 % line); MuxServe is the artifact's capacity rule
+(``servesim.systems.aegaeon.muxserve``): 100 % up to 32 models, no placement beyond.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..metrics.slo import GOODPUT_READINGS, goodput_x
+from ..systems.aegaeon import muxserve
+from .outputs import project_root
+from .runs import select
+
+LINE = 0.9
+LABELS = {"aegaeon": "Aegaeon", "sllm": "ServerlessLLM", "sllm_plus": "ServerlessLLM+", "muxserve": "MuxServe"}
+STYLE = {"aegaeon": ("tab:red", "o-"), "sllm": ("tab:blue", "s-"), "sllm_plus": ("tab:green", "^-"),
+         "muxserve": ("tab:purple", "D--")}
+
+
+def load(pattern: str, facets: list[str], scale: str, root=None) -> pd.DataFrame:
+    """Every point of the runs matching ``pattern`` (named ``<figure>/<facet>/.../<system>``, e.g.
+    ``fig11/rps0p*/*``): the points.csv rows with one column per facet, ``x`` (the swept quantity's
+    value) and ``x_name``."""
+    frames = []
+    for r in select("aegaeon", pattern, scale, root):
+        parts = r.name.split("/")[1:]
+        if len(parts) != len(facets) + 1:
+            raise ValueError(f"aegaeon run {r.name!r}: expected facets {facets} and a system after the figure")
+        d = (Path(root) if root else project_root()) / r.dir
+        pts = pd.read_csv(d / "points.csv")
+        summ = json.loads((d / "summary.json").read_text())
+        pts = pts.assign(**dict(zip(facets, parts[:-1])), run=r.name, x_name=summ["x"],
+                         x=pts[summ["x"]].astype(float), slo_scale=summ["slo_scale"])
+        frames.append(pts)
+    if not frames:
+        raise ValueError(f"no aegaeon runs match {pattern!r} at {scale} scale")
+    return pd.concat(frames, ignore_index=True)
+
+
+def curves(points: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Mean attainment per (facets, system, x) over repeats, in both readings (percent)."""
+    keys = [*by, "system", "x"]
+    return (points.groupby(keys, sort=True)[["attainment_pct", "attainment_token_pct", "n_failed", "n_requests"]]
+            .mean().reset_index())
+
+
+def with_muxserve(cur: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Add MuxServe's capacity-rule curve on every #models sweep (NaN beyond its 32 models)."""
+    rows = []
+    for key, g in cur[cur.x_name == "models"].groupby(by, sort=False) if "x_name" in cur else []:
+        for x in sorted(g.x.unique()):
+            a = 100.0 * muxserve.attainment(int(x))
+            rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "system": "muxserve",
+                         "x": x, "x_name": "models", "attainment_pct": a, "attainment_token_pct": a})
+    return pd.concat([cur, pd.DataFrame(rows)], ignore_index=True) if rows else cur
+
+
+def goodput(cur: pd.DataFrame, by: list[str], reading: str = "largest_meeting") -> pd.DataFrame:
+    """Goodput per (facets, system): the largest load meeting the 90 % line (``reading``: see
+    ``goodput_x``); ``below_grid`` marks sweeps where no load met it (goodput 0), ``at_grid_max``
+    those whose largest load met it (the goodput is at least that: the sweep ends first)."""
+    if reading not in GOODPUT_READINGS:
+        raise ValueError(f"goodput: reading={reading!r}; expected one of {GOODPUT_READINGS}")
+    rows = []
+    for key, g in cur.groupby([*by, "system"], sort=False):
+        g = g.dropna(subset=["attainment_pct"])
+        gp = goodput_x(g.x, g.attainment_pct / 100.0, LINE, reading) if len(g) else float("nan")
+        rows.append({**dict(zip([*by, "system"], key)), "goodput": 0.0 if np.isnan(gp) else gp,
+                     "below_grid": bool(np.isnan(gp)), "at_grid_max": bool(len(g)) and gp == float(g.x.max()), "x_min": float(g.x.min()) if len(g) else np.nan,
+                     "x_max": float(g.x.max()) if len(g) else np.nan, "reading": reading})
+    return pd.DataFrame(rows)
+
+
+def ratio(a: float, b: float) -> float:
+    """a / b, NaN when b is 0 (a system with no load meeting the line)."""
+    return float(a) / float(b) if b else float("nan")
+
+
+def plot(ax, cur: pd.DataFrame, gp: pd.DataFrame | None = None, systems=("aegaeon", "sllm", "sllm_plus", "muxserve")):
+    """One panel: attainment vs load per system, the 90 % line and each system's goodput line."""
+    for s in systems:
+        g = cur[cur.system == s].sort_values("x")
+        if g.empty:
+            continue
+        color, style = STYLE[s]
+        ax.plot(g.x, g.attainment_pct, style, color=color, ms=3, lw=1, label=LABELS[s])
+        if gp is not None:
+            v = gp.loc[gp.system == s, "goodput"]
+            if len(v) and v.iloc[0] > 0:
+                ax.axvline(v.iloc[0], color=color, ls=":", lw=0.8)
+    ax.axhline(100 * LINE, color="0.4", ls="--", lw=0.8)
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("SLO attainment (%)")
+
+
+def metrics_by_reading(cur: pd.DataFrame, by: list[str], reading: str, metrics_of) -> dict:
+    """``metrics_of(goodput table)`` under ``reading``, plus the same keys suffixed ``__<other>`` under
+    every other goodput reading, so the report shows which numbers the reading decides."""
+    out = {"goodput_reading": reading, **metrics_of(goodput(cur, by, reading))}
+    for other in GOODPUT_READINGS:
+        if other != reading:
+            out.update({f"{k}__{other}": v for k, v in metrics_of(goodput(cur, by, other)).items()})
+    return out

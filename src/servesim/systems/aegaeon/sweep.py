@@ -1,0 +1,152 @@
+"""One system over a load sweep (Aegaeon Figs 11-13): SLO attainment per point and the goodput.
+
+    python -m servesim.systems.aegaeon.sweep --system aegaeon --rate 0.1 --models 16 20 24 ... -o out/
+    python -m servesim.systems.aegaeon.sweep --system sllm --models 40 --rate 0.05 0.1 ... -o out/
+
+Exactly one of ``--models`` / ``--rate`` may list several values: that one is the sweep's x axis
+(the number of models at a per-model rate, or the per-model rate at a number of models).
+
+Workloads (``--workloads``): ``ae`` (default) replays the artifact's own workload file for each
+point, ``aegaeon/workloads/synth-{models}-{rate}-{in}-{out}.csv`` (ShareGPT pairs, tokenised by the
+authors, per-model Poisson arrivals), so every system sees identical requests, as the spec asks;
+``generated`` draws the same construction afresh (``servesim.workload.gen_aegaeon.market``: the
+artifact's arrival rule and length pool) with ``--repeats`` seeds per point, for a band over the
+short, transient-dominated workloads. ``--in-scale`` / ``--out-scale`` 2.0 select ShareGPT-ix2 / -ox2
+(Fig 12); ``--slo-scale`` scales both SLOs (Fig 13).
+
+Writes ``points.csv`` (one row per point and repeat: attainment in both readings, failures,
+switches, TTFT) and ``summary.json`` (the settings, the sweep and its goodput in both readings of
+``servesim.metrics.slo.goodput_x`` at the 90 % line, on the mean attainment per point).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...errors import InputError
+from ...metrics.slo import GOODPUT_READINGS, goodput_x
+from .run import settings_from
+from .simulate import SYSTEMS, simulate, summary
+
+WORKLOADS = ("ae", "generated")
+LINE = 0.9  # §7.2: "the maximum goodput while meeting the 90% overall SLO requirement"
+#: the scalar fields of a run summary kept per point
+POINT_FIELDS = ("n_requests", "n_failed", "tokens", "attainment_pct", "attainment_token_pct",
+                "attainment_pct_skip_failed", "ttft_p50_s", "ttft_p90_s", "n_switches", "switch_latency_mean_s",
+                "switch_prefetched_frac", "kv_transfer_s_mean", "sim_end_s")
+
+
+def ae_workload_key(models: int, rate: float, in_scale: float, out_scale: float) -> str:
+    """The artifact's file name for a point (its own spelling: ``synth-40-0.05-1.0-1.0.csv``)."""
+    return f"aegaeon/workloads/synth-{models}-{rate:g}-{in_scale:.1f}-{out_scale:.1f}.csv"
+
+
+def workload(source: str, models: int, rate: float, in_scale: float, out_scale: float, seed: int) -> tuple[pd.DataFrame, str]:
+    """The requests of one point and where they came from."""
+    if source == "ae":
+        from ...data import locate
+        from ...workload import load_aegaeon
+
+        key = ae_workload_key(models, rate, in_scale, out_scale)
+        try:
+            path = locate(key)
+        except Exception as e:  # DataError: name the point and the file
+            raise InputError(f"--workloads ae: no artifact workload for {models} models at rate {rate:g} "
+                             f"(in x{in_scale:g}, out x{out_scale:g}): {e}") from None
+        return load_aegaeon(path), key
+    from ...workload.gen_aegaeon import market
+
+    # the artifact's durations: 120 s for rate 0.1 and below (its baseline CSVs), else 60 s
+    duration = 120.0 if rate <= 0.1 + 1e-12 else 60.0
+    wl = market(models, rate, duration, seed, input_scale=in_scale, output_scale=out_scale)
+    return wl, f"market(models={models}, rate={rate:g}, duration={duration:g}, seed={seed})"
+
+
+def check_options(a: argparse.Namespace) -> None:
+    if len(a.models) > 1 and len(a.rate) > 1:
+        raise InputError("--models and --rate: only one of them may list several values (the sweep's x axis)")
+    if any(m < 1 for m in a.models):
+        raise InputError(f"--models: need counts >= 1, got {a.models}")
+    if any(not (r > 0 and np.isfinite(r)) for r in a.rate):
+        raise InputError(f"--rate: need finite rates > 0, got {a.rate}")
+    for opt in ("in_scale", "out_scale", "slo_scale"):
+        v = getattr(a, opt)
+        if not (v > 0 and np.isfinite(v)):
+            raise InputError(f"--{opt.replace('_', '-')}: need a finite number > 0, got {v}")
+    if a.repeats < 1 or (a.workloads == "ae" and a.repeats != 1):
+        raise InputError(f"--repeats {a.repeats}: need >= 1, and 1 with --workloads ae (one file per point)")
+
+
+def sweep(a: argparse.Namespace) -> tuple[pd.DataFrame, dict]:
+    """Run every point; returns the points table and the summary."""
+    s = settings_from(a.gpu, a.set, a.slo_scale)
+    x_name = "rate" if len(a.rate) > 1 else "models"
+    rows = []
+    for m in a.models:
+        for r in a.rate:
+            for k in range(a.repeats):
+                wl, src = workload(a.workloads, m, r, a.in_scale, a.out_scale, a.seed + k)
+                t0 = time.perf_counter()
+                res = simulate(a.system, wl, s, source=src)
+                wall = time.perf_counter() - t0
+                summ = summary(res, a.system, s)
+                rows.append({"system": a.system, "models": m, "rate": r, "repeat": k, "workload": src,
+                             **{f: summ[f] for f in POINT_FIELDS}, "wall_s": wall})
+                print(f"{a.system} {m} models x {r:g} rps (repeat {k}): attainment {summ['attainment_pct']:.1f}% "
+                      f"({summ['n_failed']} failed) {wall:.2f} s", flush=True)
+    pts = pd.DataFrame(rows)
+    mean = pts.groupby(x_name, sort=True)["attainment_pct"].mean()
+    out = {
+        "system": a.system, "x": x_name, "models": a.models, "rate": a.rate, "in_scale": a.in_scale,
+        "out_scale": a.out_scale, "slo_scale": a.slo_scale, "ttft_s": s.ttft_s, "tbt_s": s.tbt_s,
+        "workloads": a.workloads, "repeats": a.repeats, "seed": a.seed, "line": LINE,
+        "metric": "attain_ae (the artifact's compute_slo; failed requests count 0), mean over requests, "
+                  "then over repeats",
+        "goodput": {rd: goodput_x(mean.index, mean.to_numpy() / 100.0, LINE, rd) for rd in GOODPUT_READINGS},
+        "n_points": int(len(mean)), "sim_wall_s": float(pts.wall_s.sum()), "settings": s.as_dict(),
+    }
+    return pts, out
+
+
+def run(a: argparse.Namespace) -> int:
+    from ...output_dir import staged_output_dir
+
+    check_options(a)
+    with staged_output_dir(a.out, command=f"aegaeon sweep --system {a.system}", force=a.force) as tmp:
+        pts, summ = sweep(a)
+        pts.to_csv(tmp / "points.csv", index=False)
+        (tmp / "summary.json").write_text(json.dumps(summ, indent=2, default=float) + "\n")
+    print(f"{a.system}: goodput {summ['goodput']} ({summ['x']}) -> {Path(a.out)}")
+    return 0
+
+
+def main(argv=None) -> int:
+    from ...cli_errors import add_debug_flag, run_command
+
+    ap = argparse.ArgumentParser(prog="python -m servesim.systems.aegaeon.sweep", description=__doc__.split("\n")[0])
+    ap.add_argument("--system", required=True, choices=SYSTEMS)
+    ap.add_argument("--models", type=int, nargs="+", required=True, help="number(s) of models")
+    ap.add_argument("--rate", type=float, nargs="+", required=True, help="per-model request rate(s), req/s")
+    ap.add_argument("--in-scale", type=float, default=1.0, help="input-length scale (2.0: ShareGPT-ix2)")
+    ap.add_argument("--out-scale", type=float, default=1.0, help="output-length scale (2.0: ShareGPT-ox2)")
+    ap.add_argument("--slo-scale", type=float, default=1.0, help="scale both TTFT (10 s) and TBT (0.1 s)")
+    ap.add_argument("--workloads", default="ae", choices=WORKLOADS)
+    ap.add_argument("--repeats", type=int, default=1, help="seeds per point (--workloads generated)")
+    ap.add_argument("--gpu", default="h800")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any Settings field")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--force", action="store_true", help="replace a non-empty output folder not written by servesim")
+    ap.add_argument("-o", "--out", required=True)
+    add_debug_flag(ap)
+    return run_command(run, ap.parse_args(argv), "aegaeon sweep")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

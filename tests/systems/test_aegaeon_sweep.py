@@ -1,0 +1,91 @@
+"""Aegaeon Figs 11-13 sweeps: the sweep command on the artifact's workloads and on generated ones,
+its input errors, and the analysis that reads sweeps back (goodput per system, MuxServe's rule)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from servesim.errors import EXIT_INPUT
+
+from tests.systems.test_aegaeon_pool import needs_profiles
+
+
+def _sweep(tmp_path, *args):
+    from servesim.systems.aegaeon.sweep import main
+
+    out = tmp_path / "o"
+    rc = main([*args, "-o", str(out)])
+    return rc, out
+
+
+@needs_profiles
+def test_sweep_on_artifact_workloads_writes_points_and_goodput(tmp_path):
+    rc, out = _sweep(tmp_path, "--system", "aegaeon", "--rate", "0.1", "--models", "8", "10")
+    assert rc == 0
+    pts = pd.read_csv(out / "points.csv")
+    assert list(pts.models) == [8, 10] and (pts.rate == 0.1).all()
+    assert list(pts.workload) == ["aegaeon/workloads/synth-8-0.1-1.0-1.0.csv", "aegaeon/workloads/synth-10-0.1-1.0-1.0.csv"]
+    assert ((pts.attainment_pct >= 0) & (pts.attainment_pct <= 100)).all() and (pts.n_requests > 0).all()
+    summ = json.loads((out / "summary.json").read_text())
+    assert summ["x"] == "models" and set(summ["goodput"]) == {"largest_meeting", "before_first_miss"}
+    from servesim.metrics.slo import goodput_x
+
+    assert summ["goodput"]["largest_meeting"] == pytest.approx(goodput_x(pts.models, pts.attainment_pct / 100)) or \
+        np.isnan(summ["goodput"]["largest_meeting"])
+
+
+@needs_profiles
+def test_sweep_generated_workloads_are_seeded_and_repeat(tmp_path):
+    args = ["--system", "sllm", "--models", "6", "--rate", "0.2", "0.4", "--workloads", "generated", "--repeats", "2",
+            "--seed", "3"]
+    rc, out = _sweep(tmp_path, *args)
+    assert rc == 0
+    a = pd.read_csv(out / "points.csv")
+    assert len(a) == 4 and sorted(set(a.repeat)) == [0, 1] and json.loads((out / "summary.json").read_text())["x"] == "rate"
+    from servesim.systems.aegaeon.sweep import main
+
+    assert main([*args, "-o", str(tmp_path / "again")]) == 0
+    b = pd.read_csv(tmp_path / "again" / "points.csv")
+    pd.testing.assert_frame_equal(a.drop(columns="wall_s"), b.drop(columns="wall_s"))  # same seed, same points
+    assert a.workload.str.contains("seed=3").any() and a.workload.str.contains("seed=4").any()
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--models", "16", "20", "--rate", "0.1", "0.5"], "only one of them"),
+    (["--models", "0", "--rate", "0.1"], "--models"),
+    (["--models", "16", "--rate", "-0.1"], "--rate"),
+    (["--models", "16", "--rate", "0.1", "--slo-scale", "0"], "--slo-scale"),
+    (["--models", "16", "--rate", "0.1", "--repeats", "2"], "--repeats"),
+    (["--models", "17", "--rate", "0.1"], "no artifact workload for 17 models"),
+])
+def test_sweep_input_errors_are_one_line(tmp_path, capsys, args, msg):
+    rc, out = _sweep(tmp_path, "--system", "aegaeon", *args)
+    assert rc == EXIT_INPUT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and msg in err[0]
+    assert not (out / "points.csv").exists()
+
+
+def test_analysis_goodput_muxserve_and_readings():
+    from servesim.analysis import aegaeon_sweeps as sw
+
+    cur = pd.DataFrame({"panel": "a", "x_name": "models", "system": "aegaeon", "x": [16.0, 24.0, 32.0, 40.0],
+                        "attainment_pct": [100.0, 85.0, 95.0, 50.0], "attainment_token_pct": 100.0,
+                        "n_failed": 0, "n_requests": 10})
+    cur = pd.concat([cur, cur.assign(system="sllm", attainment_pct=[80.0, 70.0, 60.0, 50.0])], ignore_index=True)
+    cur = sw.with_muxserve(cur, ["panel", "x_name"])
+    mux = cur[cur.system == "muxserve"].set_index("x").attainment_pct
+    assert mux[32.0] == 100.0 and np.isnan(mux[40.0])
+    gp = sw.goodput(cur, ["panel"]).set_index("system")
+    assert gp.loc["aegaeon", "goodput"] == 32 and gp.loc["muxserve", "goodput"] == 32
+    assert gp.loc["sllm", "goodput"] == 0 and gp.loc["sllm", "below_grid"]
+    first = sw.goodput(cur, ["panel"], "before_first_miss").set_index("system")
+    assert first.loc["aegaeon", "goodput"] == 16
+    m = sw.metrics_by_reading(cur, ["panel"], "largest_meeting",
+                              lambda g: {"r": sw.ratio(g.set_index("system").goodput["aegaeon"], 16)})
+    assert m == {"goodput_reading": "largest_meeting", "r": 2.0, "r__before_first_miss": 1.0}
+    assert np.isnan(sw.ratio(3, 0))
