@@ -52,7 +52,7 @@ from servesim.systems.aegaeon import muxserve
 
 apply_style()
 pts = sw.load("fig11/*", ["panel"], scale, root)
-cur = sw.with_muxserve(sw.curves(pts.assign(x_name=pts.x_name), ["panel", "x_name"]), ["panel", "x_name"])
+cur = sw.curves(pts, ["panel"])   # with MuxServe's capacity rule on the #models sweeps
 gp = sw.goodput(cur, ["panel"], goodput_reading)
 gp
 

@@ -49,8 +49,7 @@ apply_style()
 alt = sw.load("fig12/*", ["panel", "data"], scale, root)
 plain = sw.load("fig11/rps0p*/*", ["panel"], scale, root).assign(data="plain")
 pts = pd.concat([plain[plain.panel.isin(set(alt.panel))], alt], ignore_index=True)
-by = ["panel", "data", "x_name"]
-cur = sw.with_muxserve(sw.curves(pts, by), by)
+cur = sw.curves(pts, ["panel", "data"])   # with MuxServe's capacity rule
 gp = sw.goodput(cur, ["panel", "data"], goodput_reading)
 gp.pivot_table(index=["panel", "system"], columns="data", values="goodput")
 

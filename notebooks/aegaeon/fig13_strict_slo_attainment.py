@@ -50,7 +50,7 @@ strict = sw.load("fig13/*", ["slo"], scale, root)
 base = sw.load("fig11/rps0p1/*", ["panel"], scale, root)
 base = base[(base.panel == "rps0p1") & base.system.isin(set(strict.system))].assign(slo="x1").drop(columns="panel")
 pts = pd.concat([base, strict], ignore_index=True)
-cur = sw.with_muxserve(sw.curves(pts, ["slo", "x_name"]), ["slo", "x_name"])
+cur = sw.curves(pts, ["slo"])   # with MuxServe's capacity rule
 gp = sw.goodput(cur, ["slo"], goodput_reading)
 gp.pivot_table(index="slo", columns="system", values="goodput")
 

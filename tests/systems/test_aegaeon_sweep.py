@@ -61,6 +61,8 @@ def test_sweep_generated_workloads_are_seeded_and_repeat(tmp_path):
     (["--models", "16", "--rate", "0.1", "--slo-scale", "0"], "--slo-scale"),
     (["--models", "16", "--rate", "0.1", "--repeats", "2"], "--repeats"),
     (["--models", "17", "--rate", "0.1"], "no artifact workload for 17 models"),
+    (["--models", "16", "--rate", "0.1", "--set", "nope=1"], "unknown setting"),
+    (["--models", "16", "--rate", "0.1", "--set", "group_rule=fifo"], "group_rule"),
 ])
 def test_sweep_input_errors_are_one_line(tmp_path, capsys, args, msg):
     rc, out = _sweep(tmp_path, "--system", "aegaeon", *args)

@@ -18,10 +18,10 @@ import pandas as pd
 
 from ..metrics.slo import GOODPUT_READINGS, goodput_x
 from ..systems.aegaeon import muxserve
+from ..systems.aegaeon.slo import GOODPUT_LINE as LINE
 from .outputs import project_root
 from .runs import select
 
-LINE = 0.9
 LABELS = {"aegaeon": "Aegaeon", "sllm": "ServerlessLLM", "sllm_plus": "ServerlessLLM+", "muxserve": "MuxServe"}
 STYLE = {"aegaeon": ("tab:red", "o-"), "sllm": ("tab:blue", "s-"), "sllm_plus": ("tab:green", "^-"),
          "muxserve": ("tab:purple", "D--")}
@@ -47,21 +47,20 @@ def load(pattern: str, facets: list[str], scale: str, root=None) -> pd.DataFrame
     return pd.concat(frames, ignore_index=True)
 
 
-def curves(points: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Mean attainment per (facets, system, x) over repeats, in both readings (percent)."""
-    keys = [*by, "system", "x"]
-    return (points.groupby(keys, sort=True)[["attainment_pct", "attainment_token_pct", "n_failed", "n_requests"]]
-            .mean().reset_index())
+def curves(points: pd.DataFrame, by: list[str], muxserve_rule: bool = True) -> pd.DataFrame:
+    """Mean attainment per (facets, x_name, system, x) over repeats, in both readings (percent),
+    with MuxServe's capacity-rule curve added on every #models sweep (``muxserve_rule``)."""
+    keys = [*by, "x_name", "system", "x"]
+    cur = (points.groupby(keys, sort=True)[["attainment_pct", "attainment_token_pct", "n_failed", "n_requests"]]
+           .mean().reset_index())
+    return with_muxserve(cur, [*by, "x_name"]) if muxserve_rule else cur
 
 
 def with_muxserve(cur: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Add MuxServe's capacity-rule curve on every #models sweep (NaN beyond its 32 models)."""
-    rows = []
-    for key, g in cur[cur.x_name == "models"].groupby(by, sort=False) if "x_name" in cur else []:
-        for x in sorted(g.x.unique()):
-            a = 100.0 * muxserve.attainment(int(x))
-            rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "system": "muxserve",
-                         "x": x, "x_name": "models", "attainment_pct": a, "attainment_token_pct": a})
+    rows = [{**dict(zip(by, key)), "system": "muxserve", "x": x, "x_name": "models",
+             "attainment_pct": 100.0 * muxserve.attainment(int(x)), "attainment_token_pct": 100.0 * muxserve.attainment(int(x))}
+            for key, g in cur[cur.x_name == "models"].groupby(by, sort=False) for x in sorted(g.x.unique())]
     return pd.concat([cur, pd.DataFrame(rows)], ignore_index=True) if rows else cur
 
 

@@ -19,6 +19,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+#: §7.2: "the maximum goodput while meeting the 90% overall SLO requirement"
+GOODPUT_LINE = 0.9
+
 
 def attain_ae(arrival: float, token_times, ttft: float, tbt: float) -> float:
     """The artifact's per-request attainment in [0, 1] (0 for a request with no token)."""

@@ -33,10 +33,11 @@ import pandas as pd
 from ...errors import InputError
 from ...metrics.slo import GOODPUT_READINGS, goodput_x
 from .run import settings_from
+from .settings import Settings
 from .simulate import SYSTEMS, simulate, summary
+from .slo import GOODPUT_LINE
 
 WORKLOADS = ("ae", "generated")
-LINE = 0.9  # §7.2: "the maximum goodput while meeting the 90% overall SLO requirement"
 #: the scalar fields of a run summary kept per point
 POINT_FIELDS = ("n_requests", "n_failed", "tokens", "attainment_pct", "attainment_token_pct",
                 "attainment_pct_skip_failed", "ttft_p50_s", "ttft_p90_s", "n_switches", "switch_latency_mean_s",
@@ -48,19 +49,24 @@ def ae_workload_key(models: int, rate: float, in_scale: float, out_scale: float)
     return f"aegaeon/workloads/synth-{models}-{rate:g}-{in_scale:.1f}-{out_scale:.1f}.csv"
 
 
+def ae_workload_path(models: int, rate: float, in_scale: float, out_scale: float):
+    """The artifact's file for a point; a missing one is an InputError naming the point and the file."""
+    from ...data import DataError, locate
+
+    try:
+        return locate(ae_workload_key(models, rate, in_scale, out_scale))
+    except DataError as e:
+        raise InputError(f"--workloads ae: no artifact workload for {models} models at rate {rate:g} "
+                         f"(in x{in_scale:g}, out x{out_scale:g}): {e}") from None
+
+
 def workload(source: str, models: int, rate: float, in_scale: float, out_scale: float, seed: int) -> tuple[pd.DataFrame, str]:
     """The requests of one point and where they came from."""
     if source == "ae":
-        from ...data import locate
         from ...workload import load_aegaeon
 
-        key = ae_workload_key(models, rate, in_scale, out_scale)
-        try:
-            path = locate(key)
-        except Exception as e:  # DataError: name the point and the file
-            raise InputError(f"--workloads ae: no artifact workload for {models} models at rate {rate:g} "
-                             f"(in x{in_scale:g}, out x{out_scale:g}): {e}") from None
-        return load_aegaeon(path), key
+        return load_aegaeon(ae_workload_path(models, rate, in_scale, out_scale)), \
+            ae_workload_key(models, rate, in_scale, out_scale)
     from ...workload.gen_aegaeon import market
 
     # the artifact's durations: 120 s for rate 0.1 and below (its baseline CSVs), else 60 s
@@ -69,7 +75,8 @@ def workload(source: str, models: int, rate: float, in_scale: float, out_scale: 
     return wl, f"market(models={models}, rate={rate:g}, duration={duration:g}, seed={seed})"
 
 
-def check_options(a: argparse.Namespace) -> None:
+def check_options(a: argparse.Namespace) -> Settings:
+    """Every option and input checked before any work; returns the run's settings."""
     if len(a.models) > 1 and len(a.rate) > 1:
         raise InputError("--models and --rate: only one of them may list several values (the sweep's x axis)")
     if any(m < 1 for m in a.models):
@@ -82,11 +89,18 @@ def check_options(a: argparse.Namespace) -> None:
             raise InputError(f"--{opt.replace('_', '-')}: need a finite number > 0, got {v}")
     if a.repeats < 1 or (a.workloads == "ae" and a.repeats != 1):
         raise InputError(f"--repeats {a.repeats}: need >= 1, and 1 with --workloads ae (one file per point)")
+    if a.workloads == "ae":
+        for m in a.models:
+            for r in a.rate:
+                ae_workload_path(m, r, a.in_scale, a.out_scale)
+    try:  # settings_from reports a bad --set as SystemExit (run.py's contract), Settings a bad value as ValueError
+        return settings_from(a.gpu, a.set, a.slo_scale)
+    except (SystemExit, ValueError) as e:
+        raise InputError(str(e)) from None
 
 
-def sweep(a: argparse.Namespace) -> tuple[pd.DataFrame, dict]:
-    """Run every point; returns the points table and the summary."""
-    s = settings_from(a.gpu, a.set, a.slo_scale)
+def sweep(a: argparse.Namespace, s: Settings) -> tuple[pd.DataFrame, dict]:
+    """Run every point under settings ``s``; returns the points table and the summary."""
     x_name = "rate" if len(a.rate) > 1 else "models"
     rows = []
     for m in a.models:
@@ -106,10 +120,10 @@ def sweep(a: argparse.Namespace) -> tuple[pd.DataFrame, dict]:
     out = {
         "system": a.system, "x": x_name, "models": a.models, "rate": a.rate, "in_scale": a.in_scale,
         "out_scale": a.out_scale, "slo_scale": a.slo_scale, "ttft_s": s.ttft_s, "tbt_s": s.tbt_s,
-        "workloads": a.workloads, "repeats": a.repeats, "seed": a.seed, "line": LINE,
+        "workloads": a.workloads, "repeats": a.repeats, "seed": a.seed, "line": GOODPUT_LINE,
         "metric": "attain_ae (the artifact's compute_slo; failed requests count 0), mean over requests, "
                   "then over repeats",
-        "goodput": {rd: goodput_x(mean.index, mean.to_numpy() / 100.0, LINE, rd) for rd in GOODPUT_READINGS},
+        "goodput": {rd: goodput_x(mean.index, mean.to_numpy() / 100.0, GOODPUT_LINE, rd) for rd in GOODPUT_READINGS},
         "n_points": int(len(mean)), "sim_wall_s": float(pts.wall_s.sum()), "settings": s.as_dict(),
     }
     return pts, out
@@ -118,9 +132,9 @@ def sweep(a: argparse.Namespace) -> tuple[pd.DataFrame, dict]:
 def run(a: argparse.Namespace) -> int:
     from ...output_dir import staged_output_dir
 
-    check_options(a)
+    s = check_options(a)
     with staged_output_dir(a.out, command=f"aegaeon sweep --system {a.system}", force=a.force) as tmp:
-        pts, summ = sweep(a)
+        pts, summ = sweep(a, s)
         pts.to_csv(tmp / "points.csv", index=False)
         (tmp / "summary.json").write_text(json.dumps(summ, indent=2, default=float) + "\n")
     print(f"{a.system}: goodput {summ['goodput']} ({summ['x']}) -> {Path(a.out)}")
