@@ -54,6 +54,25 @@ def test_sweep_generated_workloads_are_seeded_and_repeat(tmp_path):
     assert a.workload.str.contains("seed=3").any() and a.workload.str.contains("seed=4").any()
 
 
+@needs_profiles
+def test_an_artifact_file_shorter_than_its_sweep_is_drawn_anew_or_kept_or_refused(tmp_path):
+    from servesim.systems.aegaeon.sweep import main
+
+    base = ["--system", "sllm", "--rate", "0.1", "--models", "36", "40", "--duration-s", "120"]
+    assert main([*base, "-o", str(tmp_path / "gen")]) == 0
+    pts = pd.read_csv(tmp_path / "gen" / "points.csv").set_index("models")
+    assert pts.workload_kind[36] == "artifact" and pts.workload_kind[40] == "generated-for-short-file"
+    assert "synth-40-0.1-1.0-1.0.csv spans 60 s" in pts.workload[40] and "duration=120" in pts.workload[40]
+    assert json.loads((tmp_path / "gen" / "summary.json").read_text())["n_points_generated_for_short_file"] == 1
+    assert main([*base, "--short-file", "keep", "-o", str(tmp_path / "keep")]) == 0
+    assert (pd.read_csv(tmp_path / "keep" / "points.csv").workload_kind == "artifact").all()
+    assert main([*base, "--short-file", "error", "-o", str(tmp_path / "err")]) == EXIT_INPUT
+    # the 40-model rate sweep's own files are 60 s long: nothing is replaced there
+    assert main(["--system", "sllm", "--models", "40", "--rate", "0.05", "0.1", "--duration-s", "60",
+                 "-o", str(tmp_path / "m40")]) == 0
+    assert (pd.read_csv(tmp_path / "m40" / "points.csv").workload_kind == "artifact").all()
+
+
 @pytest.mark.parametrize("args, msg", [
     (["--models", "16", "20", "--rate", "0.1", "0.5"], "only one of them"),
     (["--models", "0", "--rate", "0.1"], "--models"),
@@ -62,6 +81,7 @@ def test_sweep_generated_workloads_are_seeded_and_repeat(tmp_path):
     (["--models", "16", "--rate", "0.1", "--repeats", "2"], "--repeats"),
     (["--models", "17", "--rate", "0.1"], "no artifact workload for 17 models"),
     (["--models", "16", "--rate", "0.1", "--set", "nope=1"], "unknown setting"),
+    (["--models", "16", "--rate", "0.1", "--duration-s", "0"], "--duration-s"),
     (["--models", "16", "--rate", "0.1", "--set", "group_rule=fifo"], "group_rule"),
 ])
 def test_sweep_input_errors_are_one_line(tmp_path, capsys, args, msg):

@@ -11,7 +11,10 @@ point, ``aegaeon/workloads/synth-{models}-{rate}-{in}-{out}.csv`` (ShareGPT pair
 authors, per-model Poisson arrivals), so every system sees identical requests, as the spec asks;
 ``generated`` draws the same construction afresh (``servesim.workload.gen_aegaeon.market``: the
 artifact's arrival rule and length pool) with ``--repeats`` seeds per point, for a band over the
-short, transient-dominated workloads. ``--in-scale`` / ``--out-scale`` 2.0 select ShareGPT-ix2 / -ox2
+short, transient-dominated workloads. ``--duration-s`` is the sweep's workload length; an artifact
+file much shorter than it (the artifact's ``synth-40-0.1-1.0-1.0.csv`` is a 60-s file where the
+0.1 req/s sweeps are 120 s) is replaced by a drawn one (``--short-file generate``; ``keep``,
+``error``), marked in points.csv's ``workload_kind``. ``--in-scale`` / ``--out-scale`` 2.0 select ShareGPT-ix2 / -ox2
 (Fig 12); ``--slo-scale`` scales both SLOs (Fig 13).
 
 Writes ``points.csv`` (one row per point and repeat: attainment in both readings, failures,
@@ -38,6 +41,7 @@ from .simulate import SYSTEMS, simulate, summary
 from .slo import GOODPUT_LINE
 
 WORKLOADS = ("ae", "generated")
+SHORT_FILE = ("generate", "keep", "error")
 #: the scalar fields of a run summary kept per point
 POINT_FIELDS = ("n_requests", "n_failed", "tokens", "attainment_pct", "attainment_token_pct",
                 "attainment_pct_skip_failed", "ttft_p50_s", "ttft_p90_s", "n_switches", "switch_latency_mean_s",
@@ -60,19 +64,40 @@ def ae_workload_path(models: int, rate: float, in_scale: float, out_scale: float
                          f"(in x{in_scale:g}, out x{out_scale:g}): {e}") from None
 
 
-def workload(source: str, models: int, rate: float, in_scale: float, out_scale: float, seed: int) -> tuple[pd.DataFrame, str]:
-    """The requests of one point and where they came from."""
+def artifact_duration_s(rate: float) -> float:
+    """The artifact's workload length for a rate: 120 s at 0.1 req/s per model and below (its
+    baseline CSVs), else 60 s (spec aegaeon §2, Arrivals)."""
+    return 120.0 if rate <= 0.1 + 1e-12 else 60.0
+
+
+def workload(source: str, models: int, rate: float, in_scale: float, out_scale: float, seed: int,
+             duration_s: float | None = None, short_file: str = "generate") -> tuple[pd.DataFrame, str, str]:
+    """The requests of one point, where they came from and their kind (``artifact``, ``generated``
+    or ``generated-for-short-file``). ``duration_s``: the sweep's workload
+    length (default: the artifact's rule). An artifact file that spans less than 3/4 of it does not
+    carry this point's load (the artifact ships one 60-s ``synth-40-0.1`` file, Fig 11c's, where the
+    0.1 req/s sweeps need 120 s); ``short_file`` says what to do: ``generate`` the point with the
+    artifact's arrival rule and length pool over ``duration_s`` (default), ``keep`` the file as
+    shipped, or ``error``."""
+    from ...workload.gen_aegaeon import market
+
+    duration = duration_s or artifact_duration_s(rate)
     if source == "ae":
         from ...workload import load_aegaeon
 
-        return load_aegaeon(ae_workload_path(models, rate, in_scale, out_scale)), \
-            ae_workload_key(models, rate, in_scale, out_scale)
-    from ...workload.gen_aegaeon import market
-
-    # the artifact's durations: 120 s for rate 0.1 and below (its baseline CSVs), else 60 s
-    duration = 120.0 if rate <= 0.1 + 1e-12 else 60.0
+        key = ae_workload_key(models, rate, in_scale, out_scale)
+        wl = load_aegaeon(ae_workload_path(models, rate, in_scale, out_scale))
+        span = float(wl.arrival_s.max()) if len(wl) else 0.0
+        if span >= 0.75 * duration or short_file == "keep":
+            return wl, key, "artifact"
+        if short_file == "error":
+            raise InputError(f"{key}: spans {span:.0f} s, not the sweep's {duration:g} s (--short-file)")
+        why = f"; {key} spans {span:.0f} s"
+    else:
+        why = ""
     wl = market(models, rate, duration, seed, input_scale=in_scale, output_scale=out_scale)
-    return wl, f"market(models={models}, rate={rate:g}, duration={duration:g}, seed={seed})"
+    src = f"market(models={models}, rate={rate:g}, duration={duration:g}, seed={seed}){why}"
+    return wl, src, "generated-for-short-file" if why else "generated"
 
 
 def check_options(a: argparse.Namespace) -> Settings:
@@ -87,6 +112,8 @@ def check_options(a: argparse.Namespace) -> Settings:
         v = getattr(a, opt)
         if not (v > 0 and np.isfinite(v)):
             raise InputError(f"--{opt.replace('_', '-')}: need a finite number > 0, got {v}")
+    if a.duration_s is not None and not (a.duration_s > 0 and np.isfinite(a.duration_s)):
+        raise InputError(f"--duration-s: need a finite number > 0, got {a.duration_s}")
     if a.repeats < 1 or (a.workloads == "ae" and a.repeats != 1):
         raise InputError(f"--repeats {a.repeats}: need >= 1, and 1 with --workloads ae (one file per point)")
     if a.workloads == "ae":
@@ -106,12 +133,12 @@ def sweep(a: argparse.Namespace, s: Settings) -> tuple[pd.DataFrame, dict]:
     for m in a.models:
         for r in a.rate:
             for k in range(a.repeats):
-                wl, src = workload(a.workloads, m, r, a.in_scale, a.out_scale, a.seed + k)
+                wl, src, kind = workload(a.workloads, m, r, a.in_scale, a.out_scale, a.seed + k, a.duration_s, a.short_file)
                 t0 = time.perf_counter()
                 res = simulate(a.system, wl, s, source=src)
                 wall = time.perf_counter() - t0
                 summ = summary(res, a.system, s)
-                rows.append({"system": a.system, "models": m, "rate": r, "repeat": k, "workload": src,
+                rows.append({"system": a.system, "models": m, "rate": r, "repeat": k, "workload": src, "workload_kind": kind,
                              **{f: summ[f] for f in POINT_FIELDS}, "wall_s": wall})
                 print(f"{a.system} {m} models x {r:g} rps (repeat {k}): attainment {summ['attainment_pct']:.1f}% "
                       f"({summ['n_failed']} failed) {wall:.2f} s", flush=True)
@@ -120,7 +147,9 @@ def sweep(a: argparse.Namespace, s: Settings) -> tuple[pd.DataFrame, dict]:
     out = {
         "system": a.system, "x": x_name, "models": a.models, "rate": a.rate, "in_scale": a.in_scale,
         "out_scale": a.out_scale, "slo_scale": a.slo_scale, "ttft_s": s.ttft_s, "tbt_s": s.tbt_s,
-        "workloads": a.workloads, "repeats": a.repeats, "seed": a.seed, "line": GOODPUT_LINE,
+        "workloads": a.workloads, "duration_s": a.duration_s or "artifact rule", "short_file": a.short_file,
+        "n_points_generated_for_short_file": int((pts.workload_kind == "generated-for-short-file").sum()),
+        "repeats": a.repeats, "seed": a.seed, "line": GOODPUT_LINE,
         "metric": "attain_ae (the artifact's compute_slo; failed requests count 0), mean over requests, "
                   "then over repeats",
         "goodput": {rd: goodput_x(mean.index, mean.to_numpy() / 100.0, GOODPUT_LINE, rd) for rd in GOODPUT_READINGS},
@@ -153,6 +182,10 @@ def main(argv=None) -> int:
     ap.add_argument("--slo-scale", type=float, default=1.0, help="scale both TTFT (10 s) and TBT (0.1 s)")
     ap.add_argument("--workloads", default="ae", choices=WORKLOADS)
     ap.add_argument("--repeats", type=int, default=1, help="seeds per point (--workloads generated)")
+    ap.add_argument("--duration-s", type=float, default=None,
+                    help="the sweep's workload length (default: the artifact's, 120 s at <= 0.1 req/s, else 60 s)")
+    ap.add_argument("--short-file", default="generate", choices=SHORT_FILE,
+                    help="an artifact file shorter than the sweep: generate the point (default), keep it, or error")
     ap.add_argument("--gpu", default="h800")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any Settings field")
     ap.add_argument("--seed", type=int, default=0)
