@@ -16,11 +16,13 @@ import re
 import numpy as np
 import pandas as pd
 
+from ...errors import InputError
+
 MAX_LABEL = 4096
 
 
-class LengthDataError(ValueError):
-    """Bad length-predictor input."""
+class LengthDataError(InputError):
+    """Bad length-predictor input (an InputError: commands print it as one line)."""
 
 
 def sharegpt_pairs(mode: str = "first", max_conversations: int | None = None, path=None) -> pd.DataFrame:

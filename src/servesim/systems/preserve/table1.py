@@ -183,18 +183,29 @@ def run(scale: str = "quick", out: str | Path | None = None, **overrides) -> tup
     m["wall_s"] = time.perf_counter() - t_all
     m["settings"] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(s).items()}
     if out is not None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        table.to_csv(out / "table1.csv", index=False, float_format="%.6g")
-        pd.concat(preds, ignore_index=True).to_csv(out / "table1_predictions.csv", index=False, float_format="%.8g")
-        (out / "table1_metrics.json").write_text(json.dumps(m, indent=1, default=str))
+        write(Path(out), table, pd.concat(preds, ignore_index=True), m, scale)
     return table, m
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description="PreServe Table 1: workload-prediction APE on the synthetic Azure weeks")
+def write(out: Path, table: pd.DataFrame, preds: pd.DataFrame, m: dict, scale: str) -> None:
+    """The run's files in ``out``: the table, per-window predictions, claim metrics and summary.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "table1.csv", index=False, float_format="%.6g")
+    preds.to_csv(out / "table1_predictions.csv", index=False, float_format="%.8g")
+    (out / "table1_metrics.json").write_text(json.dumps(m, indent=1, default=str))
+    summary = {"table": "preserve table 1", "scale": scale, "rows": len(table), "wall_s": m["wall_s"],
+               "settings": m["settings"], "prophet_not_checked": m["prophet_not_checked"]}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+
+
+def main(argv=None) -> int:
+    from ...cli_errors import add_debug_flag, run_command
+
+    ap = argparse.ArgumentParser(prog="python -m servesim.systems.preserve.table1", description="PreServe Table 1: workload-prediction APE on the synthetic Azure weeks")
     ap.add_argument("--scale", default="quick", choices=sorted(SCALES))
-    ap.add_argument("-o", "--out", required=True, help="output folder")
+    ap.add_argument("-o", "--out", required=True, help="output folder (written whole or not at all)")
+    ap.add_argument("--force", action="store_true", help="replace a non-empty folder servesim did not write")
+    add_debug_flag(ap)
     ap.add_argument("--seed", type=int)
     ap.add_argument("--k", type=int, help="mLSTM history length in windows")
     ap.add_argument("--epochs", type=int)
@@ -202,18 +213,30 @@ def main(argv=None) -> None:
     ap.add_argument("--retrain-daily", action="store_true", default=None)
     ap.add_argument("--ets-trend", choices=("add", "none"), help="Holt-Winters trend (default add)")
     ap.add_argument("--prophet-weekly", choices=("true", "auto"), help="Prophet weekly term (default true)")
-    a = ap.parse_args(argv)
+    return run_command(_cli, ap.parse_args(argv), "preserve table1")
+
+
+def _cli(a) -> int:
+    from ...output_dir import staged_output_dir
+
+    if a.scale not in SCALES:
+        raise ForecastError(f"--scale {a.scale!r}: known scales {sorted(SCALES)}")
     over = {k: v for k, v in (("seed", a.seed), ("k", a.k), ("epochs", a.epochs), ("steps", a.steps),
                                ("retrain_daily", a.retrain_daily)) if v is not None}
+    for key in ("k", "epochs"):
+        if key in over and over[key] < 1:
+            raise ForecastError(f"--{key} {over[key]}: must be at least 1")
     if a.ets_trend:
         over["ets_trend"] = None if a.ets_trend == "none" else "add"
     if a.prophet_weekly:
         over["prophet_weekly"] = True if a.prophet_weekly == "true" else "auto"
-    table, m = run(a.scale, a.out, **over)
+    with staged_output_dir(a.out, command="preserve table1", force=a.force) as tmp:
+        table, m = run(a.scale, tmp, **over)
     with pd.option_context("display.width", 200, "display.max_colwidth", 60):
         print(table.drop(columns=["reading"]).to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print(f"wall {m['wall_s']:.1f} s; prophet: {m['prophet_not_checked'] or 'ran'}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -170,12 +170,19 @@ def run(scale: str = "quick", out: str | Path | None = None, **overrides) -> tup
     m["wall_s"] = time.perf_counter() - t_all
     m["settings"] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(s).items()}
     if out is not None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        table.to_csv(out / "table2.csv", index=False, float_format="%.6g")
-        pd.concat(preds, ignore_index=True).to_csv(out / "length_predictions.csv", index=False, float_format="%.6g")
-        (out / "table2_metrics.json").write_text(json.dumps({**m, "details": infos}, indent=1, default=str))
+        write(Path(out), table, pd.concat(preds, ignore_index=True), m, infos, scale)
     return table, m
+
+
+def write(out: Path, table: pd.DataFrame, preds: pd.DataFrame, m: dict, infos: dict, scale: str) -> None:
+    """The run's files in ``out``: the table, cached test predictions, claim metrics and summary.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "table2.csv", index=False, float_format="%.6g")
+    preds.to_csv(out / "length_predictions.csv", index=False, float_format="%.6g")
+    (out / "table2_metrics.json").write_text(json.dumps({**m, "details": infos}, indent=1, default=str))
+    summary = {"table": "preserve table 2", "scale": scale, "rows": len(table), "wall_s": m["wall_s"],
+               "settings": m["settings"], "encoder": ENCODER_NAME}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
 
 
 def read_predictions(path, label_set: str = "first") -> pd.DataFrame:
@@ -196,25 +203,42 @@ def read_predictions(path, label_set: str = "first") -> pd.DataFrame:
     return df
 
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description="PreServe Table 2: response-length prediction on ShareGPT")
+def main(argv=None) -> int:
+    from ...cli_errors import add_debug_flag, run_command
+
+    ap = argparse.ArgumentParser(prog="python -m servesim.systems.preserve.table2", description="PreServe Table 2: response-length prediction on ShareGPT")
     ap.add_argument("--scale", default="quick", choices=sorted(SCALES))
-    ap.add_argument("-o", "--out", required=True, help="output folder")
+    ap.add_argument("-o", "--out", required=True, help="output folder (written whole or not at all)")
+    ap.add_argument("--force", action="store_true", help="replace a non-empty folder servesim did not write")
+    add_debug_flag(ap)
     ap.add_argument("--seed", type=int)
     ap.add_argument("--mode", choices=("prompt_tuning", "frozen"))
     ap.add_argument("--epochs", type=int)
     ap.add_argument("--pooling", choices=("cls", "mean"))
     ap.add_argument("--label-sets", help="comma-separated: first,all")
-    a = ap.parse_args(argv)
+    return run_command(_cli, ap.parse_args(argv), "preserve table2")
+
+
+def _cli(a) -> int:
+    from ...output_dir import staged_output_dir
+
     over = {k: v for k, v in (("seed", a.seed), ("mode", a.mode), ("epochs", a.epochs), ("pooling", a.pooling)) if v is not None}
+    if "epochs" in over and over["epochs"] < 1:
+        raise LengthDataError(f"--epochs {over['epochs']}: must be at least 1")
     if a.label_sets:
-        over["label_sets"] = tuple(x.strip() for x in a.label_sets.split(","))
-    table, m = run(a.scale, a.out, **over)
+        sets = tuple(x.strip() for x in a.label_sets.split(","))
+        bad = [x for x in sets if x not in ("first", "all")]
+        if bad or not sets:
+            raise LengthDataError(f"--label-sets {a.label_sets!r}: each must be 'first' or 'all'")
+        over["label_sets"] = sets
+    with staged_output_dir(a.out, command="preserve table2", force=a.force) as tmp:
+        table, m = run(a.scale, tmp, **over)
     with pd.option_context("display.width", 200):
         print(table[["label_set", "method", "mae", "acc25_pct", "acc50_pct", "acc100_pct", "n_train", "n_test",
                      "train_s", "latency_ms"]].to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print(f"wall {m['wall_s']:.1f} s; MAE improvement vs mu-Serve {m['mae_improvement_vs_museve_pct']:.1f} %")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
