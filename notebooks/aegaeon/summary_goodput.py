@@ -1,0 +1,130 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %%
+
+# %% [markdown]
+# # Aegaeon — the "1.5–9× more goodput" summary (Abstract, §9)
+#
+# The paper states its goodput gain as a range, 1.5–9×, without saying which settings give the
+# endpoints. This notebook reads every load sweep already run for Figs 11–13 (`fig11/*`,
+# `fig12/*`, `fig13/*` in `workflow/runs/aegaeon.yaml`; no new simulation) and, per setting
+# (panel, dataset, SLO scale), divides Aegaeon's goodput by each baseline's: ServerlessLLM and
+# MuxServe (its capacity rule, 32 models) are the "existing solutions"; ServerlessLLM+ (the
+# authors' oracle-SRTF variant) is reported beside them (`__with_sllm_plus` keys). Goodput is the
+# largest load at >= 90 % attainment (`goodput_reading`); a baseline with no load meeting the
+# line has no finite ratio and is left out. The range reported is the smallest and the largest
+# ratio over the settings where Aegaeon wins (ratio > 1). A ratio whose Aegaeon goodput is the
+# sweep's last point is a lower bound (`aegaeon_at_grid_max` in data.csv).
+#
+# | quantity | paper |
+# |---|---|
+# | smallest goodput gain | 1.5× |
+# | largest goodput gain | 9× (not attributed) |
+
+# %% tags=["parameters"]
+scale = "quick"     # "quick", "full" or "test"; names the output folders and the runs read
+root = None         # project root; None finds it from the working directory
+seed = 0
+goodput_reading = "largest_meeting"   # or "before_first_miss" (servesim.metrics.slo.goodput_x)
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from servesim.analysis import aegaeon_sweeps as sw
+from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.metrics.slo import GOODPUT_READINGS
+
+apply_style()
+f11 = sw.load("fig11/*", ["panel"], scale, root).assign(data="plain", slo="x1")
+f12 = sw.load("fig12/*", ["panel", "data"], scale, root).assign(slo="x1")
+f13 = sw.load("fig13/*", ["slo"], scale, root).assign(panel="rps0p1", data="plain")
+pts = pd.concat([f11, f12, f13], ignore_index=True)
+facets = ["panel", "data", "slo"]
+cur = sw.curves(pts, facets)   # with MuxServe's capacity rule on the #models sweeps
+
+
+def gains(cur, reading) -> pd.DataFrame:
+    """Aegaeon / baseline goodput per setting and baseline (NaN where the baseline meets no load)."""
+    gp = sw.goodput(cur, facets, reading)
+    a = gp[gp.system == "aegaeon"].set_index(facets)
+    rows = []
+    for r in gp[gp.system != "aegaeon"].itertuples():
+        key = tuple(getattr(r, f) for f in facets)
+        if key not in a.index:
+            continue
+        ag = a.loc[key]
+        rows.append({**dict(zip(facets, key)), "baseline": r.system, "x_name": "models" if r.panel != "models40" else "rate",
+                     "goodput_aegaeon": float(ag.goodput), "goodput_baseline": float(r.goodput),
+                     "ratio": sw.ratio(ag.goodput, r.goodput), "aegaeon_at_grid_max": bool(ag.at_grid_max),
+                     "baseline_below_grid": bool(r.below_grid), "reading": reading})
+    return pd.DataFrame(rows)
+
+
+g = gains(cur, goodput_reading)
+g
+
+# %%
+g["setting"] = g.panel + "/" + g.data + "/" + g.slo
+fig, ax = plt.subplots(figsize=(8, 3.4))
+settings = list(dict.fromkeys(g.setting))
+for k, (b, off) in enumerate((("sllm", -0.27), ("sllm_plus", 0.0), ("muxserve", 0.27))):
+    v = g[g.baseline == b].set_index("setting").ratio.reindex(settings)
+    color, _ = sw.STYLE[b]
+    ax.bar(np.arange(len(settings)) + off, v.to_numpy(), width=0.26, color=color, label=f"vs {sw.LABELS[b]}")
+for y in (1.5, 9.0):
+    ax.axhline(y, color="0.4", ls="--", lw=0.8)
+ax.set_xticks(np.arange(len(settings)), settings, rotation=45, ha="right", fontsize=7)
+ax.set_ylabel("goodput ratio (Aegaeon / baseline)")
+ax.set_yscale("log")
+ax.legend(fontsize=7)
+ax.set_title("Aegaeon's goodput gain per setting (dashed: the paper's 1.5x and 9x)", fontsize=9)
+fig.tight_layout()
+fig
+
+
+# %%
+def summary_metrics(g: pd.DataFrame, baselines=("sllm", "muxserve")) -> dict:
+    """Smallest and largest finite ratio > 1 over the settings against ``baselines`` (NaN if none)."""
+    v = g[g.baseline.isin(baselines) & np.isfinite(g.ratio) & (g.ratio > 1)]
+    if v.empty:
+        return {"goodput_ratio_min": float("nan"), "goodput_ratio_max": float("nan"), "n_settings_won": 0}
+    lo, hi = v.loc[v.ratio.idxmin()], v.loc[v.ratio.idxmax()]
+    return {"goodput_ratio_min": float(lo.ratio), "goodput_ratio_max": float(hi.ratio), "n_settings_won": int(len(v)),
+            "goodput_ratio_min_setting": f"{lo.setting} vs {lo.baseline}",
+            "goodput_ratio_max_setting": f"{hi.setting} vs {hi.baseline}",
+            "goodput_ratio_max_is_lower_bound": bool(hi.aegaeon_at_grid_max)}
+
+
+def all_readings(g_of) -> dict:
+    m = {"goodput_reading": goodput_reading}
+    for reading in [goodput_reading] + [r for r in GOODPUT_READINGS if r != goodput_reading]:
+        gg = g_of(reading)
+        gg["setting"] = gg.panel + "/" + gg.data + "/" + gg.slo
+        suffix = "" if reading == goodput_reading else f"__{reading}"
+        m.update({f"{k}{suffix}": v for k, v in summary_metrics(gg).items()})
+        m.update({f"{k}__with_sllm_plus{suffix}": v
+                  for k, v in summary_metrics(gg, ("sllm", "sllm_plus", "muxserve")).items()})
+    return m
+
+
+metrics = all_readings(lambda rd: gains(cur, rd))
+out = FigureOutputs("aegaeon", "summary_goodput", scale=scale, root=root)
+out.save_figure(fig)
+out.write_data(g)
+out.write_metrics(metrics)
+pd.Series(metrics)
