@@ -151,8 +151,11 @@ def test_heuristic_is_deterministic_under_a_seed_and_never_worse_than_uniform():
 
 
 def test_cli_rejects_a_bad_mix():
-    with pytest.raises(SystemExit, match="--mix"):
+    from servesim.errors import InputError
+
+    with pytest.raises(InputError, match="--mix"):
         S._parse_mix("a,b")
+    assert S._parse_mix("S1=1,3")[0] == "S1" and S._parse_mix("1,3")[1].tolist() == [0.25, 0.75]
 
 
 def test_uniform_start_follows_the_memory_minimum():
@@ -161,9 +164,7 @@ def test_uniform_start_follows_the_memory_minimum():
     assert S.uniform_sizes("opt-30b", 8) == [1] * 8
 
 
-def test_cli_writes_the_deployment(tmp_path, monkeypatch):
-    import json
-
+def _small_pool(monkeypatch):
     import pandas as pd
 
     from servesim.workload import gen_oserve
@@ -172,13 +173,122 @@ def test_cli_writes_the_deployment(tmp_path, monkeypatch):
     pool = pd.DataFrame({"prompt_tokens": rng.integers(50, 800, 400), "output_tokens": rng.integers(2, 300, 400),
                          "type": np.repeat(np.arange(4), 100)})
     monkeypatch.setattr(gen_oserve, "type_pool", lambda *a, **k: pool)
-    S.main(["--model", "opt-30b", "--gpus", "2", "--mix", "1,1,1,1", "--n-requests", "40",
-            "--cache-dir", str(tmp_path / "c"), "-o", str(tmp_path / "o")])
-    d = json.loads((tmp_path / "o" / "deployment.json").read_text())
-    assert d["heuristic"]["alpha"] <= d["exhaustive"]["alpha"] + 1e-9
-    assert sum(int(x.split(",")[0][2:]) * (int(x.split("PP")[1]) if "PP" in x else 1)
-               for x in d["exhaustive"]["deployment"]) == 2
+
+
+def test_cli_writes_the_deployment(tmp_path, monkeypatch):
+    import json
+
+    import pandas as pd
+
+    _small_pool(monkeypatch)
+    assert S.main(["--model", "opt-30b", "--gpus", "2", "--mix", "1,1,1,1", "--mix", "so=0,0,1,1", "--n-requests", "40",
+                   "--serve-load", "0.5", "--serve-minutes", "0.2", "--cache-dir", str(tmp_path / "c"), "-o", str(tmp_path / "o")]) == 0
+    d = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert [c["name"] for c in d["cases"]] == ["mix0", "so"]
+    for c in d["cases"]:
+        assert c["heuristic"]["alpha"] <= c["exhaustive"]["alpha"] + 1e-9
+        assert c["static"]["alpha"] <= c["exhaustive"]["alpha"] + 1e-9  # the homogeneous grid is a subset
+        assert c["serve"]["heuristic"]["completed"] == c["serve"]["heuristic"]["requests"] > 0
+    rows = pd.read_csv(tmp_path / "o" / "cases.csv")
+    assert list(rows.plan) == ["heuristic", "exhaustive", "static"] * 2 and set(rows.gpus) == {2}
     assert (tmp_path / "o" / "capacities.csv").read_text().startswith("shape,gpus,cross_node,n_SILO")
+
+
+def test_cli_input_errors_are_one_line(tmp_path, monkeypatch, capsys):
+    _small_pool(monkeypatch)
+    base = ["--model", "opt-30b", "--gpus", "2", "--n-requests", "40", "--no-cache", "-o", str(tmp_path / "o")]
+    assert S.main(base + ["--mix", "a,b"]) == 2
+    assert "--mix 'a,b'" in capsys.readouterr().err
+    assert S.main(base + ["--mix", "1,1"]) == 2  # 2 proportions for 4 types
+    assert S.main(base + ["--mix", "1,1,1,1", "--lengths", "10:10"]) == 2  # two workload sources
+    assert S.main(base + ["--lengths", "10"]) == 2
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_at_test_scale_is_deterministic(tmp_path, monkeypatch):
+    """The workflow's test-scale jobs (workflow/runs/oserve.yaml, test:) run and repeat byte for byte
+    (apart from wall-clock seconds)."""
+    import json
+
+    import pandas as pd
+
+    from servesim.analysis import runs as runs_api
+
+    _small_pool(monkeypatch)
+    for name, r in runs_api.declared("oserve", "test").items():
+        if r.module != "servesim.systems.oserve.search":
+            continue
+        outs = []
+        for k in range(2):
+            o = tmp_path / f"{name.replace('/', '_')}_{k}"
+            assert S.main(list(r.args) + ["--seed", "0", "-o", str(o)]) == 0, name
+            assert all((o / f).exists() for f in r.outputs), name
+            outs.append(o)
+        a, b = (pd.read_csv(o / "cases.csv").drop(columns="seconds") for o in outs)
+        pd.testing.assert_frame_equal(a, b)
+        ta, tb = (json.loads((o / "traces.json").read_text()) for o in outs)
+        assert ta == tb
+
+
+def test_homogeneous_lengths_give_one_type(tmp_path):
+    import json
+
+    assert S.main(["--model", "opt-30b", "--gpus", "2", "--lengths", "200:20", "--mode", "heuristic", "--n-requests", "40",
+                   "--serve-load", "0.5", "--serve-minutes", "0.2", "--no-cache", "-o", str(tmp_path / "o")]) == 0
+    d = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert d["types"] == ["I200O20"] and d["cases"][0]["name"] == "homogeneous"
+    assert set(d["cases"][0]) >= {"heuristic", "static", "serve"}
+
+
+def test_best_homogeneous_is_the_best_single_shape_grid():
+    ev = _ev(8)
+    r = S.best_homogeneous(ev, "opt-30b")
+    assert len({(s.tp, s.pp) for s in r.deployment}) == 1 and sum(s.gpus for s in r.deployment) == 8
+    for d in (1, 2, 4, 8):
+        for s in strategies("opt-30b", d):
+            v = ev([s] * (8 // d))
+            assert v is None or v[1].key() <= r.value.key()
+
+
+# ---------------------------------------------------------------- flow LP vs networkx
+@pytest.mark.parametrize("seed", range(6))
+def test_flow_lp_equals_networkx_preflow_push_with_unit_weights(seed):
+    """With one rate per replica (n_kj = n_k for every type it serves) C3 is a plain capacity and the
+    flow network is a max-flow: the LP's Φ equals networkx's preflow-push value."""
+    nx = pytest.importorskip("networkx")
+    from networkx.algorithms.flow import preflow_push
+
+    rng = np.random.default_rng(seed)
+    K, J = rng.integers(2, 5), rng.integers(2, 5)
+    rate = rng.integers(5, 60, K).astype(float)
+    n = np.repeat(rate[:, None], J, axis=1)
+    e = np.where(rng.random((K, J)) < 0.7, rng.integers(1, 70, (K, J)), 0).astype(float)
+    lam = rng.integers(1, 80, J).astype(float)
+    g = nx.DiGraph()
+    for j in range(J):
+        g.add_edge("S", f"w{j}", capacity=lam[j])
+        for k in range(K):
+            g.add_edge(f"w{j}", f"i{k}_{j}", capacity=e[k, j])
+            g.add_edge(f"i{k}_{j}", f"cin{k}", capacity=float("inf"))
+    for k in range(K):
+        g.add_edge(f"cin{k}", f"cout{k}", capacity=rate[k])
+        g.add_edge(f"cout{k}", "T", capacity=float("inf"))
+    want = nx.maximum_flow_value(g, "S", "T", flow_func=preflow_push)
+    assert phi(lam, n, e) == pytest.approx(want, abs=1e-6)
+    assert max_flow(lam, n, e).phi == pytest.approx(want, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_flow_lp_with_type_weights_two_solvers_agree(seed):
+    """The weighted C3 (a generalized flow): PuLP/HiGHS (flow.max_flow) and SciPy/HiGHS
+    (objective.phi) on random small instances; x respects C1-C3."""
+    rng = np.random.default_rng(100 + seed)
+    K, J = rng.integers(2, 5), rng.integers(2, 5)
+    n = rng.integers(1, 40, (K, J)).astype(float)
+    lam = rng.integers(1, 60, J).astype(float)
+    a = max_flow(lam, n)
+    assert a.phi == pytest.approx(phi(lam, n), rel=1e-7, abs=1e-7)
+    assert np.all(a.x.sum(axis=0) <= lam + 1e-6) and np.all(a.load <= 1 + 1e-7)
 
 
 def test_route_follows_the_flow_fractions():

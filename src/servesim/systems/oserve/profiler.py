@@ -98,7 +98,7 @@ class CapacityProfiler:
             res = self._profile(shape)
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(".tmp")
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")  # concurrent jobs may profile the same shape
                 tmp.write_text(json.dumps({"model": self.model, "shape": shape.label(), "types": [p.name for p in self.pools],
                                            "n": res[0].tolist(), "e": res[1].tolist()}))
                 tmp.replace(path)

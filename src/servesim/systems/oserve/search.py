@@ -14,6 +14,12 @@ partner, δ and split point drawn uniformly from a seeded RNG; then the best str
 for the new GPU counts is searched exhaustively (combinations of each size's valid strategies);
 accept only on a strict improvement; stop after ``patience`` (20) iterations without one or at
 ``max_iter`` (200). A step that makes a GPU count with no valid strategy is rejected.
+
+CLI (``python -m servesim.systems.oserve.search``, one job of workflow/runs/oserve.yaml): profiles
+every shape once, then per case (a --mix, each span of a --trace, or one --lengths type) runs the
+heuristic and/or the exhaustive search and the best homogeneous deployment (vLLM static), and with
+--serve-load serves each plan on a workload of the case's mix. Writes summary.json, cases.csv (one
+row per case x plan), capacities.csv (n_kj / e_kj) and traces.json (Alg. 1's iterations).
 """
 
 from __future__ import annotations
@@ -24,7 +30,6 @@ import json
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -218,72 +223,197 @@ def exhaustive(ev: Evaluator, model: str) -> SearchResult:
     return SearchResult(best[0], best[1], n, ev.evaluations, time.perf_counter() - t0)
 
 
-def _parse_mix(s: str) -> np.ndarray:
+def best_homogeneous(ev: Evaluator, model: str) -> SearchResult:
+    """vLLM (static)'s deployment: the best DP x one shape using all GPUs (a grid over shapes)."""
+    t0 = time.perf_counter()
+    best, n = None, 0
+    for d in range(1, ev.total_gpus + 1):
+        if ev.total_gpus % d:
+            continue
+        for s in strategies(model, d, max_pp=ev.max_pp):
+            r = ev([s] * (ev.total_gpus // d))
+            n += 1
+            if r is not None and (best is None or ev.key(r[1]) > ev.key(best[1])):
+                best = r
+    if best is None:
+        raise ValueError(f"{model}: no homogeneous deployment fits {ev.total_gpus} GPUs")
+    return SearchResult(best[0], best[1], n, ev.evaluations, time.perf_counter() - t0)
+
+
+# ---------------------------------------------------------------- command line
+MODES = ("heuristic", "exhaustive", "both")
+CASE_FIELDS = ("case", "plan", "deployment", "dp", "gpus", "alpha", "phi", "iterations", "converged_at", "evaluations", "seconds",
+               "serve_rate_rps", "requests", "unrouted", "completed", "mean_e2e_s", "p90_e2e_s", "p99_e2e_s", "throughput_rps")
+
+
+def _parse_mix(s: str) -> tuple[str | None, np.ndarray]:
+    """``[NAME=]p1,p2,...`` -> (name, proportions normalised to 1)."""
+    from ...errors import InputError
+
+    name, _, body = s.rpartition("=")
     try:
-        v = np.array([float(x) for x in s.split(",")])
+        v = np.array([float(x) for x in body.split(",")])
     except ValueError:
-        raise SystemExit(f"--mix {s!r}: give comma-separated type proportions, e.g. 0.263,0.262,0.273,0.202") from None
-    if np.any(v < 0) or v.sum() <= 0:
-        raise SystemExit(f"--mix {s!r}: proportions must be non-negative with a positive sum")
-    return v / v.sum()
+        raise InputError(f"--mix {s!r}: give comma-separated type proportions, e.g. 0.263,0.262,0.273,0.202") from None
+    if np.any(v < 0) or not np.all(np.isfinite(v)) or v.sum() <= 0:
+        raise InputError(f"--mix {s!r}: proportions must be finite, non-negative with a positive sum")
+    return name or None, v / v.sum()
+
+
+def _parse_lengths(s: str) -> tuple[int, int]:
+    from ...errors import InputError
+
+    try:
+        i, o = (int(x) for x in s.split(":"))
+    except ValueError:
+        raise InputError(f"--lengths {s!r}: give INPUT:OUTPUT tokens, e.g. 1024:128") from None
+    if i < 1 or o < 1:
+        raise InputError(f"--lengths {s!r}: both lengths must be >= 1")
+    return i, o
+
+
+def cases_and_pools(a) -> tuple[list, list[tuple[str, np.ndarray]]]:
+    """(type pools, [(case name, mix)]) from --lengths / --trace / --mix."""
+    from ...errors import InputError
+    from ...workload import gen_oserve
+    from .profiler import TypePool, pools_from_frame
+
+    given = [x for x in ("mix", "trace", "lengths") if getattr(a, x)]
+    if len(given) != 1:
+        raise InputError(f"give exactly one of --mix, --trace or --lengths (got {', '.join('--' + g for g in given) or 'none'})")
+    if a.lengths:
+        i, o = _parse_lengths(a.lengths)
+        return [TypePool(f"I{i}O{o}", np.array([i]), np.array([o]))], [("homogeneous", np.ones(1))]
+    pools = pools_from_frame(gen_oserve.type_pool(), names=list(range(len(gen_oserve.TYPES))), labels=gen_oserve.TYPES)
+    if a.trace:
+        df = gen_oserve.trace(a.trace, rate_rps=a.rate, seed=a.seed)
+        edges = [s for s, _ in df.attrs["spans_s"]] + [df.attrs["spans_s"][-1][1]]
+        comp = gen_oserve.composition(df, edges)
+        return pools, [(f"{a.trace}-P{k + 1}", comp[k]) for k in range(len(comp))]
+    cases = []
+    for k, s in enumerate(a.mix):
+        name, v = _parse_mix(s)
+        if len(v) != len(pools):
+            raise InputError(f"--mix {s!r} has {len(v)} proportions; the types are {', '.join(gen_oserve.TYPES)}")
+        cases.append((name or f"mix{k}", v))
+    if len({c for c, _ in cases}) != len(cases):
+        raise InputError("--mix: case names repeat")
+    return pools, cases
+
+
+def check_options(a) -> None:
+    from ...errors import InputError
+
+    if a.gpus < 1:
+        raise InputError(f"--gpus {a.gpus}: need >= 1")
+    if not (a.rate > 0 and np.isfinite(a.rate)):
+        raise InputError(f"--rate {a.rate}: need a finite rate > 0")
+    if a.patience < 1 or a.max_iter < 1 or a.n_requests < 10 or a.max_pp < 1:
+        raise InputError("--patience, --max-iter and --max-pp must be >= 1 and --n-requests >= 10")
+    if not (0 <= a.serve_load < 5) or not (a.serve_minutes > 0):
+        raise InputError(f"--serve-load {a.serve_load} must be in [0, 5) and --serve-minutes > 0")
+    if a.trace and a.trace not in ("T1", "T2"):
+        raise InputError(f"--trace {a.trace!r}: T1 or T2")
+
+
+def _row(case: str, plan: str, r: SearchResult, served: dict | None, rate: float | None) -> dict:
+    d = r.to_dict()
+    row = {"case": case, "plan": plan, "deployment": " + ".join(d["deployment"]), "dp": d["dp"], "gpus": sum(s.gpus for s in r.deployment),
+           "alpha": d["alpha"], "phi": d["phi"], "iterations": d["iterations"], "converged_at": d["converged_at"],
+           "evaluations": d["evaluations"], "seconds": d["seconds"], "serve_rate_rps": rate}
+    row.update({k: (served or {}).get(k) for k in CASE_FIELDS if k not in row})
+    return row
+
+
+def run(a) -> int:
+    import pandas as pd
+
+    from ...output_dir import staged_output_dir
+    from .plans import equal_shares, mix_workload, serve_plan
+    from .profiler import DEFAULT_CACHE
+
+    check_options(a)
+    pools, cases = cases_and_pools(a)
+    types = [p.name for p in pools]
+    prof = CapacityProfiler(a.model, pools, backend=a.backend, n_requests=a.n_requests, seed=a.profile_seed,
+                            cache_dir=None if a.no_cache else (a.cache_dir or DEFAULT_CACHE))
+    modes = ("heuristic", "exhaustive") if a.mode == "both" else (a.mode,)
+    with staged_output_dir(a.out, command=f"oserve search --model {a.model} --gpus {a.gpus}", force=a.force) as tmp:
+        t0 = time.perf_counter()
+        for s in sorted({st for d in range(1, a.gpus + 1) for st in strategies(a.model, d, max_pp=a.max_pp)}):
+            for cross in ((False, True) if s.pp > 1 and a.gpus > GPUS_PER_NODE else (False,)):
+                prof.capacity(Shape(s.tp, s.pp, cross))
+        summ = {"model": a.model, "gpus": a.gpus, "types": types, "objective": a.objective, "mode": a.mode, "max_pp": a.max_pp,
+                "seed": a.seed, "profile_seed": a.profile_seed, "backend": a.backend, "n_requests": a.n_requests, "rate_rps": a.rate,
+                "span_s": prof.span_s, "patience": a.patience, "max_iter": a.max_iter, "serve_load": a.serve_load,
+                "serve_minutes": a.serve_minutes, "profile_seconds": time.perf_counter() - t0, "profile_runs": prof.runs,
+                "profile_cache_hits": prof.hits, "cases": []}
+        rows = ["shape,gpus,cross_node," + ",".join(f"n_{t},e_{t}" for t in types)]
+        for s, (n, e) in sorted(prof._mem.items()):
+            rows.append(f"{s.label().replace(',', ' ')},{s.gpus},{int(s.cross_node)}," + ",".join(f"{x:g},{y:g}" for x, y in zip(n, e)))
+        (tmp / "capacities.csv").write_text("\n".join(rows) + "\n")
+        table, traces = [], {}
+        for ci, (name, mix) in enumerate(cases):
+            lam = mix * a.rate * prof.span_s
+            res = {}
+            for mode in modes:  # a fresh evaluator per mode: neither search reuses the other's LPs
+                ev = Evaluator(prof, lam, a.gpus, a.objective, a.max_pp)
+                res[mode] = heuristic(ev, a.model, a.seed, a.patience, a.max_iter) if mode == "heuristic" else exhaustive(ev, a.model)
+            res["static"] = best_homogeneous(Evaluator(prof, lam, a.gpus, a.objective, a.max_pp), a.model)
+            if "heuristic" in res:
+                traces[name] = res["heuristic"].trace
+            case = {"name": name, "mix": mix.tolist(), "lam_per_span": lam.tolist(), **{k: r.to_dict() for k, r in res.items()}}
+            if "exhaustive" in res and "heuristic" in res:
+                case["alpha_gap"] = 1 - res["heuristic"].value.alpha / res["exhaustive"].value.alpha if res["exhaustive"].value.alpha > 0 else None
+                case["time_ratio"] = res["heuristic"].seconds / res["exhaustive"].seconds if res["exhaustive"].seconds > 0 else None
+            served, rate = {}, None
+            if a.serve_load > 0:
+                ref = max(r.value.alpha_served for r in res.values())
+                rate = a.serve_load * ref * float(lam.sum()) / prof.span_s
+                wl, typ = mix_workload(pools, mix, rate, a.serve_minutes, a.seed * 1000 + ci, a.model)
+                for k, r in res.items():
+                    fr = equal_shares(prof.matrix(r.deployment)[1]) if k == "static" else r.value.fractions()
+                    served[k] = serve_plan(a.model, r.deployment, fr, wl, typ, backend=a.backend, seed=a.seed)
+                case["serve"] = {"rate_rps": rate, **served}
+            summ["cases"].append(case)
+            for k, r in res.items():
+                table.append(_row(name, k, r, served.get(k), rate))
+                print(f"{name} {k}: {' + '.join(s.label() for s in r.deployment)}  alpha*={r.value.alpha:.4f}  {r.seconds:.2f}s  "
+                      f"{r.evaluations} evaluations" + (f"  P99 {served[k]['p99_e2e_s']:.2f}s" if k in served else ""), flush=True)
+        pd.DataFrame(table, columns=list(CASE_FIELDS)).to_csv(tmp / "cases.csv", index=False)
+        (tmp / "traces.json").write_text(json.dumps(traces, indent=1) + "\n")
+        (tmp / "summary.json").write_text(json.dumps(summ, indent=1, default=float) + "\n")
+    return 0
 
 
 def main(argv=None) -> int:
+    from ...cli_errors import add_debug_flag, run_command
+
     ap = argparse.ArgumentParser(prog="python -m servesim.systems.oserve.search", description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True)
     ap.add_argument("--gpus", type=int, required=True)
-    ap.add_argument("--mix", required=True, help="type proportions SILO,LILO,SISO,LISO (normalised)")
+    ap.add_argument("--mix", action="append", default=[], help="[NAME=]SILO,LILO,SISO,LISO proportions (normalised); repeatable")
+    ap.add_argument("--trace", default=None, help="T1 or T2: one case per span P1-P6 with the span's type mix")
+    ap.add_argument("--lengths", default=None, help="IN:OUT: one homogeneous type of fixed lengths (App. J)")
     ap.add_argument("--rate", type=float, default=10.0, help="total arrivals, req/s (λ = mix * rate * span)")
     ap.add_argument("--objective", choices=OBJECTIVES, default="phi-alpha")
-    ap.add_argument("--mode", choices=("heuristic", "exhaustive", "both"), default="both")
-    ap.add_argument("--seed", type=int, default=0, help="Alg. 1's RNG")
+    ap.add_argument("--mode", choices=MODES, default="both")
+    ap.add_argument("--seed", type=int, default=0, help="Alg. 1's RNG (and the served workload's)")
     ap.add_argument("--profile-seed", type=int, default=0, help="the profiler's request sampling")
     ap.add_argument("--patience", type=int, default=20)
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--n-requests", type=int, default=2000, help="requests per saturation run of the profiler")
     ap.add_argument("--max-pp", type=int, default=8, help="deepest pipeline considered")
     ap.add_argument("--backend", choices=BACKENDS, default="roofline")
-    ap.add_argument("--cache-dir", default=None)
+    ap.add_argument("--serve-load", type=float, default=0.0,
+                    help="serve every plan at this fraction of the best plan's capacity (0: do not serve)")
+    ap.add_argument("--serve-minutes", type=float, default=5.0)
+    ap.add_argument("--cache-dir", default=None, help="the capacity profiler's cache (default: the user cache)")
+    ap.add_argument("--no-cache", action="store_true", help="profile afresh (the workflow's jobs: results depend on the code only)")
+    ap.add_argument("--force", action="store_true", help="replace a non-empty output folder not written by servesim")
     ap.add_argument("-o", "--out", required=True)
-    a = ap.parse_args(argv)
-    from ...workload.gen_oserve import TYPES, type_pool
-    from .profiler import DEFAULT_CACHE, pools_from_frame
-
-    mix = _parse_mix(a.mix)
-    if len(mix) != len(TYPES):
-        raise SystemExit(f"--mix has {len(mix)} proportions; the types are {', '.join(TYPES)}")
-    pools = pools_from_frame(type_pool(), names=list(range(len(TYPES))), labels=TYPES)
-    prof = CapacityProfiler(a.model, pools, backend=a.backend, n_requests=a.n_requests, seed=a.profile_seed,
-                            cache_dir=a.cache_dir or DEFAULT_CACHE)
-    lam = mix * a.rate * prof.span_s
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    res = {"model": a.model, "gpus": a.gpus, "mix": mix.tolist(), "types": list(TYPES), "lam_per_span": lam.tolist(),
-           "objective": a.objective, "max_pp": a.max_pp, "seed": a.seed, "profile_seed": a.profile_seed, "backend": a.backend, "n_requests": a.n_requests}
-    t0 = time.perf_counter()
-    for s in sorted({st for d in range(1, a.gpus + 1) for st in strategies(a.model, d, max_pp=a.max_pp)}):
-        for cross in ((False, True) if s.pp > 1 and a.gpus > GPUS_PER_NODE else (False,)):
-            prof.capacity(Shape(s.tp, s.pp, cross))
-    res["profile_seconds"] = time.perf_counter() - t0
-    res["profile_runs"] = prof.runs
-    rows = ["shape,gpus,cross_node," + ",".join(f"n_{t},e_{t}" for t in TYPES)]
-    for s, (n, e) in sorted(prof._mem.items()):
-        rows.append(f"{s.label().replace(',', ' ')},{s.gpus},{int(s.cross_node)}," + ",".join(f"{a:g},{b:g}" for a, b in zip(n, e)))
-    (out / "capacities.csv").write_text("\n".join(rows) + "\n")
-    for mode in (("heuristic", "exhaustive") if a.mode == "both" else (a.mode,)):
-        ev = Evaluator(prof, lam, a.gpus, a.objective, a.max_pp)
-        r = heuristic(ev, a.model, a.seed, a.patience, a.max_iter) if mode == "heuristic" else exhaustive(ev, a.model)
-        res[mode] = r.to_dict()
-        if mode == "heuristic":
-            (out / "heuristic_trace.json").write_text(json.dumps(r.trace, indent=1))
-        print(f"{mode}: {' + '.join(s.label() for s in r.deployment)}  iterations={r.iterations}  alpha*={r.value.alpha:.4f}  phi={r.value.phi:.1f}  "
-              f"{r.seconds:.2f}s  {r.evaluations} evaluations")
-    if "heuristic" in res and "exhaustive" in res:
-        res["alpha_gap"] = 1 - res["heuristic"]["alpha"] / res["exhaustive"]["alpha"]
-        res["time_ratio"] = res["heuristic"]["seconds"] / res["exhaustive"]["seconds"]
-        print(f"gap {res['alpha_gap']:.2%}  time ratio {res['time_ratio']:.2f}")
-    (out / "deployment.json").write_text(json.dumps(res, indent=1))
-    return 0
+    add_debug_flag(ap)
+    return run_command(run, ap.parse_args(argv), "oserve search")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,57 @@
+"""Reading back the OServe scheduler's runs (``python -m servesim.systems.oserve.search``, declared in
+workflow/runs/oserve.yaml) for the notebooks of Fig 16, Table 3 and App. J.
+
+``load(patterns, scale, root)``: every matching run's cases.csv (one row per case x plan: heuristic,
+exhaustive, static) with the run's name, model and GPU count, in declaration order.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from . import runs as runs_api
+
+
+def load(patterns, scale: str, root=None) -> pd.DataFrame:
+    parts = []
+    for r in runs_api.select("oserve", patterns, scale, root):
+        d = runs_api.run_dir("oserve", r.name, scale, root)
+        summ = json.loads((d / "summary.json").read_text())
+        df = pd.read_csv(d / "cases.csv")
+        parts.append(df.assign(run=r.name, model=summ["model"], cluster_gpus=int(summ["gpus"]),
+                               profile_seconds=float(summ["profile_seconds"])))
+    return pd.concat(parts, ignore_index=True)
+
+
+def summaries(patterns, scale: str, root=None) -> dict[str, dict]:
+    return {r.name: json.loads((runs_api.run_dir("oserve", r.name, scale, root) / "summary.json").read_text())
+            for r in runs_api.select("oserve", patterns, scale, root)}
+
+
+def value(df: pd.DataFrame, column: str, **where) -> float:
+    """The one value of ``column`` in the rows matching ``where`` (NaN when none)."""
+    sel = np.ones(len(df), bool)
+    for k, v in where.items():
+        sel &= (df[k] == v).to_numpy()
+    vals = df.loc[sel, column].dropna()
+    if len(vals) > 1:
+        raise ValueError(f"{column} at {where}: {len(vals)} rows, expected one")
+    return float(vals.iloc[0]) if len(vals) else float("nan")
+
+
+def replica_label(label: str) -> str:
+    """Table 3's spelling of one of our shape labels: 'TP2,PP2*' -> '(TP2,PP2)' (* = stages on two nodes)."""
+    s = label.strip().rstrip("*")
+    if s.startswith("TP1,"):
+        s = s[4:]  # pure pipeline: Table 3 writes (PP4)
+    return f"({s})"
+
+
+def table3_row(deployment: str) -> str:
+    """'TP3,PP2 + TP2 + TP2' -> '(TP3,PP2), (TP2)x2' (replicas grouped, largest first)."""
+    reps = [replica_label(x) for x in deployment.split(" + ")]
+    order = sorted(set(reps), key=lambda r: (-reps.count(r), r))
+    return ", ".join(r + (f"x{reps.count(r)}" if reps.count(r) > 1 else "") for r in order)
