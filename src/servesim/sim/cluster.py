@@ -86,6 +86,8 @@ class Cluster(InstanceListener):
         if self.disaggregated and not any(c.role == "prefill" for c in configs):
             raise ValueError("role='decode' instances need role='prefill' instances to feed them")
         self.loads = [InstanceLoad(j) for j in range(len(configs))]
+        # set before the routers bind: a router may chain itself in (servesim.systems.preserve)
+        self.on_request_done: Callable[[Req], None] | None = None
         self.router: Router = make_router(router)
         self.router.bind(self, prefill_pool)
         self.decode_router: Router | None = None
@@ -98,7 +100,6 @@ class Cluster(InstanceListener):
         self.tbt_p99 = tbt_p99
         self.log: RequestLog | None = None
         self._in_transfer: dict[int, Req] = {}
-        self.on_request_done: Callable[[Req], None] | None = None
         self._pools = (set(prefill_pool), set(decode_pool))
         self._draining: set[int] = set()
         self._drained: dict[int, float] = {}  # instance index -> time it stopped
@@ -208,8 +209,12 @@ class Cluster(InstanceListener):
 
     # ---------------------------------------------------------------- driving
     def run(self, workload: pd.DataFrame, until: float | None = None, *,
-            validate: bool = True, allow_unloaded_models: bool = False) -> SimResult:
+            validate: bool = True, allow_unloaded_models: bool = False,
+            predicted=None) -> SimResult:
         """Simulate ``workload`` (request schema) to completion, or until ``until`` seconds.
+
+        ``predicted``: per-row predicted output tokens (array-like, aligned with ``workload``),
+        carried on the requests as ``Req.pred`` for routers that must use predictions.
 
         Requests not terminal when the run stops are reported ``unfinished`` and ``partial``.
         A request for a model no instance has loaded waits (parked) until some instance
@@ -237,12 +242,22 @@ class Cluster(InstanceListener):
         models = mcol.astype(str).tolist() if mcol.nunique() > 1 else None
         model0 = str(mcol.iloc[0]) if n else "default"
         arr_list = arrival.tolist()
+        if predicted is None:
+            pred = [-1] * n
+        else:
+            pred = np.asarray(predicted, dtype=np.int64)
+            if pred.shape != (n,):
+                raise ValueError(f"predicted: {pred.shape[0] if pred.ndim else 0} values for {n} workload rows")
+            if n and pred.min() < 0:
+                raise ValueError(f"predicted: row {int(np.argmin(pred))} is negative")
+            pred = pred.tolist()
         router = self.router
         insts = self.instances
 
         if self.decode_router is None:  # the hot path, inlined
             def arrive(i: int) -> None:
                 r = Req(i, arr_list[i], prompt[i], output[i], models[i] if models else model0, rid[i])
+                r.pred = pred[i]
                 rec = router.select(r)
                 rec.outstanding += 1
                 rec.pending_tokens += r.prompt + 1
@@ -250,8 +265,9 @@ class Cluster(InstanceListener):
                 insts[rec.seq].submit(r)
         else:
             def arrive(i: int) -> None:
-                self._route(router, Req(i, arr_list[i], prompt[i], output[i],
-                                        models[i] if models else model0, rid[i]))
+                r = Req(i, arr_list[i], prompt[i], output[i], models[i] if models else model0, rid[i])
+                r.pred = pred[i]
+                self._route(router, r)
 
         self.kernel.add_stream(arrival, arrive)
         sampler = None

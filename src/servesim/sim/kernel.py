@@ -108,6 +108,11 @@ class Kernel:
         """True while events or stream arrivals remain."""
         return bool(self._heap) or any(s[1] < len(s[0]) for s in self._streams)
 
+    def arrivals_pending(self) -> bool:
+        """True while stream arrivals remain (periodic observers stop on this and idle
+        instances, not on `pending`, which two observers would keep true for each other)."""
+        return any(s[1] < len(s[0]) for s in self._streams)
+
     def run(self, until: float = math.inf) -> None:
         """Process events in order until none remain or the next one is after ``until``.
 

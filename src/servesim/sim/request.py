@@ -39,13 +39,15 @@ class Req:
       finish_t: terminal time. preemptions: recompute preemptions suffered.
       inst: index of the instance now holding it (-1 none). kv_ready: arrives with its KV
       (P/D hand-off or swap-in) so no prefill is needed.
+      pred: predicted output tokens (-1: no prediction). Policies that must not see the true
+      ``output`` (a router using a length predictor) read this instead.
     """
 
     __slots__ = (
         "idx", "rid", "arrival", "prompt", "output", "model", "state", "reason",
         "generated", "computed", "held", "sched_t", "first_t", "last_t", "finish_t",
         "preemptions", "inst", "kv_ready", "adm", "c0", "d0", "hkey", "fin", "gaps", "stints",
-        "prefill_inst", "tag", "dec",
+        "prefill_inst", "tag", "dec", "pred",
     )
 
     def __init__(self, idx: int, arrival: float, prompt: int, output: int,
@@ -78,6 +80,7 @@ class Req:
         self.prefill_inst = -1  # P/D: instance that ran the prefill
         self.tag = None     # free slot for policies / fleet layer
         self.dec = False    # member of its instance's decode set
+        self.pred = -1      # predicted output tokens (-1: none given)
 
     @property
     def num_tokens(self) -> int:

@@ -1,0 +1,191 @@
+"""PreServe Figs 4, 9, 10 read back: the routing sweeps of workflow/runs/preserve.yaml
+(``fig09/{model}/{router}``, ``fig04/{router}``) as tables, and the claim metrics.
+
+Readings (each stated where the metric is made):
+* a point = one (model, router, QPS), statistics averaged over its seeds (§5.4: 5 runs);
+* SLO violations = 100 - attainment (%); a reduction is 100 x (1 - PreServe / other);
+* the 13B knee (QPS not stated): the lowest grid QPS at which the best baseline's SLO attainment
+  falls below ``KNEE_ATTAINMENT``; the grid's highest QPS when none does; "second best" = the
+  best baseline by the metric compared;
+* Fig 4 overload: an instance with KV usage > 95 % while prompts queue on it; an episode is a run
+  of such samples, its minute the episode's start.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+from . import runs
+
+BASELINES = ("rr", "lr", "mu")
+ROUTERS = ("rr", "lr", "mu", "preserve")
+STATS = ("ttft_mean_s", "ttft_p99_s", "norm_mean_s", "norm_p99_s", "e2e_mean_s", "slo_attainment_pct",
+         "router_select_ms_mean")
+KNEE_ATTAINMENT = 99.0
+OVERLOAD_KV = 0.95
+
+
+def load(pattern: str, scale: str, root=None) -> tuple[pd.DataFrame, dict[str, dict]]:
+    """(every points.csv row of the runs matching ``pattern``, their summaries by run name)."""
+    frames, summ = [], {}
+    for r in runs.select("preserve", [pattern], scale, root):
+        d = runs.run_dir("preserve", r.name, scale, root)
+        frames.append(pd.read_csv(d / "points.csv"))
+        summ[r.name] = json.loads((d / "summary.json").read_text())
+    if not frames:
+        raise FileNotFoundError(f"no preserve runs match {pattern!r} at scale {scale}")
+    return pd.concat(frames, ignore_index=True), summ
+
+
+def curves(pts: pd.DataFrame) -> pd.DataFrame:
+    """Seed means per (model, router, qps), with the seed count."""
+    g = pts.groupby(["model", "router", "qps"], sort=True)
+    out = g[list(STATS)].mean()
+    out["n_seeds"] = g.size()
+    return out.reset_index()
+
+
+def _get(cur: pd.DataFrame, model: str, router: str, qps: float, col: str) -> float:
+    m = cur[(cur.model == model) & (cur.router == router) & np.isclose(cur.qps, qps)]
+    return float(m[col].iloc[0]) if len(m) else math.nan
+
+
+def reduction(ours: float, other: float) -> float:
+    """100 x (1 - ours / other); NaN when undefined."""
+    if not (np.isfinite(ours) and np.isfinite(other)) or other <= 0:
+        return math.nan
+    return 100.0 * (1.0 - ours / other)
+
+
+def knee_qps(cur: pd.DataFrame, model: str) -> float:
+    c = cur[(cur.model == model) & cur.router.isin(BASELINES)]
+    if c.empty:
+        return math.nan
+    best = c.groupby("qps").slo_attainment_pct.max().sort_index()
+    below = best[best < KNEE_ATTAINMENT]
+    return float(below.index[0] if len(below) else best.index[-1])
+
+
+def _preserve_best(cur: pd.DataFrame, model: str, qps: float) -> bool | None:
+    c = cur[(cur.model == model) & np.isclose(cur.qps, qps)].set_index("router")
+    if "preserve" not in c.index or not set(BASELINES) <= set(c.index):
+        return None
+    p, b = c.loc["preserve"], c.loc[list(BASELINES)]
+    lower = all(p[k] <= b[k].min() for k in ("ttft_mean_s", "ttft_p99_s", "norm_mean_s", "norm_p99_s"))
+    return bool(lower and p.slo_attainment_pct >= b.slo_attainment_pct.max())
+
+
+def fig09_metrics(cur: pd.DataFrame, summ: dict[str, dict]) -> dict:
+    m: dict = {}
+    q = 10.5
+    for r in ("lr", "preserve"):
+        m[f"ttft_mean_{r}_qps10p5_s"] = _get(cur, "7b", r, q, "ttft_mean_s")
+        m[f"p99_norm_latency_{r}_qps10p5_s"] = _get(cur, "7b", r, q, "norm_p99_s")
+        m[f"slo_attainment_{r}_qps10p5_pct"] = _get(cur, "7b", r, q, "slo_attainment_pct")
+    m["ttft_mean_reduction_vs_lr_pct_qps10p5"] = reduction(m["ttft_mean_preserve_qps10p5_s"], m["ttft_mean_lr_qps10p5_s"])
+    m["p99_norm_latency_reduction_vs_lr_pct_qps10p5"] = reduction(m["p99_norm_latency_preserve_qps10p5_s"],
+                                                                 m["p99_norm_latency_lr_qps10p5_s"])
+    m["slo_violation_reduction_vs_lr_pct_qps10p5"] = reduction(100 - m["slo_attainment_preserve_qps10p5_pct"],
+                                                              100 - m["slo_attainment_lr_qps10p5_pct"])
+    # below 9.3 QPS: the largest relative spread of mean normalised latency across the routers
+    low = cur[(cur.model == "7b") & (cur.qps < 9.3 - 1e-9)]
+    spreads = [(g.norm_mean_s.max() - g.norm_mean_s.min()) / g.norm_mean_s.min()
+               for _, g in low.groupby("qps") if g.router.nunique() == len(ROUTERS)]
+    m["router_spread_below_9p3"] = float(max(spreads)) if spreads else math.nan
+    # 13B at its knee, against the best baseline by each metric
+    k = knee_qps(cur, "13b")
+    m["knee_qps_13b"] = k
+    c13 = cur[(cur.model == "13b") & np.isclose(cur.qps, k)].set_index("router") if np.isfinite(k) else None
+    if c13 is not None and "preserve" in c13.index and set(BASELINES) <= set(c13.index):
+        b = c13.loc[list(BASELINES)]
+        m["second_best_p99_13b"] = str(b.norm_p99_s.idxmin())
+        m["second_best_violations_13b"] = str(b.slo_attainment_pct.idxmax())
+        m["p99_norm_latency_reduction_vs_second_best_pct_13b"] = reduction(c13.loc["preserve", "norm_p99_s"], b.norm_p99_s.min())
+        m["slo_violation_reduction_vs_second_best_pct_13b"] = reduction(100 - c13.loc["preserve", "slo_attainment_pct"],
+                                                                        100 - b.slo_attainment_pct.max())
+    else:
+        m["p99_norm_latency_reduction_vs_second_best_pct_13b"] = math.nan
+        m["slo_violation_reduction_vs_second_best_pct_13b"] = math.nan
+    highs = [("7b", x) for x in sorted(set(cur[cur.model == "7b"].qps)) if x >= 10.5 - 1e-9]
+    if np.isfinite(k):
+        highs.append(("13b", k))
+    best = [_preserve_best(cur, mo, x) for mo, x in highs]
+    m["preserve_best_all_metrics_high_qps"] = bool(best and all(b is True for b in best)) if best and None not in best else None
+    s7 = [s for n, s in summ.items() if s["model"] == "7b"]
+    iso = s7[0]["isolated_norm_latency_s"] if s7 else math.nan
+    slo = s7[0]["settings"]["slo_norm_s"] if s7 else math.nan
+    m["isolated_norm_latency_s"] = iso
+    m["slo_over_isolated_norm_latency"] = slo / iso if s7 else math.nan
+    any_s = next(iter(summ.values()))
+    m["run_duration_s"] = float(any_s["duration_s"])
+    m["n_instances"] = int(any_s["n_instances"])
+    m["n_seeds"] = int(cur.n_seeds.min())
+    m["predictions"] = any_s["predictions"]
+    return m
+
+
+def fig10_metrics(cur: pd.DataFrame, summ: dict[str, dict], qps_normal: float = 9.3, qps_high: float = 10.5) -> dict:
+    """Measured overheads (7B PreServe run) against its latencies at a non-overloaded load, and
+    the worst baseline's latencies at a high load."""
+    s = next((v for v in summ.values() if v["model"] == "7b" and v["router"] == "preserve"), None)
+    pred = s["predictor_ms_mean"] if s and s["predictor_ms_mean"] is not None else math.nan
+    other = _get(cur, "7b", "preserve", qps_normal, "router_select_ms_mean")
+    e2e = _get(cur, "7b", "preserve", qps_normal, "e2e_mean_s")
+    m = {"qps_normal": qps_normal, "qps_high": qps_high,
+         "length_predict_ms_mean": pred, "other_overhead_ms_mean": other,
+         "overhead_ms_total": pred + other,
+         "dispatch_overhead_ms_charged": s["dispatch_overhead_ms"] if s else math.nan,
+         "ttft_mean_ms": 1e3 * _get(cur, "7b", "preserve", qps_normal, "ttft_mean_s"),
+         "norm_latency_mean_ms": 1e3 * _get(cur, "7b", "preserve", qps_normal, "norm_mean_s"),
+         "e2e_mean_s": e2e,
+         "overhead_pct_of_e2e": 100.0 * (pred + other) / (1e3 * e2e) if np.isfinite(e2e) else math.nan}
+    hi = cur[(cur.model == "7b") & np.isclose(cur.qps, qps_high) & cur.router.isin(BASELINES)]
+    m["ttft_mean_ms_imbalanced"] = 1e3 * float(hi.ttft_mean_s.max()) if len(hi) else math.nan
+    m["norm_latency_mean_ms_imbalanced"] = 1e3 * float(hi.norm_mean_s.max()) if len(hi) else math.nan
+    return m
+
+
+def overload_episodes(ts: pd.DataFrame) -> pd.DataFrame:
+    """(instance, start_s, end_s) of every run of samples with KV > 95 % and queued prompts."""
+    rows = []
+    for j, g in ts.sort_values("time_s").groupby("instance"):
+        over = ((g.kv_usage > OVERLOAD_KV) & (g.queued_prompt_tokens > 0)).to_numpy()
+        t = g.time_s.to_numpy()
+        start = None
+        for k, o in enumerate(over):
+            if o and start is None:
+                start = t[k]
+            if not o and start is not None:
+                rows.append((int(j), float(start), float(t[k])))
+                start = None
+        if start is not None:
+            rows.append((int(j), float(start), float(t[-1])))
+    return pd.DataFrame(rows, columns=["instance", "start_s", "end_s"]).sort_values("start_s", ignore_index=True)
+
+
+def fig04_metrics(series: dict[str, pd.DataFrame]) -> dict:
+    """First and second overload minutes per router (the second: the next episode starting at
+    least a minute after the first), and whether each router leaves one instance overloaded while
+    another is not."""
+    m: dict = {}
+    partial = []
+    for r in ("lr", "mu"):
+        ts = series.get(r)
+        first = second = math.nan
+        if ts is not None:
+            ep = overload_episodes(ts)
+            if len(ep):
+                first = ep.start_s.iloc[0] / 60.0
+                later = ep[ep.start_s >= ep.start_s.iloc[0] + 60.0]
+                second = later.start_s.iloc[0] / 60.0 if len(later) else math.nan
+            over = (ts.kv_usage > OVERLOAD_KV) & (ts.queued_prompt_tokens > 0)
+            n_over = over.groupby(ts.time_s).sum()
+            n_inst = ts.instance.nunique()
+            partial.append(bool(((n_over >= 1) & (n_over < n_inst)).any()))
+        m[f"{r}_first_overload_min"], m[f"{r}_second_overload_min"] = first, second
+    m["both_routers_overload_single_instance"] = bool(len(partial) == 2 and all(partial)) if len(partial) == 2 else None
+    return m
