@@ -101,6 +101,12 @@ class FleetView(Protocol):
 
     def regions(self) -> list[str]: ...
 
+    def decode_states(self, model: str, region: str, queued: bool = False) -> list:
+        """(instance id, (context tokens, remaining output tokens, KV capacity tokens)) of the
+        endpoint's ready instances whose engines report their decoding requests (``queued``:
+        and the requests waiting for their prefill)."""
+        ...
+
     def instance_state(self, iid: str) -> State: ...
 
 

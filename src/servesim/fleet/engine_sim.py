@@ -86,6 +86,23 @@ class _Engine(InstanceListener):
     def queue_len(self) -> int:
         return self.inst.num_waiting
 
+    def decode_state(self, queued: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
+        """KV tokens held (``computed``) and output tokens still to sample of every decoding
+        request now, and the instance's KV capacity in tokens (ground-truth lengths: the
+        simulator knows each request's output). ``queued``: also the requests not decoding yet
+        (waiting or mid-prefill), with the KV they will hold once prefilled (prompt + generated)."""
+        inst = self.inst
+        inst.sync()
+        ds = inst.ds
+        dec = [r for r in inst.running if r.dec]
+        ctx = [ds.computed(r) for r in dec]
+        rem = [r.output - ds.generated(r) for r in dec]
+        if queued:
+            for r in [*inst.waiting, *(r for r in inst.running if not r.dec)]:
+                ctx.append(r.prompt + r.generated)
+                rem.append(r.output - r.generated)
+        return np.asarray(ctx, np.int64), np.asarray(rem, np.int64), inst.num_blocks * inst.cfg.block_size
+
     def running(self) -> int:
         return self.inst.num_running
 

@@ -44,6 +44,9 @@ class Engine(Protocol):
     # batch (deadline enforcement); ``switch_model(model, load_s) -> bool`` switches a drained
     # engine to another model in place (conversions). Engines without them: deadlines only
     # time out requests outside engines, and a conversion builds a fresh engine.
+    # ``decode_state(queued=False) -> (context, remaining, capacity_tokens)`` (int arrays over
+    # the decoding requests, with ``queued`` also the not-yet-prefilled ones, and the KV capacity
+    # in tokens) serves load anticipators (`FleetView.decode_states`).
 
     def kv_util(self) -> float:
         """Fraction of KV capacity in use now."""

@@ -64,6 +64,17 @@ class FleetQueries:
                 n += 1
         return kv / n if n else 0.0
 
+    def decode_states(self, model: str, region: str, queued: bool = False) -> list[tuple[str, Any]]:
+        """(instance id, ``engine.decode_state(queued)``) of the endpoint's ready instances, by
+        seq; engines without ``decode_state`` are left out. O(requests of the endpoint)."""
+        ep = self._endpoint(model, region)
+        out = []
+        for inst in sorted(ep.instances.values(), key=lambda i: i.seq):
+            f = getattr(inst.engine, "decode_state", None)
+            if inst.state is State.READY and f is not None:
+                out.append((inst.id, f(queued)))
+        return out
+
     def pooled(self, region: str) -> dict[str, int]:
         return {m: len(v) for m, v in self._pools.get(region, {}).items() if v}
 
@@ -130,6 +141,9 @@ class ReadOnlyView:
 
     def pooled(self, region: str) -> dict[str, int]:
         return self._f.pooled(region)
+
+    def decode_states(self, model: str, region: str, queued: bool = False) -> list[tuple[str, Any]]:
+        return self._f.decode_states(model, region, queued)
 
     def regions(self) -> list[str]:
         return list(self._f.regions)

@@ -23,6 +23,7 @@ class ReactiveOptions(Strict):
     metric: Literal["kv", "outstanding"] = "kv"
     target_outstanding: float = Field(16.0, gt=0)
     count_starting: bool = True
+    down_for_s: Seconds = 0.0
 
     @model_validator(mode="after")
     def _thresholds(self):
@@ -43,7 +44,9 @@ class ReactiveAutoscaler:
       - ``kv``: mean KV-cache utilisation of the ready and draining instances (SageServe's
         "effective memory utilisation");
       - ``outstanding``: outstanding requests per active instance / `target_outstanding`.
-    Defaults are SageServe's paper values (70 % / 30 %, 15-s cooldown).
+    Defaults are SageServe's paper values (70 % / 30 %, 15-s cooldown). `down_for_s` > 0: scale
+    in only once util has stayed below `down` at every decision for that long (PreServe's
+    Reactive baseline: "< 30 % for 5 min").
     """
 
     period_s: float = 5.0
@@ -54,7 +57,9 @@ class ReactiveAutoscaler:
     metric: str = "kv"
     target_outstanding: float = 16.0
     count_starting: bool = True
+    down_for_s: float = 0.0
     _last: dict = field(default_factory=dict, repr=False)
+    _below: dict = field(default_factory=dict, repr=False)
     Options: ClassVar[type[Strict]] = ReactiveOptions
 
     def __post_init__(self) -> None:
@@ -97,9 +102,17 @@ class ReactiveAutoscaler:
             st = view.endpoint(*key)
             u = self.utilisation(st)
             delta = self.step if u > self.up else (-self.step if u < self.down else 0)
+            if u < self.down:
+                since = self._below.setdefault(key, now)
+                if now - since < self.down_for_s:
+                    delta = 0
+            else:
+                self._below.pop(key, None)
             if delta < 0 and st.active <= 0:
                 delta = 0
             if delta:
                 actions.append(Scale(key[0], key[1], delta))
                 self.scaled(view, key, delta, now)
+                if delta < 0:
+                    self._below.pop(key, None)  # the next scale-in waits down_for_s again
         return actions
