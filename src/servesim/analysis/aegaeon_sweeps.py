@@ -47,6 +47,25 @@ def load(pattern: str, facets: list[str], scale: str, root=None) -> pd.DataFrame
     return pd.concat(frames, ignore_index=True)
 
 
+DETAIL_TABLES = ("requests", "switches", "host_cache")
+
+
+def load_detail(pattern: str, table: str, scale: str, root=None) -> pd.DataFrame:
+    """One ``--detail`` table (``requests``, ``switches`` or ``host_cache``) of every run matching
+    ``pattern``, concatenated, with the run's name in ``run`` and its panel (the name's second
+    part) in ``panel``."""
+    if table not in DETAIL_TABLES:
+        raise ValueError(f"load_detail: table={table!r}; expected one of {DETAIL_TABLES}")
+    frames = []
+    for r in select("aegaeon", pattern, scale, root):
+        d = (Path(root) if root else project_root()) / r.dir
+        df = pd.read_csv(d / f"{table}.csv")
+        frames.append(df.assign(run=r.name, panel=r.name.split("/")[1]))
+    if not frames:
+        raise ValueError(f"no aegaeon runs match {pattern!r} at {scale} scale")
+    return pd.concat(frames, ignore_index=True)
+
+
 def curves(points: pd.DataFrame, by: list[str], muxserve_rule: bool = True) -> pd.DataFrame:
     """Mean attainment per (facets, x_name, system, x) over repeats, in both readings (percent),
     with MuxServe's capacity-rule curve added on every #models sweep (``muxserve_rule``)."""

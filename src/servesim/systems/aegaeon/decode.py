@@ -46,6 +46,7 @@ class DecodeInstance:
         self.active = False              # a round is in progress (a step or switch is scheduled)
         self.rounds = 0
         self.alphas: list[float] = []
+        self.busy_until = 0.0            # end of the in-flight step (or of the turn's switch + swap-in)
 
     # -- admission --------------------------------------------------------------------------------
     def blocks(self, r: Req) -> int:
@@ -65,7 +66,9 @@ class DecodeInstance:
             if b.model == r.model and b.live() and self.fits(b, r):
                 b.reqs.append(r)
                 if self.active and k == self.turn:
-                    self._swap_in([r], now)  # joins the running turn after its own swap-in
+                    self._swap_in([r], now)  # joins the running turn after its own swap-in, which
+                    # overlaps the in-flight step or switch: only what outlasts it is waited for
+                    r.kv_wait_s += max(0.0, r.dev_ready - max(now, self.busy_until))
                 return True
         for b in self.pending:  # a batch opened earlier this round, waiting for the next
             if b.model == r.model and self.fits(b, r):
@@ -151,10 +154,13 @@ class DecodeInstance:
         live = b.live()
         for r in live:
             r.switch_wait_s += sw
+        was = {r.rid: r.dev_ready for r in live}  # a request that joined the last turn may still be swapping in
         si = self._swap_in(live, t)  # whole batch swap-in before its first step
         for r in live:
-            r.dev_ready = t + si
+            r.kv_wait_s += max(0.0, t + si - max(t, was[r.rid]))  # the part of it not counted at the join
+            r.dev_ready = max(t + si, was[r.rid])
         self.quota_start = None
+        self.busy_until = t + si
         pool.kernel.at(t + si, self._step, None)
 
     def _step(self, _=None) -> None:
@@ -173,6 +179,7 @@ class DecodeInstance:
         dt = pool.costs_of(b.model).decode_s(len(act), sum(r.ctx for r in act))
         for r in act:
             r.in_step = True
+        self.busy_until = now + dt
         pool.kernel.at(now + dt, self._step_done, (act, dt))
 
     def _step_done(self, arg) -> None:

@@ -49,6 +49,12 @@ class ModelCosts:
     c_est_s: float             # the scheduler's switch estimate (Eq. 2-3's c contribution)
     usable_bytes: float        # GPU memory for weights + KV (vram_fraction)
     gpu_bytes: float
+    tp: int = 1                # weight_bytes and kv_bytes_per_token are per GPU (one 1/tp shard)
+
+    @property
+    def host_kv_bytes_per_token(self) -> float:
+        """KV bytes per token of the whole instance (all tp shards), as the host cache holds it."""
+        return self.kv_bytes_per_token * self.tp
 
     def prefill_s(self, tokens: int) -> float:
         return self.step.step_time(float(tokens), float(tokens) * tokens, 0.0, 0.0)
@@ -72,8 +78,28 @@ def _ae_kv_bytes(key: str) -> float:
     return 4.0 * m.layers * m.hidden  # K and V, 2 bytes, hidden-size wide: no GQA (AE simulator)
 
 
-def _step_model(key: str, gpu: str, kind: str) -> StepTimeModel:
+def _step_model(key: str, gpu: str, kind: str, tp: int = 1, reference: str = "qwen2.5-7b") -> StepTimeModel:
+    if kind == "roofline":
+        return _roofline_step(key, get_hardware(gpu).key, tp, reference)
     return _cached_step(key, get_hardware(gpu).key, kind)
+
+
+@lru_cache(maxsize=16)
+def _roofline_step(key: str, hw: str, tp: int, reference: str) -> StepTimeModel:
+    """[assumption] The catalog roofline of ``key`` at ``tp`` GPUs, with the compute, memory and
+    attention efficiencies and the overheads fitted (`perf.fit_roofline`) to ``reference``'s measured
+    single-GPU profile on the same GPU; the TP all-reduce keeps the roofline's prior (NVLink
+    bandwidth x eff_net, per-call latency)."""
+    from ...perf import RooflineStepTime, fit_roofline, sources
+
+    ref = get_model(reference).key
+    prof = PROFILE_DIRS.get(ref)
+    gpus = [g for m, g in sources.aegaeon_sets() if m == prof and get_hardware(g).key == hw]
+    if not gpus:
+        raise ValueError(f"aegaeon: roofline reference {ref} has no measured profile on {hw}")
+    cal = fit_roofline(RooflineStepTime(ref, hw), sources.aegaeon(prof, gpus[0]))
+    m = RooflineStepTime(key, hw, tp=tp, name=f"aegaeon-roofline-{key}-tp{tp}-{hw}")
+    return m.with_params(**{p: v for p, v in cal.params().items() if p not in ("eff_net", "ar_latency_s")})
 
 
 @lru_cache(maxsize=32)
@@ -86,7 +112,8 @@ def _cached_step(key: str, hw: str, kind: str) -> StepTimeModel:
     gpus = [g for m, g in sets if m == prof and get_hardware(g).key == hw]
     if not gpus:
         have = sorted(g for m, g in sets if m == prof)
-        raise ValueError(f"aegaeon: no measured profile of {key} on {hw} (profiles of {prof}: {have})")
+        raise ValueError(f"aegaeon: no measured profile of {key} on {hw} (profiles of {prof}: {have}); "
+                         "step_model=roofline scales a profiled model instead")
     df = sources.aegaeon(prof, gpus[0])
     if kind == "table":
         return TableStepTime(df, name=f"aegaeon-{key}-{hw}")
@@ -97,19 +124,19 @@ def costs(key: str, s: Settings) -> ModelCosts:
     """The costs of checkpoint ``key`` under settings ``s``."""
     m = get_model(key)
     hw = get_hardware(s.gpu)
-    w = m.param_bytes if s.weights == "catalog" else AE_WEIGHT_BYTES[m.key]
-    kv = float(m.kv_bytes_per_token()) if s.kv_size == "gqa" else _ae_kv_bytes(m.key)
-    switch = w / s.load_bw
+    w = (m.param_bytes if s.weights == "catalog" else AE_WEIGHT_BYTES[m.key]) / s.tp  # one GPU's shard
+    kv = (float(m.kv_bytes_per_token()) if s.kv_size == "gqa" else _ae_kv_bytes(m.key)) / s.tp
+    switch = w / s.load_bw  # the tp GPUs load their shards in parallel, each over its own link
     if s.c_estimate == "actual":
         c = switch
     elif s.c_estimate == "paper":
         c = w / hw.pcie_bw * s.switch_beta
     else:
         bw = 64 * 2**30 if hw.key == "h800" else 32 * 2**30
-        c = AE_SCHED_PARAMS_GI.get(m.key, m.params / 2**30) * 2**30 * 2 / (bw * s.ae_ineff)
+        c = AE_SCHED_PARAMS_GI.get(m.key, m.params / 2**30) * 2**30 * 2 / (bw * s.ae_ineff) / s.tp
     return ModelCosts(key=m.key, weight_bytes=float(w), kv_bytes_per_token=kv, max_context=m.max_context or 4096,
-                      step=_step_model(m.key, s.gpu, s.step_model), switch_s=switch, c_est_s=c,
-                      usable_bytes=hw.mem_bytes * s.vram_fraction, gpu_bytes=float(hw.mem_bytes))
+                      step=_step_model(m.key, s.gpu, s.step_model, s.tp, s.roofline_reference), switch_s=switch,
+                      c_est_s=c, usable_bytes=hw.mem_bytes * s.vram_fraction, gpu_bytes=float(hw.mem_bytes), tp=s.tp)
 
 
 def prefetch_fits(cur: ModelCosts, nxt: ModelCosts, s: Settings) -> bool:

@@ -117,6 +117,7 @@ class AegaeonPool(BaseSim):
         dt = self.costs_of(r.model).kv_bytes(r.ctx) / self.s.kv_bw  # device -> host after prefill
         self.to_host(r, now)
         r.kv_s += dt
+        r.kv_wait_s += dt  # the request reaches decoding only when the copy ends
         self.kv_d2h_s += dt
         r.on_device = False
         self.kernel.at(now + dt, self._to_decode, r)
@@ -126,7 +127,7 @@ class AegaeonPool(BaseSim):
         if c.kv_bytes_per_token <= 0:  # a cost model without KV (unit tests): nothing to hold
             return
         bt = self.s.kv_block_tokens
-        self.host[r.node].alloc(r.rid, c.key, c.kv_bytes_per_token * bt, -(-r.ctx // bt), now)
+        self.host[r.node].alloc(r.rid, c.key, c.host_kv_bytes_per_token * bt, -(-r.ctx // bt), now)
 
     def from_host(self, r: Req, now: float) -> None:
         self.host[r.node].free(r.rid, now)

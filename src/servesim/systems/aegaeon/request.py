@@ -14,7 +14,7 @@ class Req:
 
     __slots__ = ("rid", "model", "mid", "ckpt", "arrival", "prompt", "output", "tokens", "failed", "node",
                  "on_device", "dev_ready", "in_step", "kv_s", "started", "prefill_start", "prefill_switch_s",
-                 "exec_s", "switch_wait_s")
+                 "exec_s", "switch_wait_s", "kv_wait_s")
 
     def __init__(self, rid: int, model: str, arrival: float, prompt: int, output: int):
         self.rid, self.model, self.arrival = rid, model, arrival
@@ -35,6 +35,7 @@ class Req:
         self.prefill_switch_s = 0.0
         self.exec_s = 0.0
         self.switch_wait_s = 0.0
+        self.kv_wait_s = 0.0    # KV transfer it waited on (blocking part of kv_s: Fig 14/15 "data overhead")
 
     @property
     def ctx(self) -> int:
@@ -91,5 +92,6 @@ def to_table(reqs: list[Req]) -> pd.DataFrame:
         "prefill_switch_s": np.array([r.prefill_switch_s for r in reqs], float),
         "exec_s": np.array([r.exec_s for r in reqs], float),
         "switch_wait_s": np.array([r.switch_wait_s for r in reqs], float),
+        "kv_wait_s": np.array([r.kv_wait_s for r in reqs], float),
         "token_times": [np.asarray(r.tokens, float) for r in reqs],
     })

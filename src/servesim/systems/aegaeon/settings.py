@@ -27,7 +27,7 @@ C_ESTIMATES = ("ae", "paper", "actual")
 KV_SIZES = ("gqa", "ae")
 WEIGHTS = ("catalog", "ae")
 LAYOUTS = ("parity", "single")
-STEP_MODELS = ("fitted", "table")
+STEP_MODELS = ("fitted", "table", "roofline")
 #: [AE] logical model i serves CHECKPOINTS[i % len]: 6 Qwen2.5-7B, 2 Yi-1.5-9B, 2 Llama-2-13B
 CHECKPOINTS = ("qwen2.5-7b",) * 6 + ("yi-1.5-9b",) * 2 + ("llama-2-13b",) * 2
 
@@ -35,7 +35,11 @@ CHECKPOINTS = ("qwen2.5-7b",) * 6 + ("yi-1.5-9b",) * 2 + ("llama-2-13b",) * 2
 @dataclass(frozen=True)
 class Settings:
     gpu: str = "h800"                 # step-time profiles and GPU memory (h800 | h100 where profiled)
-    step_model: str = "fitted"        # fitted: the App. A.2 regressions on the profiles; table: interpolation
+    step_model: str = "fitted"        # fitted: the App. A.2 regressions on the profiles; table: interpolation;
+    #   roofline: the catalog roofline at `tp`, its efficiencies fitted to `roofline_reference`'s profile on
+    #   the same GPU (for checkpoints with no profile: Qwen2.5-72B at TP=4, Fig 17 right)
+    tp: int = 1                       # tensor-parallel GPUs per instance (weights, KV and loads split over them)
+    roofline_reference: str = "qwen2.5-7b"
     checkpoints: tuple = CHECKPOINTS  # logical model i -> checkpoints[i % len] (catalog keys)
     # SLOs (§7.1)
     ttft_s: float = 10.0
@@ -86,6 +90,9 @@ class Settings:
                 raise ValueError(f"aegaeon settings: {name} must be > 0, got {getattr(self, name)!r}")
         if not self.checkpoints or not all(isinstance(c, str) for c in self.checkpoints):
             raise ValueError(f"aegaeon settings: checkpoints must be catalog model keys, got {self.checkpoints!r}")
+        if self.tp < 1 or (self.tp > 1 and self.step_model != "roofline"):
+            raise ValueError(f"aegaeon settings: tp={self.tp}: needs tp >= 1, and step_model=roofline for tp > 1 "
+                             "(the measured profiles are single-GPU)")
         if self.max_gpsize < 1 or self.n_nodes < 1 or self.prefill_per_node < 1 or self.decode_per_node < 1:
             raise ValueError("aegaeon settings: max_gpsize, n_nodes and instances per node must be >= 1")
 

@@ -15,7 +15,13 @@ short, transient-dominated workloads. ``--duration-s`` is the sweep's workload l
 file much shorter than it (the artifact's ``synth-40-0.1-1.0-1.0.csv`` is a 60-s file where the
 0.1 req/s sweeps are 120 s) is replaced by a drawn one (``--short-file generate``; ``keep``,
 ``error``), marked in points.csv's ``workload_kind``. ``--in-scale`` / ``--out-scale`` 2.0 select ShareGPT-ix2 / -ox2
-(Fig 12); ``--slo-scale`` scales both SLOs (Fig 13).
+(Fig 12); ``--slo-scale`` scales both SLOs (Fig 13); ``--ttft-s`` / ``--tbt-s`` set them first
+(Fig 17: the A10 and 72B setups vary one of the two).
+
+``--detail`` (Figs 14-16) also writes, over every point, ``requests.csv`` (one row per request: its
+times, attainment and the six-way breakdown of ``servesim.metrics.time_breakdown``),
+``switches.csv`` (every model load: instance, checkpoint, latency, full load time, prefetch) and
+``host_cache.csv`` (each node's unified CPU KV cache per block shape at its allocation peak).
 
 Writes ``points.csv`` (one row per point and repeat: attainment in both readings, failures,
 switches, TTFT) and ``summary.json`` (the settings, the sweep and its goodput in both readings of
@@ -120,16 +126,43 @@ def check_options(a: argparse.Namespace) -> Settings:
         for m in a.models:
             for r in a.rate:
                 ae_workload_path(m, r, a.in_scale, a.out_scale)
+    for opt in ("ttft_s", "tbt_s"):
+        v = getattr(a, opt)
+        if v is not None and not (v > 0 and np.isfinite(v)):
+            raise InputError(f"--{opt.replace('_', '-')}: need a finite number of seconds > 0, got {v}")
+    slo = [f"{k}={v!r}" for k, v in (("ttft_s", a.ttft_s), ("tbt_s", a.tbt_s)) if v is not None]
     try:  # settings_from reports a bad --set as SystemExit (run.py's contract), Settings a bad value as ValueError
-        return settings_from(a.gpu, a.set, a.slo_scale)
+        return settings_from(a.gpu, [*a.set, *slo], a.slo_scale)
     except (SystemExit, ValueError) as e:
         raise InputError(str(e)) from None
 
 
-def sweep(a: argparse.Namespace, s: Settings) -> tuple[pd.DataFrame, dict]:
-    """Run every point under settings ``s``; returns the points table and the summary."""
+#: the per-request columns ``--detail`` keeps (token times are summarised by the breakdown)
+REQUEST_FIELDS = ("request_id", "model", "checkpoint", "node", "arrival_s", "prompt_tokens", "output_tokens",
+                  "tokens_out", "failed", "first_token_s", "finish_s", "attain_ae", "attain_token", "kv_transfer_s",
+                  "kv_wait_s", "prefill_switch_s", "switch_wait_s")
+
+
+def detail_tables(res, key: dict) -> dict[str, pd.DataFrame]:
+    """One point's requests (with the Fig 14 breakdown), switch log and host-cache report, each
+    row prefixed with ``key`` (system, models, rate, repeat)."""
+    from ...metrics.time_breakdown import request_breakdown
+
+    t = res.requests
+    req = t[list(REQUEST_FIELDS)].join(request_breakdown(t))
+    cache = [{"node": n, "shape": shape, **{k: v[k] for k in ("allocated_bytes", "utilized_bytes", "fragmented_bytes")}}
+             for n, rep in enumerate(res.stats.get("host_cache") or []) for shape, v in rep.items() if shape != "all"]
+    cache = pd.DataFrame(cache, columns=["node", "shape", "allocated_bytes", "utilized_bytes", "fragmented_bytes"])
+    return {name: df.assign(**key)[[*key, *df.columns]]
+            for name, df in (("requests", req), ("switches", res.switches), ("host_cache", cache))}
+
+
+def sweep(a: argparse.Namespace, s: Settings, detail: dict | None = None) -> tuple[pd.DataFrame, dict]:
+    """Run every point under settings ``s``; returns the points table and the summary. ``detail``
+    (a dict) receives the ``--detail`` tables, concatenated over the points."""
     x_name = "rate" if len(a.rate) > 1 else "models"
     rows = []
+    parts: dict[str, list[pd.DataFrame]] = {}
     for m in a.models:
         for r in a.rate:
             for k in range(a.repeats):
@@ -138,11 +171,16 @@ def sweep(a: argparse.Namespace, s: Settings) -> tuple[pd.DataFrame, dict]:
                 res = simulate(a.system, wl, s, source=src)
                 wall = time.perf_counter() - t0
                 summ = summary(res, a.system, s)
+                if detail is not None:
+                    for name, df in detail_tables(res, {"system": a.system, "models": m, "rate": r, "repeat": k}).items():
+                        parts.setdefault(name, []).append(df)
                 rows.append({"system": a.system, "models": m, "rate": r, "repeat": k, "workload": src, "workload_kind": kind,
                              **{f: summ[f] for f in POINT_FIELDS}, "wall_s": wall})
                 print(f"{a.system} {m} models x {r:g} rps (repeat {k}): attainment {summ['attainment_pct']:.1f}% "
                       f"({summ['n_failed']} failed) {wall:.2f} s", flush=True)
     pts = pd.DataFrame(rows)
+    if detail is not None:
+        detail.update({name: pd.concat(dfs, ignore_index=True) for name, dfs in parts.items()})
     mean = pts.groupby(x_name, sort=True)["attainment_pct"].mean()
     out = {
         "system": a.system, "x": x_name, "models": a.models, "rate": a.rate, "in_scale": a.in_scale,
@@ -163,8 +201,11 @@ def run(a: argparse.Namespace) -> int:
 
     s = check_options(a)
     with staged_output_dir(a.out, command=f"aegaeon sweep --system {a.system}", force=a.force) as tmp:
-        pts, summ = sweep(a, s)
+        detail = {} if a.detail else None
+        pts, summ = sweep(a, s, detail)
         pts.to_csv(tmp / "points.csv", index=False)
+        for name, df in (detail or {}).items():
+            df.to_csv(tmp / f"{name}.csv", index=False)
         (tmp / "summary.json").write_text(json.dumps(summ, indent=2, default=float) + "\n")
     print(f"{a.system}: goodput {summ['goodput']} ({summ['x']}) -> {Path(a.out)}")
     return 0
@@ -180,14 +221,19 @@ def main(argv=None) -> int:
     ap.add_argument("--in-scale", type=float, default=1.0, help="input-length scale (2.0: ShareGPT-ix2)")
     ap.add_argument("--out-scale", type=float, default=1.0, help="output-length scale (2.0: ShareGPT-ox2)")
     ap.add_argument("--slo-scale", type=float, default=1.0, help="scale both TTFT (10 s) and TBT (0.1 s)")
+    ap.add_argument("--ttft-s", type=float, default=None, help="the TTFT target before --slo-scale (default 10 s)")
+    ap.add_argument("--tbt-s", type=float, default=None, help="the TBT target before --slo-scale (default 0.1 s)")
     ap.add_argument("--workloads", default="ae", choices=WORKLOADS)
     ap.add_argument("--repeats", type=int, default=1, help="seeds per point (--workloads generated)")
     ap.add_argument("--duration-s", type=float, default=None,
                     help="the sweep's workload length (default: the artifact's, 120 s at <= 0.1 req/s, else 60 s)")
     ap.add_argument("--short-file", default="generate", choices=SHORT_FILE,
                     help="an artifact file shorter than the sweep: generate the point (default), keep it, or error")
+    ap.add_argument("--detail", action="store_true",
+                    help="also write requests.csv, switches.csv and host_cache.csv (Figs 14-16)")
     ap.add_argument("--gpu", default="h800")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any Settings field")
+    ap.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
+                    help="any Settings field (repeatable; several pairs may follow one --set)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--force", action="store_true", help="replace a non-empty output folder not written by servesim")
     ap.add_argument("-o", "--out", required=True)

@@ -1,0 +1,85 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %%
+
+# %% [markdown]
+# # Aegaeon — Fig 16: fragmentation in the unified CPU KV cache (§5.2, §7.3)
+#
+# Each node's host KV cache (`servesim.systems.aegaeon.hostcache.SlabCache`) is carved into 1-GiB
+# slabs, each holding blocks of one shape (16 tokens x one checkpoint's KV bytes per token: S0 =
+# Qwen2.5-7B, S1 = Yi-1.5-9B, S2 = Llama-2-13B); empty slabs are returned, freed blocks come back
+# at the next tick of the 8-s move-list daemon. Fragmentation = free blocks inside allocated slabs
+# as a share of the peak allocated memory, read at each node's allocation peak and summed over the
+# two nodes, per shape and for all. Source: the 32 models x 0.1 req/s run (the artifact's), from
+# the `fig14/rps0p1` sweep.
+#
+# | quantity | paper |
+# |---|---|
+# | usage across shapes | proportional |
+# | overall fragmentation | < 20 % |
+
+# %% tags=["parameters"]
+scale = "quick"     # "quick", "full" or "test"; names the output folders and the runs read
+root = None         # project root; None finds it from the working directory
+seed = 0
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from servesim.analysis import aegaeon_sweeps as sw
+from servesim.analysis.outputs import FigureOutputs, apply_style
+
+apply_style()
+SHAPES = {"qwen2.5-7b": "S0 (Qwen2.5-7B)", "yi-1.5-9b": "S1 (Yi-1.5-9B)", "llama-2-13b": "S2 (Llama-2-13B)"}
+hc = sw.load_detail("fig14/rps0p1/*", "host_cache", scale, root)
+hc = hc[(hc.models == 32) & (hc.rate == 0.1)]
+per = hc.groupby("shape")[["allocated_bytes", "utilized_bytes", "fragmented_bytes"]].sum().reindex(list(SHAPES))
+per.loc["all"] = per.sum(min_count=1)
+tot = float(per.loc["all", "allocated_bytes"]) if len(hc) else float("nan")
+per["utilized_pct_of_shape"] = 100 * per.utilized_bytes / per.allocated_bytes
+per["fragmentation_pct_of_shape"] = 100 * per.fragmented_bytes / per.allocated_bytes
+per["allocated_pct_of_peak"] = 100 * per.allocated_bytes / tot
+per["fragmentation_pct_of_peak"] = 100 * per.fragmented_bytes / tot
+per.round(2)
+
+# %%
+fig, ax = plt.subplots(figsize=(5, 3.2))
+labels = [SHAPES.get(k, "All") for k in per.index]
+ax.bar(labels, per.utilized_pct_of_shape, color="tab:blue", label="Utilized")
+ax.bar(labels, per.fragmentation_pct_of_shape, bottom=per.utilized_pct_of_shape, color="tab:orange",
+       label="Fragmentation")
+ax.axhline(80, color="0.4", ls="--", lw=0.8)
+ax.set_ylabel("% of the shape's peak allocated memory")
+ax.set_ylim(0, 105)
+ax.set_title("Unified CPU KV cache, 1-GiB slabs (32 models x 0.1 req/s)", fontsize=9)
+ax.legend(fontsize=7, loc="lower left")
+ax.tick_params(axis="x", labelsize=7)
+fig.tight_layout()
+fig
+
+# %%
+metrics = {"fragmentation_pct_all": float(per.loc["all", "fragmentation_pct_of_shape"]),
+           "peak_allocated_gib_all": tot / 2**30 if np.isfinite(tot) else float("nan")}
+for k, short in zip(SHAPES, ("s0", "s1", "s2")):   # NaN when this scale has no 32 x 0.1 point (test)
+    metrics[f"fragmentation_pct_{short}"] = float(per.loc[k, "fragmentation_pct_of_shape"])
+    metrics[f"allocated_pct_of_peak_{short}"] = float(per.loc[k, "allocated_pct_of_peak"])
+out = FigureOutputs("aegaeon", "fig16_cpu_cache_fragmentation", scale=scale, root=root)
+out.save_figure(fig)
+out.write_data(per.reset_index().rename(columns={"index": "shape"}))
+out.write_metrics(metrics)
+pd.Series(metrics)
