@@ -149,6 +149,28 @@ def test_same_seed_same_predictions_and_museve(tiny_encoder):
     assert a.loss_history["museve"][-1] < a.loss_history["museve"][0]
 
 
+def test_length_batching_covers_each_sample_once_with_less_padding():
+    lengths = np.random.default_rng(3).integers(3, 500, 1000)
+    draw = lambda how: [b.tolist() for b in LengthPredictor(LengthSettings(batching=how, batch_size=16))  # noqa: E731
+                        ._batches(1000, torch.Generator().manual_seed(7), lengths)]
+    rnd, srt = draw("random"), draw("length")
+    assert sorted(i for b in srt for i in b) == list(range(1000))           # an epoch is a permutation
+    assert draw("length") == srt                                             # seeded
+    pad = lambda bs: sum(len(b) * max(lengths[b]) - lengths[b].sum() for b in bs)  # noqa: E731
+    assert pad(srt) < 0.2 * pad(rnd)
+    with pytest.raises(LengthDataError, match="batching"):
+        LengthSettings(batching="sorted")
+
+
+def test_prompt_tuning_predictions_keep_caller_order(tiny_encoder):
+    texts, y = _toy_data(24)
+    lp = LengthPredictor(LengthSettings(mode="prompt_tuning", n_prompt=2, max_len=24, epochs=1, batch_size=8,
+                                        batching="length")).fit(texts, y, "preserve")
+    full = lp.predict(texts)
+    one_by_one = np.array([lp.predict([t])[0] for t in texts])
+    assert np.allclose(full, one_by_one, rtol=1e-4, atol=1e-3)
+
+
 def test_read_predictions_errors(tmp_path):
     from servesim.systems.preserve.table2 import read_predictions
 

@@ -54,6 +54,7 @@ class Table2Settings:
     lr: float = 1e-4
     head_lr: float = 1e-3
     pooling: str = "cls"               # the paper's [CLS]; "mean" = MiniLM's own sentence embedding
+    batching: str = "random"           # prompt-tuning batches: random | length (length_predictor.LengthSettings)
     seed: int = 0
 
 
@@ -65,7 +66,7 @@ SCALES = {
     # full: the paper's setting on every recoverable first-turn pair; the all-turn set is capped at
     # the first-turn set's size (61 k pairs x 512 tokens is out of a CPU budget)
     "full": Table2Settings(mode="prompt_tuning", max_conversations=None, max_train=7800, max_test=3300, max_len=512,
-                           epochs=3, batch_size=16),
+                           epochs=3, batch_size=16, batching="length"),
     "test": Table2Settings(mode="frozen", max_conversations=120, max_train=40, max_test=20, max_len=32,
                            epochs=20, batch_size=16, label_sets=("first",)),
 }
@@ -95,7 +96,7 @@ def run_label_set(label_set: str, s: Table2Settings):
     train, test = _cap(train, s.max_train, s.seed + 1), _cap(test, s.max_test, s.seed + 2)
     lp = LengthPredictor(LengthSettings(mode=s.mode, n_prompt=s.n_prompt, max_len=s.max_len, epochs=s.epochs,
                                         batch_size=s.batch_size, lr=s.lr, head_lr=s.head_lr, pooling=s.pooling,
-                                        seed=s.seed))
+                                        batching=s.batching, seed=s.seed))
     t0 = time.perf_counter()
     aug, plan = oversample(train, make_replacer(lp), s.n_buckets, s.mu, s.synonym_fraction, s.seed)
     aug_s = time.perf_counter() - t0
