@@ -14,7 +14,7 @@ is how the workflow's ``collects`` passes it): requests are drawn from its test 
 its PreServe predictions; ``oracle`` (default): ShareGPT first-turn pairs whose prediction is the
 true length. ``--time-predictor N``
 times the length predictor's encoder (MiniLM-L6, batch 1, one thread, up to 512 tokens) on N
-ShareGPT prompts: Fig 10's measured load-prediction latency. ``--dispatch-overhead``: the delay
+ShareGPT prompts (PreServe runs only): Fig 10's measured load-prediction latency. ``--dispatch-overhead``: the delay
 before PreServe routes a request, counted in its TTFT/E2E: ``paper`` (45.6 ms, §5.5),
 ``measured`` (the --time-predictor mean) or ``none``.
 """
@@ -80,7 +80,7 @@ def check_options(a: argparse.Namespace) -> sv.ServingSettings:
         raise InputError(f"--sample-s {a.sample_s}: need > 0")
     if a.time_predictor < 0:
         raise InputError(f"--time-predictor {a.time_predictor}: need >= 0")
-    if a.dispatch_overhead == "measured" and a.time_predictor < 1:
+    if a.dispatch_overhead == "measured" and a.router == "preserve" and a.time_predictor < 1:
         raise InputError("--dispatch-overhead measured needs --time-predictor N (N >= 1) to measure it")
     if a.predictions == "collected":
         if len(a.collected) != 1:
@@ -112,7 +112,9 @@ def sweep(a: argparse.Namespace, s: sv.ServingSettings) -> tuple[pd.DataFrame, d
         path = predictions_path(a.predictions)
         pool, kind = sv.request_pool(read_predictions(path, a.label_set), max_model_len=s.max_model_len)
         source = f"{path.name} label_set={a.label_set} (cached PreServe predictions, test split)"
-    pred_ms = time_predictor(a.time_predictor, a.seed) if a.time_predictor else np.array([])
+    # only PreServe predicts lengths: the baselines' runs skip the timing (one matrix option for all)
+    timed = a.time_predictor if a.router == "preserve" else 0
+    pred_ms = time_predictor(timed, a.seed) if timed else np.array([])
     overhead_ms = {"paper": sv.PAPER_OVERHEAD_MS, "none": 0.0,
                    "measured": float(pred_ms.mean()) if pred_ms.size else float("nan")}[a.dispatch_overhead]
     rows, series, select_ms = [], [], []

@@ -1,0 +1,80 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # PreServe Fig 9 — routing four LLM instances at increasing QPS (§5.4, RQ3)
+#
+# Four LLaMA-2-7B instances (one A40 each) and four LLaMA-2-13B instances (TP = 2) serve ShareGPT
+# requests at Poisson QPS for 10 minutes under four routers: round robin (RR), least requests
+# (LR), minimum use (MU: 0.5 x GPU busy fraction + 0.5 x KV usage) and PreServe's Eq. 1
+# (queued prompt tokens + predicted decode tokens + the anticipated KV overflow over the next 100
+# iterations). The paper: below 9.3 QPS the routers are comparable; at 10.5 QPS (7B) LR, the second
+# best, has mean TTFT **7.6 s** and P99 normalised latency **1.1 s** against PreServe's **2.2 s**
+# and **0.45 s** (−71.1 %, −59.1 %), SLO attainment **88.8 → 98.8 %** (−89.3 % violations); 13B:
+# P99 normalised latency −**45.8 %**, violations −**61.8 %** against the second-best router.
+#
+# **What runs.** The declared runs `fig09/{model}/{router}` (`python -m
+# servesim.systems.preserve.routing_sweep`), one per model and router over the QPS grid; requests
+# and PreServe's predicted lengths come from the `tab02` run's cached test-split predictions (at
+# quick scale the frozen-encoder ablation's 130 test pairs, drawn with replacement). Simulated
+# engine: vLLM 0.6 V0 scheduling, KV capacity from the A40's 48 GB, 7B step times from Vidur's A40
+# profile, 13B by the roofline with PCIe all-reduce. **Calibration, not results:** one per-sequence
+# CPU overhead is set so that LR's 7B knee falls between 9.3 and 10.5 QPS (the spec's anchor); the
+# isolated normalised latency (SLO = 3 x isolated, §5.1) is reported as a check of that
+# calibration. PreServe pays the stated 45.6 ms dispatch overhead in its TTFT and E2E.
+
+# %% tags=["parameters"]
+scale = "quick"     # "quick", "full" or "test"; names the output folders and the runs read
+root = None         # project root; None finds it from the working directory
+seed = 0
+
+# %%
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from servesim.analysis import preserve_routing as pr
+from servesim.analysis.outputs import FigureOutputs, apply_style
+
+apply_style()
+pts, summ = pr.load("fig09/*", scale, root)
+cur = pr.curves(pts)
+cur.round(3)
+
+# %%
+panels = [("ttft_mean_s", "mean TTFT (s)"), ("ttft_p99_s", "P99 TTFT (s)"), ("norm_mean_s", "mean norm. latency (s/token)"),
+          ("norm_p99_s", "P99 norm. latency (s/token)"), ("slo_attainment_pct", "SLO attainment (%)")]
+models = [m for m in ("7b", "13b") if m in set(cur.model)]
+fig, axes = plt.subplots(len(models), len(panels), figsize=(3.2 * len(panels), 2.8 * len(models)), squeeze=False)
+names = {"rr": "RR", "lr": "LR", "mu": "MU", "preserve": "PreServe"}
+for i, mo in enumerate(models):
+    for ax, (col, label) in zip(axes[i], panels):
+        for r in pr.ROUTERS:
+            c = cur[(cur.model == mo) & (cur.router == r)]
+            if len(c):
+                ax.plot(c.qps, c[col], marker="o", ms=3, label=names[r])
+        if col != "slo_attainment_pct":
+            ax.set_yscale("log")
+        ax.set(xlabel="QPS", ylabel=label, title=f"LLaMA-2-{mo.upper()}")
+axes[0][0].legend(fontsize=7)
+fig.tight_layout()
+fig
+
+# %%
+metrics = pr.fig09_metrics(cur, summ)
+out = FigureOutputs("preserve", "fig09_routing", scale=scale, root=root)
+out.save_figure(fig)
+out.write_data(cur)
+out.write_metrics(metrics)
+pd.Series(metrics)
