@@ -1,0 +1,81 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # OServe — Fig 11: end-to-end latency over whole traces (§6.2)
+#
+# The online runs (`online/<trace>/<model>/latency`): each trace scaled so that its busiest span
+# loads the best static homogeneous deployment to 0.9; OServe (Alg. 1 + flow routing + ad hoc
+# switching) against vLLM static and vLLM reload. Speedup = P99(baseline) / P99(OServe) per
+# (model, trace); the claims take its max and mean.
+#
+# | quantity | paper |
+# |---|---|
+# | P99 vs vLLM static | up to 2.0x, 1.5x on average |
+# | P99 vs vLLM reload | up to 1.5x, 1.3x on average |
+
+# %% tags=["parameters"]
+scale = "quick"     # "quick", "full" or "test"; names the output folders and the runs read
+root = None         # project root; None finds it from the working directory
+seed = 0
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from servesim.analysis import oserve_online as OO
+from servesim.analysis.outputs import FigureOutputs, apply_style
+
+apply_style()
+SYS = ["oserve", "static", "reload"]
+sysdf = OO.load("online/*/*/latency", "systems.csv", scale, root)
+sysdf = sysdf[sysdf.system.isin(SYS)] if not sysdf.empty else sysdf
+cols = ["e2e_mean_s", "e2e_p90_s", "e2e_p95_s", "e2e_p96_s", "e2e_p97_s", "e2e_p98_s", "e2e_p99_s"]
+sysdf[["model", "trace", "system", *cols]] if not sysdf.empty else sysdf
+
+# %%
+cases = sysdf[["model", "trace"]].drop_duplicates().values.tolist() if not sysdf.empty else []
+fig, axes = plt.subplots(1, max(1, len(cases)), figsize=(3.4 * max(1, len(cases)), 3.0), squeeze=False)
+for ax, (m, t) in zip(axes[0], cases):
+    g = sysdf[(sysdf.model == m) & (sysdf.trace == t)].set_index("system")
+    x = np.arange(len(cols))
+    for i, s in enumerate(SYS):
+        if s in g.index:
+            ax.bar(x + (i - 1) * 0.27, g.loc[s, cols].astype(float), 0.27, label=s)
+    ax.set_xticks(x, ["avg", "P90", "P95", "P96", "P97", "P98", "P99"], fontsize=7)
+    ax.set_title(f"{m}, {t}", fontsize=9)
+    ax.set_ylabel("latency (s)")
+axes[0][0].legend(fontsize=7)
+fig.tight_layout()
+fig
+
+# %%
+vs_static = OO.paired(sysdf, "e2e_p99_s", "static", "oserve")
+vs_reload = OO.paired(sysdf, "e2e_p99_s", "reload", "oserve")
+metrics = {
+    "p99_speedup_vs_static_max": OO.stat(vs_static, "max"),
+    "p99_speedup_vs_static_mean": OO.stat(vs_static, "mean"),
+    "p99_speedup_vs_reload_max": OO.stat(vs_reload, "max"),
+    "p99_speedup_vs_reload_mean": OO.stat(vs_reload, "mean"),
+    "mean_speedup_vs_static_mean": OO.stat(OO.paired(sysdf, "e2e_mean_s", "static", "oserve"), "mean"),
+    "mean_speedup_vs_reload_mean": OO.stat(OO.paired(sysdf, "e2e_mean_s", "reload", "oserve"), "mean"),
+    "n_cases": len(vs_static),
+}
+out = FigureOutputs("oserve", "fig11_e2e_latency", scale=scale, root=root)
+out.save_figure(fig)
+out.write_data(sysdf)
+out.write_metrics(metrics)
+pd.Series(metrics)

@@ -1,0 +1,63 @@
+"""Reading back OServe's online runs (``python -m servesim.systems.oserve.online``, declared in
+workflow/runs/oserve.yaml as ``online/<trace>/<model>/<load>`` and ``levels/<level>/<model>``) for
+the notebooks of Figs 9-12, 14, 15, 19 and Tables 1-2.
+
+``load(pattern, table, scale, root)``: one of the runs' tables (systems.csv, spans.csv, plans.csv,
+switches.csv) for every declared run matching ``pattern``, with the run's name, model, GPU count and
+workload name; an empty frame when this scale declares no such run (the notebooks then write NaN).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+from . import runs as runs_api
+
+
+def declared(pattern: str, scale: str, root=None) -> list:
+    import fnmatch
+
+    return [r for n, r in runs_api.declared("oserve", scale, root).items() if fnmatch.fnmatchcase(n, pattern)]
+
+
+def load(pattern: str, table: str, scale: str, root=None) -> pd.DataFrame:
+    parts = []
+    for r in declared(pattern, scale, root):
+        d = runs_api.run_dir("oserve", r.name, scale, root)
+        summ = json.loads((d / "summary.json").read_text())
+        df = pd.read_csv(d / table)
+        parts.append(df.assign(run=r.name, model=summ["model"], gpus=int(summ["gpus"]), trace=summ["name"],
+                               kind=summ["kind"]))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def ratio(a, b) -> float:
+    """a / b, NaN when either is missing or b is not positive."""
+    a, b = float(a), float(b)
+    return a / b if math.isfinite(a) and math.isfinite(b) and b > 0 else float("nan")
+
+
+def paired(df: pd.DataFrame, value: str, num: str, den: str, by=("model", "trace")) -> pd.Series:
+    """value(num) / value(den) for each group in ``by`` (systems in the ``system`` column)."""
+    if df.empty:
+        return pd.Series(dtype=float)
+    p = df.pivot_table(index=list(by), columns="system", values=value, aggfunc="first")
+    if num not in p or den not in p:
+        return pd.Series(dtype=float)
+    return (p[num] / p[den]).dropna()
+
+
+def stat(s: pd.Series, how: str) -> float:
+    s = pd.Series(s, dtype=float).dropna()
+    if s.empty:
+        return float("nan")
+    return float({"max": s.max, "min": s.min, "mean": s.mean}[how]())
+
+
+def route_shares(row: pd.Series, types) -> np.ndarray:
+    """K x J routing shares of one plans.csv row."""
+    return np.array([json.loads(row[f"route_{t}"]) for t in types]).T

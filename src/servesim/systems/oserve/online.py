@@ -1,0 +1,513 @@
+"""OServe's online loop (§3) and its baselines, served in the simulator span by span.
+
+Every span (1 minute) each system predicts the per-type counts λ̂ (``--predictor``: ``oracle`` = the
+true counts, or ``lstm`` / ``moving_average`` / ``aggregate_lstm`` from ``predictor``), plans a
+deployment and routing, switches when the layout changes, and routes the span's requests:
+
+- ``oserve``: Alg. 1 (``search.heuristic``) on the flow objective for λ̂, routing by the flow's
+  x_kj (type-aware); plans cached by (rounded λ̂, incumbent deployment); the incumbent is kept when
+  the fresh search does not beat it (the warm start we can do without changing the search: Alg. 1
+  itself restarts from the uniform deployment); ad hoc switching (``switching``, Alg. 2);
+- ``oserve_naive_reload``: the same plans, switched by reloading weights from storage (Fig 14);
+- ``static`` (vLLM static): the homogeneous deployment (one shape, DP copies) with the best
+  worst-span α* over the whole trace's true λ (grid search over every shape, spec §2 [R]: scored by
+  the flow model, not by simulating each), round-robin (type-agnostic, equal shares);
+- ``reload`` (vLLM reload): the best homogeneous deployment for each span's λ̂, round-robin, with
+  ad hoc switching (the paper's "reload" uses OServe's switching, spec §2);
+- ``hetero`` (ablation middle rung): OServe's deployments with type-agnostic routing, each
+  replica's share in proportion to its capacity on λ̂'s mix.
+
+Serving: each replica lifetime (the spans over which the same shape stays on the same GPUs) is one
+vLLM-like instance in the DES, fed the requests routed to it; a replica that a switch creates takes
+requests from the span start but serves them only once it is ready (start + switch time; the wait
+is in their latency). At a switch, in-flight requests finish on their source replica: short-output
+ones drain, long-output ones are counted as migrated and pay their KV bytes over the link (§5.2).
+
+Load: the trace is scaled so that its busiest span loads the best static homogeneous deployment to
+``--load`` (spec §2 [R]: "neither over- nor under-utilised"): the busiest span is the one with the
+smallest flow-model headroom, and the deployment's capacity at that span's mix is measured as the
+profiler measures n_kj (a saturation run per replica on requests drawn at the mix: mixing types on
+one replica serves fewer than the per-type n_kj suggest, most for deep pipelines). Throughput = completed requests /
+(last completion - first arrival); at a load above capacity it is the system's sustained rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...catalog import get_model
+from ...errors import InputError
+from ...metrics.latency import stats
+from ...sim import Cluster
+from . import predictor as PR
+from . import switching as SW
+from .objective import evaluate
+from .profiler import CapacityProfiler, pools_from_frame
+from .replica import BACKENDS, GPU, Shape, instance_config, kv_tokens, step_model, strategies
+from .search import Evaluator, exhaustive, heuristic, place
+
+SYSTEMS = ("oserve", "static", "reload", "hetero", "oserve_naive_reload")
+SO_TYPES = ("SISO", "LISO")  # short-output types drain at a switch; the others migrate
+PCTS = (90, 95, 96, 97, 98, 99)
+
+
+def fill_routes(F: np.ndarray, n: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Routing shares with every type routable: a type the plan gave no flow (λ̂_j = 0) goes to the
+    replicas that can hold it in proportion to their capacity for it."""
+    F = np.array(F, float)
+    for j in range(F.shape[1]):
+        if F[:, j].sum() <= 0:
+            w = np.where(e[:, j] > 0, n[:, j], 0.0)
+            if w.sum() > 0:
+                F[:, j] = w / w.sum()
+    return F
+
+
+@dataclass(frozen=True)
+class Plan:
+    shapes: tuple[Shape, ...]      # placed shapes (search.place order)
+    fractions: np.ndarray          # K x J routing shares
+    alpha: float
+    cached: bool = False
+
+    def label(self) -> str:
+        return " + ".join(s.label() for s in self.shapes)
+
+
+class Planner:
+    """Deployments for a λ: OServe's (Alg. 1) and the best homogeneous one, with a plan cache."""
+
+    def __init__(self, prof: CapacityProfiler, model: str, gpus: int, *, search: str = "heuristic", seed: int = 0,
+                 max_pp: int = 8, round_frac: float = 0.02):
+        self.prof, self.model, self.gpus, self.search, self.seed = prof, model, gpus, search, seed
+        self.max_pp, self.round_frac = max_pp, round_frac
+        self.cache: dict = {}
+        self.search_s = 0.0
+        self.searches = 0
+        self.homogeneous_options = []
+        for d in range(1, gpus + 1):
+            if gpus % d == 0:
+                for s in strategies(model, d, max_pp=max_pp):
+                    placed = place([s] * (gpus // d), gpus)
+                    if placed is not None:
+                        self.homogeneous_options.append(placed)
+
+    def _round(self, lam) -> tuple:
+        q = max(1.0, self.round_frac * float(np.sum(lam)))
+        return tuple(np.round(np.asarray(lam, float) / q) * q)
+
+    def oserve(self, lam, incumbent: tuple[Shape, ...] | None = None) -> Plan:
+        lam_r = np.maximum(np.array(self._round(lam)), 0.0)
+        if lam_r.sum() <= 0:
+            lam_r = np.ones(len(lam_r))
+        key = ("oserve", tuple(lam_r), incumbent)
+        if key in self.cache:
+            p = self.cache[key]
+            return Plan(p.shapes, p.fractions, p.alpha, True)
+        t0 = time.perf_counter()
+        ev = Evaluator(self.prof, lam_r, self.gpus, max_pp=self.max_pp)
+        r = heuristic(ev, self.model, self.seed) if self.search == "heuristic" else exhaustive(ev, self.model)
+        best = (r.deployment, r.value)
+        if incumbent is not None:
+            inc = ev(list(incumbent))
+            if inc is not None and ev.key(inc[1]) >= ev.key(best[1]):
+                best = inc  # no strictly better plan: keep serving (no needless switch)
+        self.search_s += time.perf_counter() - t0
+        self.searches += 1
+        n, e = self.prof.matrix(best[0])
+        p = Plan(best[0], fill_routes(best[1].fractions(), n, e), float(best[1].alpha))
+        self.cache[key] = p
+        return p
+
+    def uniform_alpha(self, shapes, lam) -> float:
+        """α of round-robin (equal shares) on ``shapes``: 1 / the busiest replica's load."""
+        n, e = self.prof.matrix(shapes)
+        lam = np.asarray(lam, float)
+        K = len(shapes)
+        if np.any((lam > 0) & (e.sum(0) <= 0)):
+            return 0.0
+        load = (np.divide(lam / K, n, out=np.zeros_like(n), where=n > 0)).sum(1)
+        return float(1.0 / load.max()) if load.max() > 0 else np.inf
+
+    def homogeneous(self, lam) -> Plan:
+        lam_r = np.maximum(np.array(self._round(lam)), 0.0)
+        key = ("homogeneous", tuple(lam_r))
+        if key in self.cache:
+            p = self.cache[key]
+            return Plan(p.shapes, p.fractions, p.alpha, True)
+        best = max(self.homogeneous_options, key=lambda s: self.uniform_alpha(s, lam_r))
+        p = self.round_robin(best, self.uniform_alpha(best, lam_r))
+        self.cache[key] = p
+        return p
+
+    def round_robin(self, shapes, alpha) -> Plan:
+        n, e = self.prof.matrix(shapes)
+        F = np.where(e > 0, 1.0, 0.0)
+        F = F / np.maximum(F.sum(0, keepdims=True), 1e-12)
+        return Plan(tuple(shapes), F, float(alpha))
+
+    def static(self, lams: np.ndarray) -> Plan:
+        """The homogeneous deployment whose worst span (of the true λ) has the largest α."""
+        def worst(s):
+            return min(self.uniform_alpha(s, lam) for lam in lams if np.sum(lam) > 0)
+        best = max(self.homogeneous_options, key=worst)
+        return self.round_robin(best, worst(best))
+
+    def capacity_shares(self, plan: Plan, lam) -> Plan:
+        """The ablation's type-agnostic routing: shares in proportion to each replica's capacity on λ's mix."""
+        n, e = self.prof.matrix(plan.shapes)
+        lam = np.asarray(lam, float)
+        mix = lam / lam.sum() if lam.sum() > 0 else np.full(len(lam), 1.0 / len(lam))
+        per = np.divide(mix, n, out=np.full_like(n, np.inf), where=n > 0)
+        cap = 1.0 / np.where(mix > 0, per, 0.0).sum(1)
+        F = np.where(e > 0, cap[:, None], 0.0)
+        F = F / np.maximum(F.sum(0, keepdims=True), 1e-12)
+        return Plan(plan.shapes, F, evaluate(lam if lam.sum() > 0 else np.ones(len(lam)), n, e).alpha, plan.cached)
+
+
+# ---- the trace --------------------------------------------------------------------------------------
+
+def compress(df: pd.DataFrame, stride: int, span_s: float = 60.0) -> pd.DataFrame:
+    """Keep every ``stride``-th minute (re-timed back to back): a shorter trace with the same drift."""
+    if stride == 1:
+        return df
+    m = (df["arrival_s"] // span_s).astype(int)
+    keep = (m % stride) == 0
+    out = df[keep].copy()
+    out["arrival_s"] = (m[keep] // stride) * span_s + (out["arrival_s"] - m[keep] * span_s)
+    out["request_id"] = np.arange(len(out), dtype=np.int64)
+    out.attrs = dict(df.attrs)
+    return out.reset_index(drop=True)
+
+
+def workload(kind: str, name: str, rate_rps: float, seed: int, pool: pd.DataFrame, model: str, stride: int,
+             level_minutes: int) -> pd.DataFrame:
+    from ...workload import gen_oserve as G
+
+    if kind == "trace":
+        df = compress(G.trace(name, rate_rps=rate_rps, seed=seed, pool=pool, model=model), stride)
+    elif kind == "spatial":
+        df = G.spatial(name, rate_rps, level_minutes, seed, pool=pool, model=model)
+    else:
+        df = G.temporal(name, rate_rps, level_minutes, seed, pool=pool, model=model)
+    return df
+
+
+def mean_mix(kind: str, name: str, seed: int, pool: pd.DataFrame, model: str, stride: int, level_minutes: int) -> np.ndarray:
+    from ...workload import gen_oserve as G
+
+    df = workload(kind, name, 2.0, seed, pool, model, stride, level_minutes)
+    c = np.bincount(pd.Categorical(df["app"], categories=G.TYPES).codes, minlength=len(G.TYPES)).astype(float)
+    return c / c.sum()
+
+
+# ---- serving ----------------------------------------------------------------------------------------
+
+def _route(types: np.ndarray, F: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    u = rng.random(types.size)
+    cum = np.cumsum(F, axis=0)
+    out = np.full(types.size, -1, np.int64)
+    for j in range(F.shape[1]):
+        sel = types == j
+        if sel.any() and cum[-1, j] > 0:
+            out[sel] = np.minimum(np.searchsorted(cum[:, j] / cum[-1, j], u[sel], side="right"), F.shape[0] - 1)
+    return out
+
+
+def serve_plans(model: str, gpus: int, plans: list[Plan], wl: pd.DataFrame, types: np.ndarray, *, switch: str,
+                span_s: float, seed: int, backend: str = "roofline", restart_s: float = SW.RESTART_S,
+                type_names=()) -> tuple[pd.DataFrame, list[dict]]:
+    """Serve ``wl`` span by span on ``plans`` (one per span); ``switch`` = adhoc | reload | none."""
+    rng = np.random.default_rng(seed)
+    span = np.minimum((wl["arrival_s"].to_numpy() // span_s).astype(int), len(plans) - 1)
+    arrival = wl["arrival_s"].to_numpy(float)
+    lifetimes: dict[int, dict] = {}
+    active: dict[SW.Placed, int] = {}
+    prev: tuple[SW.Placed, ...] = ()
+    switches = []
+    dest_life = np.full(len(wl), -1, np.int64)
+    ready_at = np.zeros(len(wl))
+    for s, p in enumerate(plans):
+        lay = SW.layout(p.shapes, gpus, prev)
+        # match the plan's replicas (place order) to the layout's: same (tp, pp), in turn
+        taken, order = set(), []
+        for sh in p.shapes:
+            i = next(i for i, q in enumerate(lay) if (q.shape.tp, q.shape.pp) == (sh.tp, sh.pp) and i not in taken)
+            taken.add(i)
+            order.append(i)
+        t0 = s * span_s
+        ready = {}
+        if s > 0 and set(lay) != set(prev):
+            sp = SW.plan(prev, lay, model)
+            dur = SW.adhoc_switch_s(sp, restart_s) if switch == "adhoc" else SW.reload_switch_s(sp, model, restart_s)
+            if switch == "none":
+                dur = 0.0
+            switches.append({"span": s, "from": " + ".join(q.shape.label() for q in prev),
+                             "to": " + ".join(q.shape.label() for q in lay), "switch_s": dur,
+                             "transfer_s": sp.transfer_s, "bytes_nvlink": sp.bytes_nvlink, "bytes_ib": sp.bytes_ib,
+                             "replicas_changed": len(sp.changed), "replicas_kept": len(sp.kept)})
+            for q in sp.changed:
+                ready[q] = t0 + dur
+        for q in lay:
+            if q not in active or (s > 0 and q not in set(prev)):
+                active[q] = len(lifetimes)
+                lifetimes[active[q]] = {"placed": q, "start_span": s, "end_s": None}
+        for q in set(prev) - set(lay):
+            lifetimes[active.pop(q)]["end_s"] = t0
+        sel = np.flatnonzero(span == s)
+        k = _route(types[sel], p.fractions, rng)
+        ok = k >= 0
+        life = np.array([active[lay[order[i]]] for i in range(len(order))], np.int64)
+        dest_life[sel[ok]] = life[k[ok]]
+        rdy = np.array([ready.get(lay[order[i]], t0) for i in range(len(order))])
+        ready_at[sel[ok]] = np.maximum(arrival[sel[ok]], rdy[k[ok]])
+        prev = lay
+    kv_tok = get_model(model).kv_bytes_per_token(get_model(model).dtype_bytes)
+    so_codes = [i for i, t in enumerate(type_names) if t in SO_TYPES]
+    parts = []
+    base = wl.assign(model=pd.Categorical([model] * len(wl)))
+    for lid, L in lifetimes.items():
+        idx = np.flatnonzero(dest_life == lid)
+        if idx.size == 0:
+            continue
+        sub = base.iloc[idx].copy()
+        sub["arrival_s"] = ready_at[idx]
+        o = np.argsort(sub["arrival_s"].to_numpy(), kind="stable")
+        sub = sub.iloc[o].reset_index(drop=True)
+        shape = L["placed"].shape
+        res = Cluster.uniform(1, instance_config(model, shape, GPU), step_model(model, shape, GPU, backend)).run(sub)
+        r = res.requests.set_index("request_id").loc[sub["request_id"]].reset_index()
+        wait = (sub["arrival_s"].to_numpy() - arrival[sub["request_id"].to_numpy()])
+        r["wait_s"] = wait
+        r["e2e_s"] = r["e2e_s"] + wait
+        r["ttft_s"] = r["ttft_s"] + wait
+        r["lifetime"] = lid
+        r["shape"] = shape.label()
+        r["migrated"] = False
+        if L["end_s"] is not None:  # in flight at the switch: long-output KV migrates, short-output drains
+            live = (r["finish_s"] > L["end_s"]).to_numpy() & (r["scheduled_s"] < L["end_s"]).to_numpy()
+            lo = ~np.isin(types[r["request_id"].to_numpy()], so_codes)
+            mig = live & lo
+            ctx = r["prompt_tokens"].to_numpy() + r["output_tokens"].to_numpy()
+            delay = np.where(mig, ctx * kv_tok / SW.NVLINK_BPS, 0.0)
+            r["e2e_s"] = r["e2e_s"] + delay
+            r["finish_s"] = r["finish_s"] + delay
+            r["migrated"] = mig
+        parts.append(r)
+    df = pd.concat(parts, ignore_index=True).sort_values("request_id", kind="stable").reset_index(drop=True)
+    df["arrival_s"] = arrival[df["request_id"].to_numpy()]
+    df["span"] = span[df["request_id"].to_numpy()]
+    df["type"] = types[df["request_id"].to_numpy()]
+    return df, switches
+
+
+def summarize(df: pd.DataFrame, n_total: int) -> dict:
+    done = df[np.isfinite(df["finish_s"].to_numpy(float)) & df["e2e_s"].notna()]
+    e2e = done["e2e_s"].to_numpy(float)
+    out = {"n_requests": int(n_total), "n_completed": int(len(done)), "n_unserved": int(n_total - len(done))}
+    out["e2e_mean_s"] = float(e2e.mean()) if e2e.size else np.nan
+    for q in PCTS:
+        out[f"e2e_p{q}_s"] = float(np.percentile(e2e, q)) if e2e.size else np.nan
+    out["ttft_p99_s"] = stats(done["ttft_s"].to_numpy(float), "ttft", (99,))["p99_ttft_s"]
+    out["tbt_p99_s"] = stats(done["tbt_mean_s"].to_numpy(float), "tbt", (99,))["p99_tbt_s"]
+    makespan = float(done["finish_s"].max() - df["arrival_s"].min()) if len(done) else np.nan
+    out["throughput_rps"] = len(done) / makespan if makespan and makespan > 0 else np.nan
+    out["migrated"] = int(df["migrated"].sum())
+    return out
+
+
+def mixed_capacity(model: str, shapes, counts, pools, n_requests: int, seed: int, backend: str = "roofline") -> float:
+    """Requests per span that round-robin on ``shapes`` sustains at the type mix ``counts``: each
+    replica's saturation run (as the profiler's, on requests drawn at that mix), summed."""
+    mix = np.asarray(counts, float) / np.sum(counts)
+    total = 0.0
+    for k, shape in enumerate(shapes):
+        rng = np.random.default_rng([seed, 7, k])
+        typ = rng.choice(len(pools), size=n_requests, p=mix)
+        prompt, output = np.empty(n_requests, np.int64), np.empty(n_requests, np.int64)
+        for j, pool in enumerate(pools):
+            sel = typ == j
+            idx = rng.integers(0, len(pool.prompt), sel.sum())
+            prompt[sel], output[sel] = pool.prompt[idx], pool.output[idx]
+        from ...workload import schema
+
+        kv = kv_tokens(model, shape, GPU)
+        keep = prompt + output <= kv
+        w = schema.make(np.zeros(int(keep.sum())), prompt[keep], output[keep], model=model)
+        res = Cluster.uniform(1, instance_config(model, shape, GPU), step_model(model, shape, GPU, backend)).run(w)
+        fin = np.sort(res.requests["finish_s"].dropna().to_numpy())
+        lo, hi = int(0.1 * (len(fin) - 1)), int(0.9 * (len(fin) - 1))
+        rate = (hi - lo) / (fin[hi] - fin[lo]) if fin[hi] > fin[lo] else len(fin) / max(fin[-1], 1e-9)
+        total += rate * PR.SPAN_S
+    return total
+
+
+# ---- CLI --------------------------------------------------------------------------------------------
+
+def check(a: argparse.Namespace) -> None:
+    for s in a.systems:
+        if s not in SYSTEMS:
+            raise InputError(f"--systems: {s!r} is not one of {', '.join(SYSTEMS)}")
+    if a.kind == "trace" and a.name not in ("T1", "T2"):
+        raise InputError(f"--name {a.name!r}: a trace is T1 or T2")
+    if a.kind == "spatial" and a.name not in ("S1", "S2", "S3", "S4", "S5"):
+        raise InputError(f"--name {a.name!r}: a spatial level is S1-S5")
+    if a.kind == "temporal" and a.name not in ("T1", "T2", "T3", "T4"):
+        raise InputError(f"--name {a.name!r}: a temporal level is T1-T4")
+    if not (a.load > 0 and np.isfinite(a.load)):
+        raise InputError(f"--load: need a finite number > 0, got {a.load}")
+    if a.minute_stride < 1 or a.level_minutes < 1 or a.gpus < 1:
+        raise InputError("--minute-stride, --level-minutes and --gpus must be >= 1")
+    if a.predictor not in ("oracle", *PR.PREDICTORS):
+        raise InputError(f"--predictor {a.predictor!r}: oracle or one of {', '.join(PR.PREDICTORS)}")
+    try:
+        get_model(a.model)
+    except Exception as e:  # the catalog's own message names the model
+        raise InputError(f"--model {a.model!r}: {e}") from None
+
+
+def predicted_counts(a, counts: np.ndarray) -> np.ndarray:
+    if a.predictor == "oracle":
+        return counts.copy()
+    from ...workload import gen_oserve as G
+
+    series = G.type_counts(days=a.predictor_days, seed=a.seed)[list(G.TYPES)].to_numpy(float)
+    p = PR.make(a.predictor, hidden=a.lstm_hidden, layers=2, epochs=a.lstm_epochs, stride=a.lstm_stride, seed=a.seed)
+    p.fit(series[: int(0.9 * len(series))])
+    pred = PR.rolling(p, counts, 0, pad=True)
+    return np.nan_to_num(pred)
+
+
+def run(a: argparse.Namespace) -> int:
+    from ...output_dir import staged_output_dir
+    from ...workload import gen_oserve as G
+    from .profiler import DEFAULT_CACHE
+
+    check(a)
+    t_start = time.perf_counter()
+    pool = G.type_pool(a.types, a.seed)
+    pools = pools_from_frame(pool, names=list(range(len(G.TYPES))), labels=G.TYPES)
+    prof = CapacityProfiler(a.model, pools, backend=a.backend, n_requests=a.n_requests, seed=a.seed,
+                            cache_dir=a.cache_dir or DEFAULT_CACHE)
+    planner = Planner(prof, a.model, a.gpus, search=a.search, seed=a.seed, max_pp=a.max_pp)
+    if not planner.homogeneous_options:
+        raise InputError(f"{a.model} has no homogeneous deployment on {a.gpus} GPUs")
+    probe_rate = 2.0
+    probe = workload(a.kind, a.name, probe_rate, a.seed, pool, a.model, a.minute_stride, a.level_minutes)
+    probe_counts = PR.span_counts(probe, G.TYPES, PR.SPAN_S)
+    ref = planner.static(probe_counts)  # the best static deployment; its busiest span sets the scale
+    alphas = [planner.uniform_alpha(ref.shapes, c) if c.sum() > 0 else np.inf for c in probe_counts]
+    busiest = int(np.argmin(alphas))
+    cap = mixed_capacity(a.model, ref.shapes, probe_counts[busiest], pools, a.n_requests, a.seed, a.backend)
+    rate = a.load * probe_rate * cap / probe_counts[busiest].sum()
+    wl = workload(a.kind, a.name, rate, a.seed, pool, a.model, a.minute_stride, a.level_minutes)
+    types = pd.Categorical(wl["app"], categories=G.TYPES).codes.astype(np.int64)
+    n_spans = int(np.ceil((wl["arrival_s"].max() + 1e-9) / PR.SPAN_S))
+    counts = PR.span_counts(wl, G.TYPES, PR.SPAN_S, n_spans)
+    lam_hat = predicted_counts(a, counts)
+    plans: dict[str, list[Plan]] = {}
+    t0 = time.perf_counter()
+    if {"oserve", "hetero", "oserve_naive_reload"} & set(a.systems):
+        cur, ps = None, []
+        for s in range(n_spans):
+            p = planner.oserve(lam_hat[s], cur)
+            cur = p.shapes
+            ps.append(p)
+        plans["oserve"] = plans["oserve_naive_reload"] = ps
+        plans["hetero"] = [planner.capacity_shares(p, lam_hat[s]) for s, p in enumerate(ps)]
+    if "reload" in a.systems:
+        plans["reload"] = [planner.homogeneous(lam_hat[s]) for s in range(n_spans)]
+    if "static" in a.systems:
+        st = planner.static(counts)
+        plans["static"] = [st] * n_spans
+    plan_s = time.perf_counter() - t0
+    edges = np.linspace(0.0, n_spans * PR.SPAN_S, 7) if a.kind == "trace" else \
+        np.arange(len(wl.attrs.get("spans", [0])) + 1) * (wl.attrs.get("span_s") or n_spans * PR.SPAN_S)
+    rows, span_rows, plan_rows, switch_rows, systems = [], [], [], [], {}
+    for sysname in a.systems:
+        switch = {"static": "none", "oserve_naive_reload": "reload"}.get(sysname, "adhoc")
+        ts = time.perf_counter()
+        df, sw = serve_plans(a.model, a.gpus, plans[sysname], wl, types, switch=switch, span_s=PR.SPAN_S, seed=a.seed,
+                             backend=a.backend, restart_s=a.restart_s, type_names=G.TYPES)
+        summ = summarize(df, len(wl))
+        summ.update({"switches": len(sw), "switch_s_total": float(sum(x["switch_s"] for x in sw)),
+                     "switch_s_max": float(max([x["switch_s"] for x in sw], default=np.nan)),
+                     "switch_s_mean": float(np.mean([x["switch_s"] for x in sw])) if sw else np.nan,
+                     "min_switch_interval_min": float(np.min(np.diff([x["span"] for x in sw]))) if len(sw) > 1 else np.nan,
+                     "sim_wall_s": time.perf_counter() - ts})
+        systems[sysname] = summ
+        rows.append({"system": sysname, **summ})
+        pspan = np.searchsorted(edges, df["arrival_s"].to_numpy(), side="right") - 1
+        for i in range(len(edges) - 1):
+            g = df[(pspan == i) & df["e2e_s"].notna().to_numpy()]
+            e = g["e2e_s"].to_numpy(float)
+            span_rows.append({"system": sysname, "period": f"P{i + 1}", "n": len(g),
+                              "e2e_mean_s": float(e.mean()) if e.size else np.nan,
+                              **{f"e2e_p{q}_s": float(np.percentile(e, q)) if e.size else np.nan for q in PCTS}})
+        for s, p in enumerate(plans[sysname]):
+            plan_rows.append({"system": sysname, "span": s, "deployment": p.label(), "dp": len(p.shapes),
+                              "alpha": p.alpha, "cached": p.cached, **{f"lam_{t}": lam_hat[s, j] for j, t in enumerate(G.TYPES)},
+                              **{f"true_{t}": counts[s, j] for j, t in enumerate(G.TYPES)},
+                              **{f"route_{t}": json.dumps(np.round(p.fractions[:, j], 4).tolist()) for j, t in enumerate(G.TYPES)}})
+        switch_rows += [{"system": sysname, **x} for x in sw]
+        print(f"{sysname}: P99 {summ['e2e_p99_s']:.2f} s  mean {summ['e2e_mean_s']:.2f} s  thr {summ['throughput_rps']:.2f} rps  "
+              f"{len(sw)} switches  ({summ['sim_wall_s']:.1f} s)", flush=True)
+    out = {"model": a.model, "gpus": a.gpus, "kind": a.kind, "name": a.name, "load": a.load, "rate_rps": rate,
+           "static_deployment": ref.label(), "static_capacity_busiest_span": cap, "busiest_span": busiest, "types": list(G.TYPES),
+           "type_method": a.types, "predictor": a.predictor, "search": a.search, "minute_stride": a.minute_stride,
+           "n_spans": n_spans, "n_requests": len(wl), "period_edges_s": edges.tolist(), "restart_s": a.restart_s,
+           "rrmse_pred_pct": float(np.nanmean(PR.rrmse(counts[1:], lam_hat[1:]))) if n_spans > 1 else np.nan,
+           "plan_s": plan_s, "searches": planner.searches, "search_s": planner.search_s, "profile_runs": prof.runs,
+           "systems": systems, "seed": a.seed, "wall_s": time.perf_counter() - t_start}
+    with staged_output_dir(a.out, command=f"oserve online {a.model} {a.kind} {a.name}", force=a.force) as tmp:
+        pd.DataFrame(rows).to_csv(tmp / "systems.csv", index=False)
+        pd.DataFrame(span_rows).to_csv(tmp / "spans.csv", index=False)
+        pd.DataFrame(plan_rows).to_csv(tmp / "plans.csv", index=False)
+        pd.DataFrame(switch_rows, columns=["system", "span", "from", "to", "switch_s", "transfer_s", "bytes_nvlink", "bytes_ib",
+                                           "replicas_changed", "replicas_kept"]).to_csv(tmp / "switches.csv", index=False)
+        (tmp / "summary.json").write_text(json.dumps(out, indent=2, default=float) + "\n")
+    print(f"-> {Path(a.out)} ({out['wall_s']:.1f} s)")
+    return 0
+
+
+def main(argv=None) -> int:
+    from ...cli_errors import add_debug_flag, run_command
+
+    ap = argparse.ArgumentParser(prog="python -m servesim.systems.oserve.online", description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--gpus", type=int, required=True)
+    ap.add_argument("--kind", choices=("trace", "spatial", "temporal"), default="trace")
+    ap.add_argument("--name", default="T1", help="trace T1|T2, spatial level S1-S5, temporal level T1-T4")
+    ap.add_argument("--systems", nargs="+", default=list(SYSTEMS))
+    ap.add_argument("--load", type=float, default=0.8, help="mean rate / the best static deployment's capacity")
+    ap.add_argument("--predictor", default="oracle")
+    ap.add_argument("--predictor-days", type=int, default=14)
+    ap.add_argument("--lstm-hidden", type=int, default=32)
+    ap.add_argument("--lstm-epochs", type=int, default=10)
+    ap.add_argument("--lstm-stride", type=int, default=4)
+    ap.add_argument("--minute-stride", type=int, default=1, help="keep every n-th minute of the trace (quick: a compressed T1)")
+    ap.add_argument("--level-minutes", type=int, default=10, help="minutes per Table 1/2 level span")
+    ap.add_argument("--types", choices=("kmeans", "quadrant"), default="kmeans")
+    ap.add_argument("--search", choices=("heuristic", "exhaustive"), default="heuristic")
+    ap.add_argument("--max-pp", type=int, default=8)
+    ap.add_argument("--restart-s", type=float, default=SW.RESTART_S)
+    ap.add_argument("--n-requests", type=int, default=2000, help="requests per profiler saturation run")
+    ap.add_argument("--backend", choices=BACKENDS, default="roofline")
+    ap.add_argument("--cache-dir", default=None)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--force", action="store_true")
+    ap.add_argument("-o", "--out", required=True)
+    add_debug_flag(ap)
+    return run_command(run, ap.parse_args(argv), "oserve online")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

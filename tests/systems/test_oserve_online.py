@@ -1,0 +1,108 @@
+"""OServe's switch planner (Alg. 2) byte accounting on hand-made cases, the layout's reuse of unchanged
+replicas, the planner's routing helpers, and the online CLI at test scale (no data: pools patched)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from servesim.catalog import get_model
+from servesim.systems.oserve import switching as SW
+from servesim.systems.oserve.online import Plan, compress, fill_routes
+from servesim.systems.oserve.replica import Shape
+
+W = get_model("opt-30b").param_bytes
+
+
+def test_tp2_to_pp2_moves_a_quarter_each_way_over_nvlink():
+    src = SW.layout([Shape(2)], 2)
+    tgt = SW.layout([Shape(1, 2)], 2, src)
+    p = SW.plan(src, tgt, "opt-30b")
+    # GPU 0 holds all layers x slice [0, 1/2) and needs layers [0, 1/2) x everything: it lacks a quarter
+    assert sorted(p.transfers) == [(0, 1, W / 4, "nvlink"), (1, 0, W / 4, "nvlink")]
+    assert p.bytes_nvlink == pytest.approx(W / 2) and p.bytes_ib == 0
+    assert p.transfer_s == pytest.approx(W / 4 / SW.NVLINK_BPS)
+    assert SW.adhoc_switch_s(p, restart_s=9.0) == pytest.approx(9.0 + W / 4 / 400e9)
+
+
+def test_unchanged_replica_keeps_its_gpus_and_sends_nothing_to_itself():
+    src = SW.layout([Shape(4), Shape(4)], 8)
+    tgt = SW.layout([Shape(4), Shape(2), Shape(2)], 8, src)
+    p = SW.plan(src, tgt, "opt-30b")
+    assert len(p.kept) == 1 and len(p.changed) == 2
+    assert p.kept[0].gpus in {(0, 1, 2, 3), (4, 5, 6, 7)}
+    # the new TP2 GPUs each hold a quarter (their old TP4 slice): ranks whose slices line up need a
+    # quarter, the others a half -> 1/4 + 1/2 + 1/2 + 1/4 of the weights
+    assert p.bytes_total == pytest.approx(1.5 * W)
+    assert {t for _, t, _, _ in p.transfers} <= set(range(8)) - set(p.kept[0].gpus)
+    assert SW.plan(src, src, "opt-30b").bytes_total == 0
+    assert SW.adhoc_switch_s(SW.plan(src, src, "opt-30b")) == 0.0
+
+
+def test_cross_node_sources_use_infiniband_and_prefer_the_same_node():
+    # source: one TP8 on node 0 and one TP8 on node 1; target: PP2 x TP8 across both nodes
+    src = SW.layout([Shape(8), Shape(8)], 16)
+    tgt = SW.layout([Shape(8, 2)], 16, src)
+    p = SW.plan(src, tgt, "opt-30b")
+    assert p.bytes_ib == 0  # every slice a target needs is on its own node
+    assert p.bytes_nvlink == pytest.approx(0.0)  # same TP8 slicing: each GPU already holds its stage's slice
+    tgt2 = SW.layout([Shape(4, 2), Shape(4, 2)], 16, src)
+    p2 = SW.plan(src, tgt2, "opt-30b")
+    assert p2.bytes_ib == 0 and p2.bytes_nvlink > 0
+
+
+def test_greedy_balances_sends_over_holders():
+    # two TP1 holders of the whole model on node 0; a new TP2 replica on GPUs 2, 3 needs a half each
+    src = SW.layout([Shape(1), Shape(1), Shape(2)], 4)
+    tgt = SW.layout([Shape(1), Shape(1), Shape(1, 2)], 4, src)
+    p = SW.plan(src, tgt, "opt-30b")
+    senders = {}
+    for s, _, b, _ in p.transfers:
+        senders[s] = senders.get(s, 0.0) + b
+    assert p.bytes_total == pytest.approx(W / 2)
+    assert max(senders.values()) <= W / 4 + 1e-6 * W  # the two halves come from different sources
+
+
+def test_reload_reads_every_changed_replica_from_storage():
+    src = SW.layout([Shape(4), Shape(4)], 8)
+    tgt = SW.layout([Shape(2), Shape(2), Shape(2), Shape(2)], 8, src)
+    p = SW.plan(src, tgt, "opt-30b")
+    assert SW.reload_switch_s(p, "opt-30b", restart_s=9.0, storage_bps=2.5e9) == pytest.approx(9.0 + 4 * W / 2.5e9)
+    t, buf = SW.kv_migration_s(4e9, headroom=0.15)
+    assert t == pytest.approx(4e9 / 400e9) and buf == pytest.approx(4.6e9)
+
+
+def test_fill_routes_and_compress():
+    F = fill_routes(np.array([[1.0, 0.0], [0.0, 0.0]]), n=np.array([[10.0, 30.0], [10.0, 10.0]]),
+                    e=np.array([[10.0, 30.0], [10.0, 10.0]]))
+    assert F[:, 1].tolist() == [0.75, 0.25] and F[:, 0].tolist() == [1.0, 0.0]
+    df = pd.DataFrame({"request_id": np.arange(4), "arrival_s": [10.0, 70.0, 130.0, 250.0]})
+    c = compress(df, 2)
+    assert c["arrival_s"].tolist() == [10.0, 70.0, 130.0] and c["request_id"].tolist() == [0, 1, 2]  # minutes 0, 2, 4
+    assert Plan((Shape(2), Shape(1, 2)), np.ones((2, 1)), 1.0).label() == "TP2 + TP1,PP2"
+
+
+def test_online_cli_at_test_scale(tmp_path, monkeypatch):
+    from servesim.systems.oserve import online
+    from servesim.workload import gen_oserve as G
+
+    rng = np.random.default_rng(1)
+    pool = pd.DataFrame({"prompt_tokens": rng.integers(50, 800, 400), "output_tokens": rng.integers(2, 300, 400),
+                         "type": np.repeat(np.arange(4), 100)})
+    monkeypatch.setattr(G, "type_pool", lambda *a, **k: pool)
+    monkeypatch.setattr(G, "_base_rate", lambda minutes: np.ones(minutes))
+    args = ["--model", "opt-30b", "--gpus", "4", "--name", "T1", "--minute-stride", "16", "--search", "exhaustive",
+            "--max-pp", "2", "--n-requests", "60", "--cache-dir", str(tmp_path / "c")]
+    assert online.main([*args, "-o", str(tmp_path / "a")]) == 0
+    s = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert set(s["systems"]) == set(online.SYSTEMS) and s["n_spans"] == 5
+    sysdf = pd.read_csv(tmp_path / "a" / "systems.csv")
+    assert (sysdf.n_completed == sysdf.n_requests).all()
+    assert sorted(set(pd.read_csv(tmp_path / "a" / "spans.csv").period)) == [f"P{i}" for i in range(1, 7)]
+    assert online.main([*args, "-o", str(tmp_path / "b")]) == 0  # same seed, same bytes
+    for f in ("systems.csv", "plans.csv", "switches.csv"):
+        a, b = pd.read_csv(tmp_path / "a" / f), pd.read_csv(tmp_path / "b" / f)
+        pd.testing.assert_frame_equal(a.drop(columns=[c for c in a if c.endswith("wall_s")]),
+                                      b.drop(columns=[c for c in b if c.endswith("wall_s")]))
+    assert online.main([*args, "--systems", "nope", "-o", str(tmp_path / "c2")]) == 2
