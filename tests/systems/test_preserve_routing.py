@@ -203,3 +203,12 @@ def test_min_use_router_with_a_second_sampler_ends():
     ts = smp.frame()
     assert ts.time_s.max() <= res.requests.finish_s.max() + 0.5
     assert 0.0 <= rt.utilisation(0) <= 1.0
+
+
+def test_norm_latency_series_bins_finishes_per_instance():
+    from servesim.systems.preserve.serving import norm_latency_series
+
+    df = pd.DataFrame({"state": ["finished", "finished", "finished", "rejected"], "instance": ["i0", "i0", "i1", "i1"],
+                       "finish_s": [0.5, 0.7, 1.2, 1.3], "e2e_s": [2.0, 4.0, 1.0, 9.0], "output_tokens": [10, 10, 5, 1]})
+    s = norm_latency_series(df, 1.0, 2).set_index(["time_s", "instance"]).norm_latency_s
+    assert s[(0.0, 0)] == pytest.approx(0.3) and s[(1.0, 1)] == pytest.approx(0.2) and len(s) == 2

@@ -192,7 +192,21 @@ def simulate(model: str, router: str, wl: pd.DataFrame, pred: np.ndarray, s: Ser
         df = df.assign(arrival_s=arrival, ttft_s=df.first_token_s - arrival, e2e_s=df.finish_s - arrival)
     stats = {"wall_s": wall, "iterations": res.stats["iterations"], "overhead_s": delay,
              "router_select_ms": (np.asarray(rt.select_s) * 1e3) if router == "preserve" else None}
-    return df, stats, (sampler.frame() if sampler else None)
+    ts = None
+    if sampler:
+        ts = sampler.frame().merge(norm_latency_series(df, sample_s, s.n_instances), on=["time_s", "instance"], how="left")
+    return df, stats, ts
+
+
+def norm_latency_series(df: pd.DataFrame, interval: float, n_instances: int) -> pd.DataFrame:
+    """Mean normalised latency of the requests finishing on each instance in each sampling
+    interval, stamped at the interval's start (Fig 4's third row); NaN where none finished."""
+    fin = df[df["state"] == "finished"]
+    inst = fin["instance"].str.lstrip("i").astype(int).to_numpy()
+    t = np.floor(fin["finish_s"].to_numpy() / interval) * interval
+    norm = (fin["e2e_s"] / fin["output_tokens"]).to_numpy()
+    g = pd.DataFrame({"time_s": t, "instance": inst, "norm_latency_s": norm}).groupby(["time_s", "instance"]).mean()
+    return g.reset_index()
 
 
 def point_stats(df: pd.DataFrame, s: ServingSettings) -> dict:
