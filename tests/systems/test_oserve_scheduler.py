@@ -346,3 +346,27 @@ def test_vidur_fitted_step_model_for_pp():
     assert fit.step_time(0, 0, 64, 64000) == pytest.approx(ref.step_time(0, 0, 64, 64000), rel=0.15)
     with pytest.raises(ValueError, match="no PP profiles"):
         step_model("llama-2-70b", Shape(2, 2), backend="vidur")
+
+
+def test_best_uniform_start_is_never_worse_than_static():
+    ev = _ev(8)
+    h = S.heuristic(ev, "opt-30b", seed=1, init="best-uniform")
+    assert h.value.key() >= S.best_homogeneous(_ev(8), "opt-30b").value.key()
+    assert h.trace[0]["deployment"] == [s.label() for s in S.best_homogeneous(_ev(8), "opt-30b").deployment]
+    with pytest.raises(ValueError, match="init"):
+        S.heuristic(ev, "opt-30b", init="random")
+
+
+def test_a_lone_saturated_replica_is_split_not_stuck(monkeypatch):
+    """Alg. 1 merges only within O and swaps only with U; when every replica is saturated (U empty,
+    a homogeneous workload) and one is left, neither applies: our search splits it instead."""
+
+    class Linear:  # capacity grows linearly with GPUs except one size: 4-GPU replicas are the best per GPU
+        def matrix(self, shapes):
+            n = np.array([[s.gpus * (12.0 if s.gpus == 4 else 10.0)] for s in shapes])
+            return n, n
+
+    monkeypatch.setattr(S, "uniform_sizes", lambda model, gpus: [gpus])  # start from one 8-GPU replica
+    for seed in range(3):
+        r = S.heuristic(S.Evaluator(Linear(), np.array([50.0]), 8), "opt-30b", seed=seed)
+        assert sorted(s.gpus for s in r.deployment) == [4, 4]

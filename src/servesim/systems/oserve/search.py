@@ -13,7 +13,11 @@ split (into two pieces of at least the minimum) or swap (δ GPUs given to one in
 partner, δ and split point drawn uniformly from a seeded RNG; then the best strategy combination
 for the new GPU counts is searched exhaustively (combinations of each size's valid strategies);
 accept only on a strict improvement; stop after ``patience`` (20) iterations without one or at
-``max_iter`` (200). A step that makes a GPU count with no valid strategy is rejected.
+``max_iter`` (200). A step that makes a GPU count with no valid strategy is rejected. One addition
+[R]: a replica of O for which neither merge nor swap can apply (no other replica in O, none in U
+with GPUs to give) is split instead. O / U come from the α* assignment, where a homogeneous
+workload saturates every replica (U = ∅): as written, Alg. 1 could then only merge, down to one
+replica that no op can change, whatever the split would gain.
 
 CLI (``python -m servesim.systems.oserve.search``, one job of workflow/runs/oserve.yaml): profiles
 every shape once, then per case (a --mix, each span of a --trace, or one --lengths type) runs the
@@ -142,12 +146,24 @@ def uniform_sizes(model: str, total_gpus: int) -> list[int]:
     return sizes
 
 
-def heuristic(ev: Evaluator, model: str, seed: int = 0, patience: int = 20, max_iter: int = 200) -> SearchResult:
-    """Alg. 1 (see the module docstring)."""
+INITS = ("memory-min", "best-uniform")
+
+
+def heuristic(ev: Evaluator, model: str, seed: int = 0, patience: int = 20, max_iter: int = 200,
+              init: str = "memory-min") -> SearchResult:
+    """Alg. 1 (see the module docstring). ``init``: "memory-min" (§4.3: every replica at the memory
+    minimum, pure TP) or "best-uniform" (App. E's "random uniform (resource allocation and parallel
+    strategies)" read as the best of the uniform deployments, i.e. vLLM static's grid [R])."""
+    if init not in INITS:
+        raise ValueError(f"init={init!r}: one of {INITS}")
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     dmin = min_gpus(model)
-    cur = best_strategies(ev, model, uniform_sizes(model, ev.total_gpus))
+    if init == "best-uniform":
+        b = best_homogeneous(ev, model)
+        cur = (b.deployment, b.value)
+    else:
+        cur = best_strategies(ev, model, uniform_sizes(model, ev.total_gpus))
     if cur is None:
         raise ValueError(f"{model}: the uniform deployment on {ev.total_gpus} GPUs has no valid placement")
     trace = [{"iter": 0, "deployment": [s.label() for s in cur[0]], "key": list(ev.key(cur[1])), "accepted": True}]
@@ -163,7 +179,12 @@ def heuristic(ev: Evaluator, model: str, seed: int = 0, patience: int = 20, max_
                 continue
             alive_o = [o for o in O if o in size and o != r]
             alive_u = [u for u in U if u in size and size[u] > dmin]
-            if rng.random() < 0.5:
+            if not alive_o and not alive_u:  # neither op can apply: split r instead [R]
+                if size[r] >= 2 * dmin:
+                    a = int(rng.integers(dmin, size[r] - dmin + 1))
+                    size[nxt], size[r] = size[r] - a, a
+                    nxt += 1
+            elif rng.random() < 0.5:
                 if alive_o:
                     o = alive_o[rng.integers(len(alive_o))]
                     size[r] += size.pop(o)
@@ -312,8 +333,14 @@ def check_options(a) -> None:
         raise InputError("--patience, --max-iter and --max-pp must be >= 1 and --n-requests >= 10")
     if not (0 <= a.serve_load < 5) or not (a.serve_minutes > 0):
         raise InputError(f"--serve-load {a.serve_load} must be in [0, 5) and --serve-minutes > 0")
+    if len(set(a.init)) != len(a.init):
+        raise InputError(f"--init {' '.join(a.init)}: a start is named twice")
     if a.trace and a.trace not in ("T1", "T2"):
         raise InputError(f"--trace {a.trace!r}: T1 or T2")
+
+
+def plan_name(init: str) -> str:
+    return "heuristic" if init == "memory-min" else f"heuristic-{init}"
 
 
 def _row(case: str, plan: str, r: SearchResult, served: dict | None, rate: float | None) -> dict:
@@ -344,7 +371,7 @@ def run(a) -> int:
             for cross in ((False, True) if s.pp > 1 and a.gpus > GPUS_PER_NODE else (False,)):
                 prof.capacity(Shape(s.tp, s.pp, cross))
         summ = {"model": a.model, "gpus": a.gpus, "types": types, "objective": a.objective, "mode": a.mode, "max_pp": a.max_pp,
-                "seed": a.seed, "profile_seed": a.profile_seed, "backend": a.backend, "n_requests": a.n_requests, "rate_rps": a.rate,
+                "seed": a.seed, "init": a.init, "profile_seed": a.profile_seed, "backend": a.backend, "n_requests": a.n_requests, "rate_rps": a.rate,
                 "span_s": prof.span_s, "patience": a.patience, "max_iter": a.max_iter, "serve_load": a.serve_load,
                 "serve_minutes": a.serve_minutes, "profile_seconds": time.perf_counter() - t0, "profile_runs": prof.runs,
                 "profile_cache_hits": prof.hits, "cases": []}
@@ -356,12 +383,15 @@ def run(a) -> int:
         for ci, (name, mix) in enumerate(cases):
             lam = mix * a.rate * prof.span_s
             res = {}
-            for mode in modes:  # a fresh evaluator per mode: neither search reuses the other's LPs
-                ev = Evaluator(prof, lam, a.gpus, a.objective, a.max_pp)
-                res[mode] = heuristic(ev, a.model, a.seed, a.patience, a.max_iter) if mode == "heuristic" else exhaustive(ev, a.model)
+            for mode in modes:  # a fresh evaluator per search: none reuses another's LPs
+                if mode == "exhaustive":
+                    res[mode] = exhaustive(Evaluator(prof, lam, a.gpus, a.objective, a.max_pp), a.model)
+                    continue
+                for init in a.init:
+                    plan = plan_name(init)
+                    res[plan] = heuristic(Evaluator(prof, lam, a.gpus, a.objective, a.max_pp), a.model, a.seed, a.patience, a.max_iter, init)
+                    traces[name if plan == "heuristic" else f"{name}:{plan}"] = res[plan].trace
             res["static"] = best_homogeneous(Evaluator(prof, lam, a.gpus, a.objective, a.max_pp), a.model)
-            if "heuristic" in res:
-                traces[name] = res["heuristic"].trace
             case = {"name": name, "mix": mix.tolist(), "lam_per_span": lam.tolist(), **{k: r.to_dict() for k, r in res.items()}}
             if "exhaustive" in res and "heuristic" in res:
                 case["alpha_gap"] = 1 - res["heuristic"].value.alpha / res["exhaustive"].value.alpha if res["exhaustive"].value.alpha > 0 else None
@@ -400,6 +430,8 @@ def main(argv=None) -> int:
     ap.add_argument("--mode", choices=MODES, default="both")
     ap.add_argument("--seed", type=int, default=0, help="Alg. 1's RNG (and the served workload's)")
     ap.add_argument("--profile-seed", type=int, default=0, help="the profiler's request sampling")
+    ap.add_argument("--init", choices=INITS, nargs="+", default=["memory-min"],
+                    help="Alg. 1's start(s) (see heuristic()); each is its own plan: 'heuristic' (memory-min), 'heuristic-<init>'")
     ap.add_argument("--patience", type=int, default=20)
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--n-requests", type=int, default=2000, help="requests per saturation run of the profiler")
