@@ -87,8 +87,28 @@ axes[0][0].legend(fontsize=7)
 fig.tight_layout()
 fig
 
+# %% [markdown]
+# Cold-start sensitivity (full scale): PreServe and Hybrid with 30 s and 120 s instead of 60 s.
+
+# %%
+cold = {}
+for r in R.select("preserve", "fig08/*", scale, root):
+    if r.name.startswith("fig08/coldstart/"):
+        _, _, svc, pol, tag = r.name.split("/")
+        cold[(svc, pol, tag)] = R.load_summary("preserve", r.name, scale, root)
+for (svc, pol), v in summaries.items():
+    if pol in ("preserve", "hybrid"):
+        cold[(svc, pol, "s60")] = v
+cold_table = pd.DataFrame([{"service": s, "policy": p, "cold_start_s": v["cold_start_s"],
+                            "peak_norm_latency_s": v["peak_norm_latency_s"], "bins_over_slo": v["bins_over_slo"],
+                            "instance_hours": v["instance_seconds"] / 3600} for (s, p, _), v in cold.items()])
+cold_table.sort_values(["service", "policy", "cold_start_s"])
+
 # %%
 metrics = fig08_metrics(summaries)
+for (svc, pol, tag), v in cold.items():   # sensitivity keys, written only where the runs exist
+    metrics[f"peak_norm_latency_{pol}_{svc}_cold{tag[1:]}_s"] = v["peak_norm_latency_s"]
+    metrics[f"instance_hours_{pol}_{svc}_cold{tag[1:]}"] = v["instance_seconds"] / 3600
 out = FigureOutputs("preserve", "fig08_autoscaling", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(timeline)
