@@ -94,6 +94,15 @@ def dp(tr, sp):
 
 
 spans = [f"P{k}" for k in range(1, 7)]
+
+
+def switch_gain(case):
+    """App. G: (1 - mean e2e of the span's plan / mean e2e of the previous span's plan kept) x 100."""
+    new, kept = (osch.value(df, "mean_e2e_s", plan=p, case=case) for p in ("heuristic", "previous"))
+    return float((1 - new / kept) * 100) if np.isfinite(new) and np.isfinite(kept) and kept > 0 else float("nan")
+
+
+gains = np.array([switch_gain(f"{tr}-{s}") for tr in ("T1", "T2") for s in spans[1:]])
 have = table[table.ours_dp.notna()]
 paper_ok = all(sum(t * p * c for t, p, c in paper[tr][sp]) == 16 for tr in ("T1", "T2") for sp in paper[tr])
 metrics = {
@@ -108,7 +117,8 @@ metrics = {
     "dp_mean_all_spans_best_uniform": float(table.ours_best_uniform_dp.mean()) if table.ours_best_uniform_dp.notna().any() else float("nan"),
     "alpha_best_uniform_vs_ours_mean": float(np.mean([ours_bu.loc[i, "alpha"] / ours.loc[i, "alpha"] for i in ours.index if i in ours_bu.index]))
     if len(ours_bu) else float("nan"),
-    "merge_latency_gain_pct_t1_p2": float("nan"),   # not measured: needs P1's allocation served on P2's mix
+    "merge_latency_gain_pct_t1_p2": switch_gain("T1-P2"),
+    "switch_latency_gain_pct_mean": float(np.nanmean(gains)) if np.isfinite(gains).any() else float("nan"),
 }
 for tr in ("T1", "T2"):
     for s in spans:

@@ -23,7 +23,9 @@ CLI (``python -m servesim.systems.oserve.search``, one job of workflow/runs/oser
 every shape once, then per case (a --mix, each span of a --trace, or one --lengths type) runs the
 heuristic and/or the exhaustive search and the best homogeneous deployment (vLLM static), and with
 --serve-load serves each plan on a workload of the case's mix. Writes summary.json, cases.csv (one
-row per case x plan), capacities.csv (n_kj / e_kj) and traces.json (Alg. 1's iterations).
+row per case x plan), capacities.csv (n_kj / e_kj) and traces.json (Alg. 1's iterations). With
+--trace each span after the first also has plan "previous": the previous span's heuristic plan kept
+(App. G's comparison of a span's switch against staying).
 """
 
 from __future__ import annotations
@@ -379,7 +381,7 @@ def run(a) -> int:
         for s, (n, e) in sorted(prof._mem.items()):
             rows.append(f"{s.label().replace(',', ' ')},{s.gpus},{int(s.cross_node)}," + ",".join(f"{x:g},{y:g}" for x, y in zip(n, e)))
         (tmp / "capacities.csv").write_text("\n".join(rows) + "\n")
-        table, traces = [], {}
+        table, traces, prev = [], {}, None
         for ci, (name, mix) in enumerate(cases):
             lam = mix * a.rate * prof.span_s
             res = {}
@@ -392,6 +394,10 @@ def run(a) -> int:
                     res[plan] = heuristic(Evaluator(prof, lam, a.gpus, a.objective, a.max_pp), a.model, a.seed, a.patience, a.max_iter, init)
                     traces[name if plan == "heuristic" else f"{name}:{plan}"] = res[plan].trace
             res["static"] = best_homogeneous(Evaluator(prof, lam, a.gpus, a.objective, a.max_pp), a.model)
+            if a.trace and prev is not None:  # App. G: the previous span's plan kept, routed for this span's λ
+                kept = Evaluator(prof, lam, a.gpus, a.objective, a.max_pp)(list(prev))
+                res["previous"] = SearchResult(kept[0], kept[1], 0, 1, 0.0)
+            prev = res["heuristic"].deployment if "heuristic" in res else None
             case = {"name": name, "mix": mix.tolist(), "lam_per_span": lam.tolist(), **{k: r.to_dict() for k, r in res.items()}}
             if "exhaustive" in res and "heuristic" in res:
                 case["alpha_gap"] = 1 - res["heuristic"].value.alpha / res["exhaustive"].value.alpha if res["exhaustive"].value.alpha > 0 else None
