@@ -88,7 +88,8 @@ fig.tight_layout()
 fig
 
 # %% [markdown]
-# Cold-start sensitivity (full scale): PreServe and Hybrid with 30 s and 120 s instead of 60 s.
+# Cold-start sensitivity: PreServe and Hybrid at 60 s, plus any `fig08/coldstart/<service>/<policy>/s<seconds>`
+# runs declared in workflow/runs/preserve.yaml (a replay with `cold-start-s: 30` or `120`).
 
 # %%
 cold = {}
