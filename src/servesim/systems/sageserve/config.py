@@ -69,8 +69,14 @@ class SageServeConfig:
     niw_buffer_beta: float = 0.10         # beta = 10 % of the past hour's NIW load
     niw_buffer_rule: str = "load"         # "load" (paper) | "max_prompt" (code: 0.1 x largest NIW prompt)
     epsilon: float = 1.0
-    theta_source: str = "measured"        # "measured" (benchmark one simulated instance) | "code" (225 500 tok/min)
-    theta_headroom: float = 0.5           # provision at this fraction of the measured saturation throughput
+    theta_source: str = "measured"        # J §5: theta_ik = the TPS one instance of model i provides, by benchmarking:
+                                          # "measured" = one simulated instance's saturation throughput under the
+                                          # run's engine (theta.measure_theta); "code" = the authors' absolute
+                                          # 30 x 7516.67 = 225 500 tok/min (Llama-2; THETA_TOKENS_PER_MIN)
+    theta_headroom: float = 1.0           # sensitivity only: theta = headroom x the measured saturation ("measured"
+                                          # source). 1.0 is the paper (its ILP has no headroom factor); the 0.5 of
+                                          # earlier runs was the code's 30-per-minute factor on its own per-second
+                                          # rating, not a fraction of a measured saturation
     ilp_global_constraint: bool = True    # code: only constraint (1)
     # --- fleet shape (J §4, §7.1) ---
     start_instances: int = 20             # per model per region (code: 8 for LT runs)
@@ -127,6 +133,8 @@ class SageServeConfig:
                            ("lt_ua_observed", ("offered", "endpoint")), ("hardware", HARDWARE_CHOICES)):
             if getattr(self, k) not in allowed:
                 bad(k, f"must be one of {allowed}")
+        if not 0.0 < self.theta_headroom <= 2.0:
+            bad("theta_headroom", "must be in (0, 2] (a multiple of the measured saturation throughput)")
         if self.min_per_deployment > self.max_per_deployment:
             bad("min_per_deployment", "exceeds max_per_deployment")
         if self.reactive_interval_s <= 0:
@@ -142,6 +150,14 @@ class SageServeConfig:
     def paper(cls, **overrides) -> "SageServeConfig":
         """The journal's text (the default)."""
         return cls.from_dict(overrides)
+
+    def theta_reading(self) -> str:
+        """Which reading of theta this config follows (recorded in run summaries)."""
+        if self.theta_source == "code":
+            return "code: the authors' absolute theta (225 500 tok/min for Llama-2)"
+        if self.theta_headroom == 1.0:
+            return "paper: one instance's measured saturation throughput (J §5)"
+        return f"sensitivity: {self.theta_headroom:g} x one instance's measured saturation throughput"
 
     @classmethod
     def code(cls, **overrides) -> "SageServeConfig":

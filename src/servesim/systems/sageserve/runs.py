@@ -201,7 +201,8 @@ def _run_into(a: argparse.Namespace, out: Path) -> int:
     wall = time.perf_counter() - t
     res.write(out)
     s = summarise(res, a.strategy)
-    s.update(preset=a.preset, reading=a.reading, theta_headroom=cfg.theta_headroom, tier_policy=cfg.tier_policy, engine_policy=cfg.engine_policy,
+    s.update(preset=a.preset, reading=a.reading, theta_headroom=cfg.theta_headroom, theta_source=cfg.theta_source,
+             theta_reading=cfg.theta_reading(), tier_policy=cfg.tier_policy, engine_policy=cfg.engine_policy,
              niw_queue=cfg.niw_queue, niw_release_rule=cfg.niw_release_rule, seed=a.seed,
              max_instances=cap, iwn_sla_s=iwn_sla, dpa_tau_n_s=cfg.dpa_tau_n_s, dpa_tau_p_s=cfg.dpa_tau_p_s, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
     s.update(hardware=cfg.hardware, iw_niw_ratio=3.0 if a.iw_niw_ratio is None else a.iw_niw_ratio,
