@@ -35,6 +35,14 @@
 # this package used vLLM-V1 chunked prefill with incremental KV (`--engine vllm-v1`), where KV
 # utilisation reads lower, so Reactive (70 % / 30 % on KV utilisation) under-provisioned more
 # (quick: Reactive 38.1 inst-h, P95 TTFT 30.7 s vs LT-U 52.3 inst-h, 4.3 s).
+#
+# Instance-hours, two readings (`servesim.metrics.instance_hours_readings`): the **paper's**
+# "area under the curve" (C §4, C Fig 11 caption; the authors' scripts: per 15-min bin the
+# maximum instance count, summed ÷ 4, from samples every 10 s) is what the claims are judged on
+# (`instance_hours_<s>`, `savings_pct_<s>`); the **exact** billed integral is written beside it
+# (`instance_hours_exact_<s>`, `savings_pct_exact_<s>`). Reactive's churn makes its bin maxima
+# well above its mean, so the two readings differ most for it. θ: the paper's (one instance's
+# measured saturation throughput, `SageServeConfig.theta_headroom = 1.0`).
 
 # %% tags=["parameters"]
 scale = "quick"
@@ -53,21 +61,24 @@ import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.analysis.runs import run_dirs
-from servesim.metrics import billed_count, billed_hours, binned_max_by
+from servesim.metrics import billed_count, binned_max_by, instance_hours_readings
 from servesim.systems.sageserve.strategies import base_model
 
 apply_style()
 base = run_dirs("sageserve", "runs", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
-summ, series, ih, ih_all = {}, [], {}, {}
+summ, series, ih, ih_all, ih_exact, ih_all_exact = {}, [], {}, {}, {}, {}
 
 
 for s in strategies:
     summ[s] = json.loads((base[s] / "summary.json").read_text())
     h = pd.read_parquet(base[s] / "instance_hours.parquet")
-    ih[s] = billed_hours(h[base_model(h["model"]) == model])
-    ih_all[s] = billed_hours(h)
     ts = pd.read_parquet(base[s] / "timeseries.parquet")
-    ts = ts[base_model(ts["model"]) == model]
+    ts = ts.assign(model=base_model(ts["model"]).to_numpy())  # Chiron's pools count as their model
+    both = instance_hours_readings(h[base_model(h["model"]) == model], ts[ts["model"] == model], bin_s=bin_s)
+    ih[s], ih_exact[s] = both["binned_max"], both["exact"]
+    both = instance_hours_readings(h, ts, bin_s=bin_s)
+    ih_all[s], ih_all_exact[s] = both["binned_max"], both["exact"]
+    ts = ts[ts["model"] == model]
     # per 15-min bin: the max count per endpoint, summed over regions (as the authors'
     # post-processing; Chiron's pools are summed first at each sample)
     ts = ts.assign(instances=billed_count(ts)).groupby(["time_s", "region"], as_index=False)["instances"].sum()
@@ -78,7 +89,8 @@ data = pd.concat(series, ignore_index=True)
 pd.DataFrame({s: {"instance_hours": d["instance_hours"]["billed"], "ttft_p95": d["groups"]["iw"]["p95_ttft_s"],
                   "e2e_p95": d["groups"]["iw"]["p95_e2el_s"], "requests": d["all"]["requests"],
                   "iw_unfinished": d["groups"]["iw"]["requests"] - d["groups"]["iw"]["completed"],
-                  "wall_s": d["wall_s"]} for s, d in summ.items()}).T.assign(**{f"instance_hours_{model}": pd.Series(ih)})
+                  "wall_s": d["wall_s"]} for s, d in summ.items()}).T.assign(
+    **{f"instance_hours_{model}": pd.Series(ih), f"instance_hours_exact_{model}": pd.Series(ih_exact)})
 
 # %%
 fig, ax = plt.subplots()
@@ -89,15 +101,23 @@ ax.set(xlabel="Time (h, trace hours)", ylabel=f"{model} instances (sum over regi
 ax.legend()
 
 # %%
+# the paper's reading (15-min bin maxima) under the plain keys, the exact integral beside it
 metrics = {f"instance_hours_{s}": ih[s] for s in strategies}  # the figure's model, all regions
+metrics.update({f"instance_hours_exact_{s}": ih_exact[s] for s in strategies})
 metrics.update({f"instance_hours_all_models_{s}": ih_all[s] for s in strategies})
+metrics.update({f"instance_hours_all_models_exact_{s}": ih_all_exact[s] for s in strategies})
+metrics["instance_hours_reading"] = "binned_max_15min"
 metrics["model"] = model
 metrics["regions"] = ",".join(sorted(summ[strategies[0]]["preset_regions"]))
 metrics["engine_policy"] = summ[strategies[0]].get("engine_policy")
 for s in ("lt_i", "lt_u", "lt_ua"):
     if s in ih and "reactive" in ih:
         metrics[f"savings_pct_{s}"] = 100.0 * (1.0 - ih[s] / ih["reactive"])
-metrics["savings_pct_best"] = max(v for k, v in metrics.items() if k.startswith("savings_pct_"))
+        metrics[f"savings_pct_exact_{s}"] = 100.0 * (1.0 - ih_exact[s] / ih_exact["reactive"])
+metrics["savings_pct_best"] = max(metrics[f"savings_pct_{s}"] for s in ("lt_i", "lt_u", "lt_ua"))
+metrics["savings_pct_best_exact"] = max(metrics[f"savings_pct_exact_{s}"] for s in ("lt_i", "lt_u", "lt_ua"))
+metrics["theta_reading"] = summ["lt_ua"].get("theta_reading")
+metrics["theta_tokens_per_min_lt_ua"] = (summ["lt_ua"].get("theta_tokens_per_min") or {}).get(model)
 metrics["preset"] = summ[strategies[0]]["preset"]
 metrics
 

@@ -17,12 +17,15 @@ exact and 15-min binned-maxima instance-hours), ``spread`` (run-to-run spread ac
 from .instance_hours import (
     BILLED_STATES,
     BIN_S,
+    MAX_SAMPLE_S,
+    billed_binned_max_hours,
     billed_count,
     billed_hours,
     binned_max,
     binned_max_by,
     binned_max_hours,
     instance_hours,
+    instance_hours_readings,
     step_integral_hours,
 )
 from .latency import LATENCY_METRICS, PERCENTILES, percentile, stats
@@ -31,7 +34,7 @@ from .spread import flatten, spread
 from .summary import SCHEMA_VERSION, block_keys, summarize
 
 __all__ = [
-    "BILLED_STATES", "BIN_S", "COMPLETION_DEADLINE_TIERS", "LATENCY_METRICS", "PERCENTILES", "SCHEMA_VERSION",
-    "SLO", "billed_count", "billed_hours", "binned_max", "binned_max_by", "binned_max_hours", "block_keys",
-    "flatten", "instance_hours", "percentile", "spread", "stats", "step_integral_hours", "summarize",
+    "BILLED_STATES", "BIN_S", "COMPLETION_DEADLINE_TIERS", "LATENCY_METRICS", "MAX_SAMPLE_S", "PERCENTILES",
+    "SCHEMA_VERSION", "SLO", "billed_binned_max_hours", "billed_count", "billed_hours", "binned_max", "binned_max_by", "binned_max_hours", "block_keys",
+    "flatten", "instance_hours", "instance_hours_readings", "percentile", "spread", "stats", "step_integral_hours", "summarize",
 ]

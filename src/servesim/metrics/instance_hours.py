@@ -25,6 +25,9 @@ import pandas as pd
 BILLED_STATES: tuple[str, ...] = ("requested", "provisioning", "loading", "converting", "ready", "draining")
 #: SageServe's bin (J §7, "instance-hours = sum over 15-min bins of the max instance count / 4")
 BIN_S = 900.0
+#: coarsest sampling the binned-maxima reading accepts: a bin's maximum is read from the samples,
+#: so sparse samples miss short peaks (Reactive's scale-ups last minutes)
+MAX_SAMPLE_S = 10.0
 
 
 def billed_hours(hours: pd.DataFrame) -> float:
@@ -120,3 +123,29 @@ def instance_hours(hours: pd.DataFrame, timeseries: pd.DataFrame | None = None,
                              "billed": float(binned_max_by(ts, "billed", ["model", "region"], bin_s, end_s=end_s).sum()
                                              * bin_s / 3600.0)}
     return out
+
+
+def billed_binned_max_hours(timeseries: pd.DataFrame, by: str | list[str] = ("model", "region"),
+                            bin_s: float = BIN_S, end_s: float | None = None,
+                            max_sample_s: float | None = MAX_SAMPLE_S, time: str = "time_s") -> float:
+    """SageServe's instance-hours of a fleet timeseries (``time_s``, the ``by`` columns,
+    ``n_<state>``): billed instances summed per (time, ``by``) group, each group's 15-min bin
+    maxima summed over groups and bins, x ``bin_s`` in hours. Samples further apart than
+    ``max_sample_s`` are an error (the bin maxima would be under-counted); None skips the check."""
+    by = [by] if isinstance(by, str) else list(by)
+    ts = timeseries[[time, *by]].assign(billed=billed_count(timeseries).to_numpy())
+    ts = ts.groupby([time, *by], as_index=False, observed=True, sort=True)["billed"].sum()
+    t = np.unique(ts[time].to_numpy(dtype=np.float64))
+    if max_sample_s is not None and len(t) > 1 and np.diff(t).max() > max_sample_s + 1e-9:
+        raise ValueError(f"timeseries samples up to {np.diff(t).max():g} s apart (at most {max_sample_s:g} s for "
+                         f"{bin_s:g}-s bin maxima): re-run with output.sample_s <= {max_sample_s:g}")
+    return float(binned_max_by(ts, "billed", by, bin_s, time=time, end_s=end_s).sum() * bin_s / 3600.0)
+
+
+def instance_hours_readings(hours: pd.DataFrame, timeseries: pd.DataFrame, by: str | list[str] = ("model", "region"),
+                            bin_s: float = BIN_S, end_s: float | None = None,
+                            max_sample_s: float | None = MAX_SAMPLE_S) -> dict[str, float]:
+    """Both readings of one selection's instance-hours: ``exact`` (the ledger's billed integral)
+    and ``binned_max`` (SageServe's: :func:`billed_binned_max_hours` of the timeseries)."""
+    return {"exact": billed_hours(hours),
+            "binned_max": billed_binned_max_hours(timeseries, by, bin_s, end_s, max_sample_s)}
