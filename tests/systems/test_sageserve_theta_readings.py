@@ -46,3 +46,12 @@ def test_measured_theta_is_headroom_times_saturation(monkeypatch, headroom):
 def test_headroom_out_of_range_is_an_error(bad):
     with pytest.raises(ConfigError, match="theta_headroom"):
         SageServeConfig(theta_headroom=bad)
+
+
+def test_runs_sample_often_enough_for_the_papers_instance_hours():
+    from servesim.metrics import MAX_SAMPLE_S
+    from servesim.systems.sageserve.strategies import scenario_dict
+
+    wl = pd.DataFrame({"model": ["llama-2-70b"], "region": ["eastus"]})
+    sc = scenario_dict("reactive", wl, SageServeConfig(), duration_s=3600.0)
+    assert sc["output"]["sample_s"] <= MAX_SAMPLE_S
