@@ -92,9 +92,9 @@ fig.tight_layout()
 fig
 
 # %%
-def best_all_columns(metrics: dict, suffix: str = "", baselines=("arima", "ets", "prophet")) -> float:
-    """1.0 if PreServe's mean and max APE are below every baseline's (``<name><suffix>``) in all four
-    columns, 0.0 if not, NaN when a baseline did not run (nothing to compare: NOT-CHECKED)."""
+def best_all_columns(metrics: dict, suffix: str = "", baselines=("arima", "ets", "prophet")) -> bool | None:
+    """True if PreServe's mean and max APE are below every baseline's (``<name><suffix>``) in all four
+    columns, False if not, None when a baseline did not run (nothing to compare: NOT-CHECKED)."""
     wins = []
     for svc, ser in cols:
         for stat in ("mean", "max"):
@@ -102,13 +102,13 @@ def best_all_columns(metrics: dict, suffix: str = "", baselines=("arima", "ets",
             for b in baselines:
                 theirs = metrics.get(f"ape_{stat}_{b}{suffix}_{svc}_{ser}")
                 if mine is None or theirs is None:
-                    return float("nan")
+                    return None
                 wins.append(mine < theirs)
-    return float(all(wins))
+    return all(wins)
 
 
 metrics = {k: v for k, v in m.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-metrics.update({k: float(v) for k, v in m.items() if isinstance(v, bool)})
+metrics.update({k: v for k, v in m.items() if isinstance(v, bool)})
 # every key the claims name, at every scale (NaN where the scale ran no such method)
 for meth in ("preserve", "arima", "ets", "prophet"):
     for svc, ser in cols:

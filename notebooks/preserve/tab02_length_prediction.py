@@ -78,8 +78,7 @@ fig.tight_layout()
 fig
 
 # %%
-metrics = {k: (float(v) if isinstance(v, bool) else v) for k, v in m.items()
-           if isinstance(v, (int, float, bool)) and k != "wall_s"}
+metrics = {k: v for k, v in m.items() if isinstance(v, (int, float, bool)) and k != "wall_s"}
 # every key the claims name, at every scale: the quoted DistilBERT results and PiA cannot run here
 for k in ("distilbert_speedup_pct", "distilbert_quality_retained_pct", "mae_pia_vicuna", "mae_pia_chatgpt",
           "mae_improvement_vs_pia_chatgpt_pct"):
