@@ -166,3 +166,5 @@ def test_cli_plan_and_replay_at_test_scale_are_deterministic(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     assert main(["replay", str(bad), "--policy", "preserve", "-o", str(tmp_path / "x")]) == 2
+    assert main(["replay", str(plan / "summary.json"), "--policy", "preserve", "--scaler-option", "bogus=1",
+                 "-o", str(tmp_path / "y")]) == 2

@@ -309,8 +309,10 @@ def make_plan(service: str, s: Fig8Settings) -> dict:
 
 
 # --------------------------------------------------------------------------- one policy
-def autoscaler_for(policy: str, plan: dict, s: Fig8Settings) -> dict | None:
-    """The scenario's ``autoscaler`` entry of a policy (None: static)."""
+def autoscaler_for(policy: str, plan: dict, s: Fig8Settings, scaler_options: dict | None = None) -> dict | None:
+    """The scenario's ``autoscaler`` entry of a policy (None: static); ``scaler_options`` are
+    extra options of the PreServe scaler (e.g. ``scaledown_floor: none``, ``count_queued: false``:
+    the literal readings, see :mod:`.scaler`)."""
     from . import scaler  # noqa: F401 - registers the PreServe controllers
 
     reactive = {"period_s": 10.0, "up": 0.95, "down": 0.3, "cooldown_s": 60.0, "down_for_s": 300.0, "metric": "kv"}
@@ -319,10 +321,11 @@ def autoscaler_for(policy: str, plan: dict, s: Fig8Settings) -> dict | None:
             "reactive": {"name": "reactive", **reactive},
             "proactive": {"name": "preserve-proactive", **plan_opts},
             "hybrid": {"name": "preserve-hybrid", **plan_opts, "reactive": reactive},
-            "preserve": {"name": "preserve", **plan_opts}}[policy]
+            "preserve": {"name": "preserve", **plan_opts, **(scaler_options or {})}}[policy]
 
 
-def replay(plan: dict, policy: str, s: Fig8Settings) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+def replay(plan: dict, policy: str, s: Fig8Settings,
+           scaler_options: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Simulate ``policy`` over the plan's replay span: (timeline, decisions, summary)."""
     if policy not in POLICIES:
         raise InputError(f"--policy {policy!r}: known {list(POLICIES)}")
@@ -334,7 +337,7 @@ def replay(plan: dict, policy: str, s: Fig8Settings) -> tuple[pd.DataFrame, pd.D
     span = r1 - r0
     targets = plan["targets"]
     start_n = s.max_instances if policy == "static" else max(targets[0], targets[min(1, len(targets) - 1)])
-    a = autoscaler_for(policy, plan, s)
+    a = autoscaler_for(policy, plan, s, scaler_options)
     res = simulate(s, wl, start_n, duration_s=span + s.drain_s, autoscaler=a, name=f"preserve-fig08-{policy}")
     req = res.requests
     b = binned_mean(req["arrival_s"], norm_latency(req), s.bin_s, 0.0, span)
@@ -366,7 +369,7 @@ def replay(plan: dict, policy: str, s: Fig8Settings) -> tuple[pd.DataFrame, pd.D
         "peak_hour": float(timeline.hour.iloc[peak_i]) if peak_i >= 0 else float("nan"),
         "bins_over_slo": int(np.nansum(lat > s.slo_s)), "bins": int(len(lat)),
         "slo_s": s.slo_s, "bin_s": s.bin_s, "cold_start_s": s.cold_start_s, "router": s.router,
-        "uses_true_lengths": True, "max_instances": s.max_instances,
+        "uses_true_lengths": True, "max_instances": s.max_instances, "scaler_options": scaler_options or {},
         "scale_denied": int(res.summary.get("scale_denied", 0)),
         "instances_started": int((life["to_state"] == "loading").sum()),
         "wall_s": time.perf_counter() - t_start,
@@ -463,6 +466,20 @@ def _run_plan(a: argparse.Namespace) -> int:
     return 0
 
 
+def _scaler_options(items: list[str]) -> dict:
+    """``--scaler-option count_queued=false`` -> {"count_queued": False} (YAML scalars)."""
+    import yaml
+
+    out = {}
+    for it in items:
+        k, sep, v = it.partition("=")
+        if not sep or k not in ("count_queued", "scaledown_floor", "period_s", "lookahead_l", "scaledown_threshold",
+                                "overload_kv_threshold", "overload_iteration_fraction", "max_scaledowns_per_window"):
+            raise InputError(f"--scaler-option {it!r}: expected KEY=VALUE with KEY a PreServe scaler option")
+        out[k] = yaml.safe_load(v)
+    return out
+
+
 def _read_plan(path: str) -> dict:
     p = Path(path)
     try:
@@ -487,7 +504,7 @@ def _run_replay(a: argparse.Namespace) -> int:
                          f"{plan['settings']['base_scale']}; this replay has {s.seed} / {s.base_scale}")
     check_output_dir(a.out, force=a.force)
     with staged_output_dir(a.out, command=f"preserve fig08 replay --policy {a.policy}", force=a.force) as tmp:
-        timeline, life, summ = replay(plan, a.policy, s)
+        timeline, life, summ = replay(plan, a.policy, s, _scaler_options(a.scaler_option))
         timeline.to_csv(tmp / "timeline.csv", index=False, float_format="%.6g")
         life.to_csv(tmp / "lifecycle.csv", index=False, float_format="%.6g")
         (tmp / "summary.json").write_text(json.dumps(summ, indent=1, default=float) + "\n")
@@ -510,6 +527,8 @@ def main(argv=None) -> int:
     r.add_argument("--policy", required=True, choices=POLICIES)
     r.add_argument("--scale", default=None, choices=sorted(SCALES), help="default: the plan's")
     r.add_argument("--cold-start-s", type=float, default=None, help="seconds a new instance takes (default 60)")
+    r.add_argument("--scaler-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a PreServe scaler option (policy preserve), e.g. scaledown_floor=none count_queued=false")
     for q in (p, r):
         q.add_argument("--router", default=None, help="endpoint router by name (default jsq-tokens)")
         q.add_argument("--seed", type=int, default=0)
