@@ -46,6 +46,16 @@ def add_debug_flag(parser: argparse.ArgumentParser) -> None:
                 add_debug_flag(sub)
 
 
+def add_output_args(parser: argparse.ArgumentParser, *, seed: int | None = 0, seed_help: str | None = None) -> None:
+    """The options every results-writing command shares: ``--seed`` (omitted when ``seed`` is None),
+    ``--force`` (replace a non-empty folder servesim did not write), ``-o/--out`` and ``--debug``."""
+    if seed is not None:
+        parser.add_argument("--seed", type=int, default=seed, help=seed_help)
+    parser.add_argument("--force", action="store_true", help="replace a non-empty output folder not written by servesim")
+    parser.add_argument("-o", "--out", required=True, help="output folder (written whole or not at all)")
+    add_debug_flag(parser)
+
+
 def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse.Namespace, prog: str) -> int:
     """Call ``func(args)``; an input error (or a missing/unreadable input file) prints
     ``<prog>: <message>`` and returns EXIT_INPUT; anything else propagates (traceback, status 1)."""
@@ -61,4 +71,4 @@ def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse
         return 130
 
 
-__all__ = ["run_command", "add_debug_flag", "input_error_types", "EXIT_INPUT", "EXIT_BUG"]
+__all__ = ["run_command", "add_debug_flag", "add_output_args", "input_error_types", "EXIT_INPUT", "EXIT_BUG"]

@@ -212,7 +212,7 @@ def run(a: argparse.Namespace) -> int:
 
 
 def main(argv=None) -> int:
-    from ...cli_errors import add_debug_flag, run_command
+    from ...cli_errors import add_output_args, run_command
 
     ap = argparse.ArgumentParser(prog="python -m servesim.systems.aegaeon.sweep", description=__doc__.split("\n")[0])
     ap.add_argument("--system", required=True, choices=SYSTEMS)
@@ -234,10 +234,7 @@ def main(argv=None) -> int:
     ap.add_argument("--gpu", default="h800")
     ap.add_argument("--set", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                     help="any Settings field (repeatable; several pairs may follow one --set)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--force", action="store_true", help="replace a non-empty output folder not written by servesim")
-    ap.add_argument("-o", "--out", required=True)
-    add_debug_flag(ap)
+    add_output_args(ap)
     return run_command(run, ap.parse_args(argv), "aegaeon sweep")
 
 

@@ -113,7 +113,7 @@ def run(a) -> int:
 
 
 def main(argv=None) -> int:
-    from ...cli_errors import add_debug_flag, run_command
+    from ...cli_errors import add_output_args, run_command
 
     ap = argparse.ArgumentParser(prog="python -m servesim.systems.oserve.parallelism", description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True)
@@ -123,10 +123,7 @@ def main(argv=None) -> int:
     ap.add_argument("--n-requests", type=int, default=2000, help="requests per saturation run of the profiler")
     ap.add_argument("--max-pp", type=int, default=8)
     ap.add_argument("--backend", choices=BACKENDS, default="roofline")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--force", action="store_true", help="replace a non-empty output folder not written by servesim")
-    ap.add_argument("-o", "--out", required=True)
-    add_debug_flag(ap)
+    add_output_args(ap)
     return run_command(run, ap.parse_args(argv), "oserve parallelism")
 
 

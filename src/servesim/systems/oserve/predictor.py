@@ -329,7 +329,7 @@ def run(a: argparse.Namespace) -> int:
 
 
 def main(argv=None) -> int:
-    from ...cli_errors import add_debug_flag, run_command
+    from ...cli_errors import add_output_args, run_command
 
     ap = argparse.ArgumentParser(prog="python -m servesim.systems.oserve.predictor", description=__doc__.split("\n")[0])
     ap.add_argument("--days", type=int, default=14, help="days of per-minute type counts (the paper: two weeks)")
@@ -341,10 +341,7 @@ def main(argv=None) -> int:
     ap.add_argument("--stride", type=int, default=1, help="use every n-th training window")
     ap.add_argument("--traces", nargs="*", default=["T1", "T2"], help="evaluation traces (T1, T2)")
     ap.add_argument("--rate", type=float, default=5.0, help="the traces' mean arrival rate, req/s")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--force", action="store_true")
-    ap.add_argument("-o", "--out", required=True)
-    add_debug_flag(ap)
+    add_output_args(ap)
     return run_command(run, ap.parse_args(argv), "oserve predictor")
 
 

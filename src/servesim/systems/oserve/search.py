@@ -423,7 +423,7 @@ def run(a) -> int:
 
 
 def main(argv=None) -> int:
-    from ...cli_errors import add_debug_flag, run_command
+    from ...cli_errors import add_output_args, run_command
 
     ap = argparse.ArgumentParser(prog="python -m servesim.systems.oserve.search", description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True)
@@ -448,9 +448,7 @@ def main(argv=None) -> int:
     ap.add_argument("--serve-minutes", type=float, default=5.0)
     ap.add_argument("--cache-dir", default=None, help="the capacity profiler's cache (default: the user cache)")
     ap.add_argument("--no-cache", action="store_true", help="profile afresh (the workflow's jobs: results depend on the code only)")
-    ap.add_argument("--force", action="store_true", help="replace a non-empty output folder not written by servesim")
-    ap.add_argument("-o", "--out", required=True)
-    add_debug_flag(ap)
+    add_output_args(ap, seed=None)
     return run_command(run, ap.parse_args(argv), "oserve search")
 
 

@@ -515,7 +515,7 @@ def _run_replay(a: argparse.Namespace) -> int:
 
 
 def main(argv=None) -> int:
-    from ...cli_errors import add_debug_flag, run_command
+    from ...cli_errors import add_output_args, run_command
 
     ap = argparse.ArgumentParser(prog="python -m servesim.systems.preserve.autoscaling", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -531,10 +531,7 @@ def main(argv=None) -> int:
                    help="a PreServe scaler option (policy preserve), e.g. scaledown_floor=none count_queued=false")
     for q in (p, r):
         q.add_argument("--router", default=None, help="endpoint router by name (default jsq-tokens)")
-        q.add_argument("--seed", type=int, default=0)
-        q.add_argument("--force", action="store_true", help="replace a non-empty output folder not written by servesim")
-        q.add_argument("-o", "--out", required=True)
-        add_debug_flag(q)
+        add_output_args(q)
     a = ap.parse_args(argv)
     func = _run_plan if a.command == "plan" else _run_replay
     return run_command(func, a, f"preserve fig08 {a.command}")

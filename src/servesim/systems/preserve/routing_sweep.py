@@ -172,7 +172,7 @@ def run(a: argparse.Namespace) -> int:
 
 
 def main(argv=None) -> int:
-    from ...cli_errors import add_debug_flag, run_command
+    from ...cli_errors import add_output_args, run_command
 
     ap = argparse.ArgumentParser(prog="python -m servesim.systems.preserve.routing_sweep", description=__doc__.split("\n")[0])
     ap.add_argument("collected", nargs="*", help="table2 run's summary.json (with --predictions collected)")
@@ -189,10 +189,7 @@ def main(argv=None) -> int:
     ap.add_argument("--time-predictor", type=int, default=0, metavar="N", help="time the length predictor on N prompts")
     ap.add_argument("--gpu-mem-gb", type=float, default=None, help="GPU memory (default the catalog's 48; the paper says 40)")
     ap.add_argument("--sample-s", type=float, default=None, help="write timeseries.csv sampled this often (Fig 4)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--force", action="store_true", help="replace a non-empty output folder not written by servesim")
-    ap.add_argument("-o", "--out", required=True)
-    add_debug_flag(ap)
+    add_output_args(ap)
     return run_command(run, ap.parse_args(argv), "preserve routing_sweep")
 
 

@@ -199,13 +199,11 @@ def write(out: Path, table: pd.DataFrame, preds: pd.DataFrame, m: dict, scale: s
 
 
 def main(argv=None) -> int:
-    from ...cli_errors import add_debug_flag, run_command
+    from ...cli_errors import add_output_args, run_command
 
     ap = argparse.ArgumentParser(prog="python -m servesim.systems.preserve.table1", description="PreServe Table 1: workload-prediction APE on the synthetic Azure weeks")
     ap.add_argument("--scale", default="quick", choices=sorted(SCALES))
-    ap.add_argument("-o", "--out", required=True, help="output folder (written whole or not at all)")
-    ap.add_argument("--force", action="store_true", help="replace a non-empty folder servesim did not write")
-    add_debug_flag(ap)
+    add_output_args(ap, seed=None)   # --seed below: the scale's own seed unless given
     ap.add_argument("--seed", type=int)
     ap.add_argument("--k", type=int, help="mLSTM history length in windows")
     ap.add_argument("--epochs", type=int)

@@ -205,13 +205,11 @@ def read_predictions(path, label_set: str = "first") -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    from ...cli_errors import add_debug_flag, run_command
+    from ...cli_errors import add_output_args, run_command
 
     ap = argparse.ArgumentParser(prog="python -m servesim.systems.preserve.table2", description="PreServe Table 2: response-length prediction on ShareGPT")
     ap.add_argument("--scale", default="quick", choices=sorted(SCALES))
-    ap.add_argument("-o", "--out", required=True, help="output folder (written whole or not at all)")
-    ap.add_argument("--force", action="store_true", help="replace a non-empty folder servesim did not write")
-    add_debug_flag(ap)
+    add_output_args(ap, seed=None)   # --seed below: the scale's own seed unless given
     ap.add_argument("--seed", type=int)
     ap.add_argument("--mode", choices=("prompt_tuning", "frozen"))
     ap.add_argument("--epochs", type=int)
