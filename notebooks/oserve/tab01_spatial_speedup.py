@@ -37,19 +37,17 @@ from servesim.analysis.outputs import FigureOutputs, apply_style
 
 apply_style()
 LEVELS = ["S1", "S2", "S3", "S4", "S5"]
-sysdf = OO.load("levels/spatial-*", "systems.csv", scale, root)
-sp = OO.paired(sysdf, "e2e_p99_s", "static", "oserve", by=("trace",))
-sp
+sysdf, metrics = OO.level_speedups("spatial", LEVELS, scale, root)
+pd.Series(metrics)
 
 # %%
 fig, ax = plt.subplots(figsize=(4.0, 3.0))
-ax.bar(LEVELS, [float(sp.get(lv, float("nan"))) for lv in LEVELS])
+ax.bar(LEVELS, [metrics[f"speedup_{lv.lower()}"] for lv in LEVELS])
 ax.set_ylabel("P99 speedup vs vLLM static")
 fig.tight_layout()
 fig
 
 # %%
-metrics = {f"speedup_{lv.lower()}": float(sp.get(lv, float("nan"))) for lv in LEVELS}
 out = FigureOutputs("oserve", "tab01_spatial_speedup", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(sysdf if not sysdf.empty else pd.DataFrame({"trace": []}))

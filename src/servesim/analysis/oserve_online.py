@@ -51,6 +51,14 @@ def paired(df: pd.DataFrame, value: str, num: str, den: str, by=("model", "trace
     return (p[num] / p[den]).dropna()
 
 
+
+def level_speedups(kind: str, levels, scale: str, root=None) -> tuple[pd.DataFrame, dict]:
+    """Tables 1-2: (the ``levels/<kind>-*`` runs' systems table, {speedup_<level>: OServe's P99
+    E2E speedup over vLLM static}), NaN for a level the scale did not run."""
+    sysdf = load(f"levels/{kind}-*", "systems.csv", scale, root)
+    sp = paired(sysdf, "e2e_p99_s", "static", "oserve", by=("trace",))
+    return sysdf, {f"speedup_{lv.lower()}": float(sp.get(lv, float("nan"))) for lv in levels}
+
 def stat(s: pd.Series, how: str) -> float:
     s = pd.Series(s, dtype=float).dropna()
     if s.empty:
