@@ -68,6 +68,7 @@ table.pivot_table(index="method", columns=["service", "series"], values=["mean_a
 
 # %%
 methods = [x for x in ("preserve", "prophet", "ets", "arima") if x in set(table.method)]
+COLORS = {"preserve": "C0", "prophet": "C1", "ets": "C2", "arima": "C3"}   # one colour per method in every panel
 fig, axes = plt.subplots(2, 3, figsize=(13, 6), gridspec_kw={"width_ratios": [2, 2, 1.3]})
 for ax, (svc, ser) in zip([axes[0][0], axes[0][1], axes[1][0], axes[1][1]], cols):
     p = preds[(preds.service == svc) & (preds.series == ser)]
@@ -75,7 +76,7 @@ for ax, (svc, ser) in zip([axes[0][0], axes[0][1], axes[1][0], axes[1][1]], cols
     for meth in methods:
         name = meth if meth == "preserve" or protocol == "once" else f"{meth}_rolling"
         if name in p:
-            ax.plot(p.window, p[name], lw=0.8, label=name)
+            ax.plot(p.window, p[name], lw=0.8, label=name, color=COLORS[meth])
     ax.set_title(f"{svc} {ser} tokens / 10 min (test half)", fontsize=9)
     ax.set_xlabel("window")
 axes[0][0].legend(fontsize=7)
@@ -83,7 +84,8 @@ for ax, stat in zip((axes[0][2], axes[1][2]), ("mean_ape_pct", "max_ape_pct")):
     t = table[table.protocol.isin(["online", protocol])]
     t = t[t.method.isin([x if x == "preserve" or protocol == "once" else f"{x}_rolling" for x in methods])]
     piv = t.pivot_table(index=["service", "series"], columns="method", values=stat)
-    piv.plot.bar(ax=ax, width=0.8, legend=stat == "mean_ape_pct")
+    piv.plot.bar(ax=ax, width=0.8, legend=stat == "mean_ape_pct",
+                 color=[COLORS[c.removesuffix("_rolling")] for c in piv.columns])
     ax.set_ylabel(stat.replace("_pct", " (%)").replace("_", " "))
     ax.tick_params(axis="x", labelrotation=30, labelsize=7)
     if ax.get_legend():
