@@ -101,11 +101,9 @@ SCALES = {
 def kv_capacity_tokens(model: str, gpu: str, utilisation: float = 0.9, reserve_gib: float = 1.5) -> int:
     """KV tokens of one replica: ``utilisation`` x GPU memory - weights - an activation reserve
     (vLLM's gpu_memory_utilization; spec §2.1 [A]), over the model's fp16 KV bytes per token."""
-    from ...catalog import get_hardware, get_model
+    from .serving import kv_tokens
 
-    m, h = get_model(model), get_hardware(gpu)
-    free = utilisation * h.mem_bytes - m.param_bytes - reserve_gib * 2**30
-    return int(free // m.kv_bytes_per_token())
+    return kv_tokens(model, gpu, utilisation=utilisation, reserve_bytes=reserve_gib * 2**30)
 
 
 def model_config(s: Fig8Settings) -> dict:

@@ -72,12 +72,22 @@ class ServingSettings:
         return dataclasses.asdict(self)
 
 
+def kv_tokens(model_key: str, gpu: str, *, tp: int = 1, mem_bytes: float | None = None, utilisation: float = 0.9,
+              reserve_bytes: float = 0.0) -> int:
+    """KV tokens of one replica (vLLM's rule): per GPU, ``utilisation`` x memory - its weight shard -
+    an activation reserve, times ``tp``, over the model's KV bytes per token. Figs 4/9/10 and Fig 8
+    both size their A40 instances with it."""
+    m, hw = get_model(model_key), get_hardware(gpu)
+    mem = hw.mem_bytes if mem_bytes is None else mem_bytes
+    free = mem * utilisation - m.params * m.dtype_bytes / tp - reserve_bytes
+    return int(free * tp // m.kv_bytes_per_token())
+
+
 def kv_capacity_tokens(model: str, s: ServingSettings) -> int:
     """KV tokens of one instance of ``model`` ("7b"/"13b"), a multiple of the block size."""
-    m, hw, tp = get_model(MODELS[model]), get_hardware(s.gpu), TP[model]
-    mem = s.gpu_mem_gb * GIB if s.gpu_mem_gb is not None else hw.mem_bytes
-    free = mem * s.gpu_memory_utilization - m.params * m.dtype_bytes / tp - s.activation_reserve_gb * 1e9
-    tokens = int(free * tp // m.kv_bytes_per_token())
+    mem = s.gpu_mem_gb * GIB if s.gpu_mem_gb is not None else get_hardware(s.gpu).mem_bytes
+    tokens = kv_tokens(MODELS[model], s.gpu, tp=TP[model], mem_bytes=mem, utilisation=s.gpu_memory_utilization,
+                       reserve_bytes=s.activation_reserve_gb * 1e9)
     if tokens < s.block_size:
         raise ValueError(f"{model} on {s.gpu} ({mem / GIB:.0f} GiB): no memory left for the KV cache")
     return tokens // s.block_size * s.block_size
