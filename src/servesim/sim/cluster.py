@@ -17,10 +17,17 @@ requests are routed to the prefill pool, and after their first token handed to t
 by ``decode_router`` after ``kv_transfer_s(req)`` seconds (default: prompt KV bytes over
 ``kv_transfer_bw``).
 
+Pick-then-pull hand-off: with ``kv_link_s(req, prefill_index, decode_index)`` the decode instance
+is chosen when the prefill ends (counted in its load at once) and the KV takes that many seconds to
+reach it, so the transfer time can depend on where the two instances sit (NVLink vs network).
+
 Draining: ``cl.drain(j, at=t)`` (before or during ``run``) stops routing to instance ``j`` at
 ``t``; with ``requeue`` (default) the requests it has not admitted yet are routed again to the rest
 of its pool, else it serves them too; once it holds nothing it stops (``stats["drained"]`` gives
-the time per instance name, ``cl.is_drained(j)``).
+the time per instance name, ``cl.is_drained(j)``; ``on_stopped(j, t)`` is called then).
+
+Scaling up: ``cl.add_instance(cfg, step_model, at=t)`` (before or during ``run``) adds an instance
+that joins its role's pool(s) at ``t`` (a worker brought up elsewhere, e.g. after a drain).
 
 Routers are those of :mod:`servesim.sim.routers` (the fleet's too): the cluster keeps one
 :class:`~servesim.sim.routers.InstanceLoad` per instance (``loads``; ``seq`` = instance index,
@@ -64,7 +71,8 @@ class Cluster(InstanceListener):
                  router="round-robin", decode_router="least-outstanding", mode: str = "fast",
                  names: list[str] | None = None, kv_transfer_s: Callable[[Req], float] | None = None,
                  kv_transfer_bw: float = 25e9, sample_interval: float | None = None,
-                 tbt_p99: bool = True, check_invariants: bool = False) -> None:
+                 tbt_p99: bool = True, check_invariants: bool = False,
+                 kv_link_s: Callable[[Req, int, int], float] | None = None) -> None:
         if len(configs) != len(step_models):
             raise ValueError(f"{len(configs)} configs but {len(step_models)} step models")
         if not configs:
@@ -103,12 +111,47 @@ class Cluster(InstanceListener):
         self._pools = (set(prefill_pool), set(decode_pool))
         self._draining: set[int] = set()
         self._drained: dict[int, float] = {}  # instance index -> time it stopped
+        self._on_stopped: dict[int, Callable[[int, float], None]] = {}
         self.requeued = 0  # requests taken back from draining instances and routed again
+        self._kv_link_s = kv_link_s
+        if kv_link_s is not None and not self.disaggregated:
+            raise ValueError("kv_link_s needs a disaggregated cluster (role='prefill'/'decode' instances)")
+        self._mode_check = check_invariants
+        #: KV tokens on their way to each instance (pick-then-pull hand-offs not yet delivered)
+        self.inbound_tokens = [0] * len(configs)
 
     @classmethod
     def uniform(cls, n: int, cfg: InstanceConfig, step_model: StepTimeModel, **kw) -> Cluster:
         """``n`` identical instances."""
         return cls([cfg] * n, [step_model] * n, **kw)
+
+    def add_instance(self, cfg: InstanceConfig, step_model: StepTimeModel, *, name: str | None = None,
+                     at: float | None = None) -> int:
+        """Add an instance (its index is returned) that joins the pool(s) of its role at ``at``
+        (default now); until then no router sees it. Before or during ``run``."""
+        if (cfg.role != "both") != self.disaggregated:
+            raise ValueError(f"add_instance: role={cfg.role!r} in a {'' if self.disaggregated else 'non-'}disaggregated cluster")
+        j = len(self.instances)
+        inst = Instance(self.kernel, cfg, step_model, name=name or f"i{j}", index=j, mode=self.mode, listener=self)
+        inst.check_invariants = self._mode_check
+        self.instances.append(inst)
+        self.names.append(inst.name)
+        self.loads.append(InstanceLoad(j))
+        self.inbound_tokens.append(0)
+        if at is not None and at < self.kernel.now:
+            raise ValueError(f"add_instance(at={at}): the clock is already at {self.kernel.now}")
+        self.kernel.at(self.kernel.now if at is None else float(at), lambda _: self._join(j), None, PRIO_CONTROL)
+        return j
+
+    def _join(self, j: int) -> None:
+        if j in self._draining or j in self._drained:
+            return  # drained before it joined: it never serves
+        role = self.instances[j].cfg.role
+        for pool, rt, roles in ((self._pools[0], self.router, ("both", "prefill")),
+                                (self._pools[1], self.decode_router, ("both", "decode"))):
+            if rt is not None and role in roles:
+                pool.add(j)
+                rt.add(self.loads[j])
 
     # ---------------------------------------------------------------- listener
     def on_done(self, inst: Instance, r: Req) -> None:
@@ -129,7 +172,8 @@ class Cluster(InstanceListener):
             self._stop_drained(j)
 
     # ---------------------------------------------------------------- draining
-    def drain(self, j: int, *, requeue: bool = True, at: float | None = None) -> None:
+    def drain(self, j: int, *, requeue: bool = True, at: float | None = None,
+              on_stopped: Callable[[int, float], None] | None = None) -> None:
         """Drain instance ``j``: no new requests; with ``requeue`` its not-yet-admitted requests
         (waiting, or parked for another model) go back to the routers of its pool(s) now, else it
         serves them; when it holds no request it stops (later submits would be rejected).
@@ -137,17 +181,19 @@ class Cluster(InstanceListener):
         ``at``: do it at that simulated time (schedule before ``run`` or from a callback);
         default now. Draining the last routable instance of a pool is an error (its requests
         would have nowhere to go), and so is draining under a callable router (it picks indices
-        itself and cannot be told an instance left).
+        itself and cannot be told an instance left). ``on_stopped(j, t)`` runs when it stops.
         """
         if not 0 <= j < len(self.instances):
             raise IndexError(f"drain({j}): no instance {j}; the cluster has {len(self.instances)}")
         if at is not None:
             if at < self.kernel.now:
                 raise ValueError(f"drain({j}, at={at}): the clock is already at {self.kernel.now}")
-            self.kernel.at(float(at), lambda _: self.drain(j, requeue=requeue), None, PRIO_CONTROL)
+            self.kernel.at(float(at), lambda _: self.drain(j, requeue=requeue, on_stopped=on_stopped), None, PRIO_CONTROL)
             return
         if j in self._draining or j in self._drained:
             return
+        if on_stopped is not None:
+            self._on_stopped[j] = on_stopped
         routers = [(rt, pool) for rt, pool in ((self.router, self._pools[0]), (self.decode_router, self._pools[1]))
                    if rt is not None and j in pool]
         for rt, _ in routers:
@@ -175,6 +221,9 @@ class Cluster(InstanceListener):
         self._drained[j] = self.kernel.now
         # stop after the event in progress (this may run inside the instance's own callback)
         self.kernel.at(self.kernel.now, lambda _: self.instances[j].stop("instance drained"), None, PRIO_CONTROL)
+        cb = self._on_stopped.pop(j, None)
+        if cb is not None:
+            self.kernel.at(self.kernel.now, lambda _: cb(j, self.kernel.now), None, PRIO_CONTROL)
 
     def is_drained(self, j: int) -> bool:
         """Instance ``j`` was drained and has stopped."""
@@ -182,17 +231,28 @@ class Cluster(InstanceListener):
 
     def _route(self, router: Router, r: Req) -> None:
         """Send ``r`` to the instance ``router`` picks, counting it in that instance's load."""
+        rec = self._pick(router, r)
+        self.instances[rec.seq].submit(r)
+
+    def _pick(self, router: Router, r: Req) -> InstanceLoad:
         rec = router.select(r)
         rec.outstanding += 1
         rec.pending_tokens += r.prompt + 1
         self.router.update(rec)
         if self.decode_router is not None:
             self.decode_router.update(rec)
-        self.instances[rec.seq].submit(r)
+        return rec
 
     def on_handoff(self, inst: Instance, r: Req) -> None:
         self._release(inst.index, r)
         r.prefill_inst = inst.index
+        if self._kv_link_s is not None:  # pick the decode instance now; it pulls the KV
+            rec = self._pick(self.decode_router, r)
+            self.inbound_tokens[rec.seq] += r.computed
+            self._in_transfer[r.idx] = r
+            delay = float(self._kv_link_s(r, inst.index, rec.seq))
+            self.kernel.at(self.kernel.now + delay, self._deliver_to, (r, rec.seq), PRIO_ARRIVAL)
+            return
         delay = self.kv_transfer_time(inst, r)
         self._in_transfer[r.idx] = r
         self.kernel.at(self.kernel.now + delay, self._deliver, r, PRIO_ARRIVAL)
@@ -206,6 +266,12 @@ class Cluster(InstanceListener):
     def _deliver(self, r: Req) -> None:
         del self._in_transfer[r.idx]
         self._route(self.decode_router, r)
+
+    def _deliver_to(self, arg: tuple[Req, int]) -> None:
+        r, j = arg
+        del self._in_transfer[r.idx]
+        self.inbound_tokens[j] -= r.computed
+        self.instances[j].submit(r)
 
     # ---------------------------------------------------------------- driving
     def run(self, workload: pd.DataFrame, until: float | None = None, *,

@@ -252,6 +252,27 @@ class JSQTokens(HeapRouter):
         return inst.pending_tokens
 
 
+@register_router("most-free-kv")
+class MostFreeKV(ListRouter):
+    """The instance with the most free KV cache (tokens): its free blocks now, less the tokens of
+    requests queued there and of KV on its way to it (``Cluster.inbound_tokens``); ties: lowest
+    seq. KV-aware routing without prefix reuse. Reads live instance state, so it scans the pool
+    (O(n) per request: meant for pools of tens of instances) and must be bound to a Cluster."""
+
+    def free_tokens(self, inst: Any) -> int:
+        c = self.cluster
+        i = c.instances[inst.seq]
+        queued = sum(r.prompt + r.generated for r in i.waiting)
+        return (i.num_blocks - i.kv_used_blocks()) * i.cfg.block_size - queued - c.inbound_tokens[inst.seq]
+
+    def select(self, request: Any) -> Any | None:
+        if not self._items:
+            return None
+        if getattr(self, "cluster", None) is None:
+            raise RuntimeError("most-free-kv reads instance state; bind it to a Cluster first")
+        return max(self._items, key=lambda x: (self.free_tokens(x), -x.seq))
+
+
 class CallableRouter(ListRouter):
     """Wraps ``fn(cluster, request) -> instance index``; only meaningful bound to a Cluster."""
 
@@ -290,6 +311,7 @@ __all__ = [
     "JSQTokens",
     "LeastOutstanding",
     "ListRouter",
+    "MostFreeKV",
     "PowerOfTwo",
     "RandomRouter",
     "RoundRobin",
