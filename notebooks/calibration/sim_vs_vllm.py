@@ -54,7 +54,7 @@ import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.analysis.runs import run_dir
-from servesim.engine.compare import compare_run, simulate
+from servesim.engine.compare import compare_repeats, compare_run, simulate
 from servesim.engine.profile import load_fitted, request_mix
 from servesim.engine.server import EngineConfig
 from servesim.metrics import summarize
@@ -82,21 +82,39 @@ pd.Series({**fit["coefficients"], "frontend_overhead_s": overhead, "kv_blocks": 
 
 # %% [markdown]
 # ## Engine vs simulator per load
+# Each load's workload was replayed several times on the same server (`replay/load{x}`, then
+# `load{x}.rep{k}`): `engine` and `sim` are medians over the repeats, `engine_spread` is the
+# engine's own (max - min) / median across them, so an error inside it is within the engine's
+# run-to-run noise. A replay whose client sent requests late (p99 send lag over the bound the
+# calibration states) was re-run; one still lagged is left out while a clean repeat exists, and
+# `lag_clean` is False where none was clean: such a comparison measures the harness as much as
+# the simulator.
 
 # %%
-tables, summaries = [], {}
+def replay_dirs(x):
+    first = base / "replay" / f"load{x}"
+    return [first] + sorted(base.glob(f"replay/load{x}.rep*"), key=lambda p: int(p.name.rsplit("rep", 1)[1]))
+
+
+tables, summaries, repeat_summaries = [], {}, {}
 for x in loads:
-    d = base / "replay" / f"load{x}"
-    t, _ = compare_run(d, fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals, label=f"load {x}")
+    t = compare_repeats(replay_dirs(x), fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals,
+                        label=f"load {x}")
     t["load"] = x
     tables.append(t)
-    summaries[x] = json.loads((d / "summary.json").read_text())
+    repeat_summaries[x] = [json.loads((d / "summary.json").read_text()) for d in replay_dirs(x)]
+    summaries[x] = repeat_summaries[x][0]
 cmp = pd.concat(tables, ignore_index=True)
-partial = {x: s["partial"] for x, s in summaries.items()}
+partial = {x: any(s["partial"] for s in ss) for x, ss in repeat_summaries.items()}
+lag = pd.DataFrame([{"load": x, "repeat": k, "send_lag_p99_s": s.get("client_send_lag_p99_s", np.nan),
+                     "bound_s": s.get("send_lag_bound_s", np.nan), "lag_clean": s.get("lag_clean", True),
+                     "attempts": s.get("attempts", 1)}
+                    for x, ss in repeat_summaries.items() for k, s in enumerate(ss)])
+display(lag)
 # engine speed drift: the profile's capacity burst re-run right after each replay
 drift = pd.Series({x: s.get("capacity_after_req_s", np.nan) / fit["capacity_req_s"] - 1.0
                    for x, s in summaries.items()}, name="capacity drift since profile")
-wide = cmp.pivot_table(index="metric", columns="load", values=["engine", "sim", "rel_err"])
+wide = cmp.pivot_table(index="metric", columns="load", values=["engine", "sim", "rel_err", "engine_spread"])
 display(drift.to_frame().T.round(3))
 wide.round(4)
 
@@ -163,7 +181,13 @@ metrics = {
     "step_fit_heldout_mape_pct": next(r["mape_pct"] for r in fit["heldout_error"] if r["regime"] == "all"),
     "any_partial_replay": any(partial.values()),
     "arrivals": arrivals,
-    "client_send_lag_mean_s": float(np.nanmean([s.get("client_send_lag_mean_s", np.nan) for s in summaries.values()])),
+    "client_send_lag_mean_s": float(np.nanmean([s.get("client_send_lag_mean_s", np.nan)
+                                                for ss in repeat_summaries.values() for s in ss])),
+    "client_send_lag_p99_max_s": float(lag.send_lag_p99_s.max()),
+    "replays": int(len(lag)),
+    "lagged_replays": int((~lag.lag_clean.astype(bool)).sum()),
+    "every_load_has_a_lag_clean_replay": bool(cmp.groupby("load").lag_clean.all().all()),
+    "replay_repeats_min": int(cmp.n_replays.min()),
     "engine_side_ttft_share_lowest_load": float(ttft_parts.loc[loads[0], "engine_queue_plus_prefill_mean"]
                                             / ttft_parts.loc[loads[0], "client_ttft_mean"]),
     "max_abs_capacity_drift": float(np.nanmax(np.abs(drift.to_numpy()))) if drift.notna().any() else float("nan"),
@@ -176,10 +200,21 @@ for x in loads:
     for k, key in named.items():
         r = cmp[(cmp.load == x) & (cmp.metric == key)].iloc[0]
         metrics[f"{k}_rel_err_load{x}"] = r.rel_err
+        metrics[f"{k}_engine_spread_load{x}"] = r.engine_spread
 below = [x for x in loads if x < 1.0]
+target = [(x, k) for x in below for k in ("ttft_p50", "ttft_p90", "e2e_p50", "e2e_p90", "tbt_p50")]
 metrics["max_abs_rel_err_p50_p90_ttft_e2e_below_saturation"] = max(
-    abs(metrics[f"{k}_rel_err_load{x}"]) for x in below for k in ("ttft_p50", "ttft_p90", "e2e_p50", "e2e_p90"))
+    abs(metrics[f"{k}_rel_err_load{x}"]) for x, k in target if k != "tbt_p50")
 metrics["meets_10pct_target_below_saturation"] = metrics["max_abs_rel_err_p50_p90_ttft_e2e_below_saturation"] <= 0.10
+# issue's reading: within 10 %, or within the engine's own repeat spread where that is larger
+# (TPOT included); judged only where every load had a lag-clean replay
+ok = [abs(metrics[f"{k}_rel_err_load{x}"]) <= np.nanmax([0.10, metrics[f"{k}_engine_spread_load{x}"]])
+      for x, k in target]
+metrics["meets_10pct_or_spread_below_saturation"] = (bool(all(ok)) if metrics["every_load_has_a_lag_clean_replay"]
+                                                     else None)
+spreads = [metrics[f"{k}_engine_spread_load{x}"] for x, k in target if k != "tbt_p50"]
+metrics["max_engine_spread_p50_p90_ttft_e2e_below_saturation"] = (float(np.nanmax(spreads)) if np.isfinite(spreads).any()
+                                                                  else float("nan"))  # NaN: one replay per load
 metrics["meets_15pct_capacity_target"] = abs(cap_err) <= 0.15
 out.write_metrics(metrics)
 pd.Series(metrics)

@@ -73,3 +73,55 @@ def test_compare_run_from_a_replay_directory(tmp_path):
     (d / "summary.json").write_text(json.dumps({"engine": cfg.to_dict(), "kv_blocks": None}))
     with pytest.raises(ValueError, match="no kv_blocks"):
         compare_run(d, tmp_path / "fit.json")
+
+
+def _replay_dir(d, engine, cfg, **summary):
+    d.mkdir(parents=True)
+    engine.to_parquet(d / "requests.parquet")
+    (d / "summary.json").write_text(json.dumps({"engine": cfg.to_dict(), "kv_blocks": 100, **summary}))
+    return d
+
+
+def test_compare_repeats_reports_the_engine_spread_and_drops_lagged_replays(tmp_path):
+    from servesim.engine.compare import compare_repeats
+    from servesim.perf.fitted import FittedStepTime
+
+    cfg = EngineConfig(max_num_seqs=8, max_num_batched_tokens=256, block_size=32)
+    coefs = {"a_p": 0.01, "a_d": 0.005, "b_pt": 1e-5, "c_pc": 0.0, "b_ds": 1e-4, "c_dc": 1e-7}
+    (tmp_path / "fit.json").write_text(json.dumps({"coefficients": coefs, "frontend_overhead_s": 0.0}))
+    wl = _wl()
+    base = simulate(wl, FittedStepTime(**coefs), cfg, kv_blocks=100)
+    slow = base.copy()  # a second "engine run" 20 % slower in every latency
+    for c in ("first_token_s", "finish_s"):
+        slow[c] = slow.arrival_s + (base[c] - base.arrival_s) * 1.2
+    slow["ttft_s"], slow["e2e_s"] = slow.first_token_s - slow.arrival_s, slow.finish_s - slow.arrival_s
+    dirs = [_replay_dir(tmp_path / "r0", base, cfg, lag_clean=True),
+            _replay_dir(tmp_path / "r1", slow, cfg, lag_clean=True)]
+    t = compare_repeats(dirs, tmp_path / "fit.json").set_index("metric")
+    e2e = t.loc["p50_e2el_s"]
+    # engine = median of the two runs (1.1 x the sim's), spread = (1.2 - 1.0) / 1.1
+    assert e2e.rel_err == pytest.approx(1 / 1.1 - 1, rel=1e-9)
+    assert e2e.engine_spread == pytest.approx(0.2 / 1.1, rel=1e-9)
+    assert bool(e2e.within_spread) and e2e.n_repeats == 2 and bool(e2e.lag_clean)
+    # a lagged replay is left out while a clean one exists...
+    dirs[1] = _replay_dir(tmp_path / "r2", slow, cfg, lag_clean=False)
+    t = compare_repeats(dirs, tmp_path / "fit.json").set_index("metric")
+    assert t.loc["p50_e2el_s"].rel_err == pytest.approx(0.0, abs=1e-12)
+    assert t.loc["p50_e2el_s"].n_repeats == 1 and t.loc["p50_e2el_s"].n_replays == 2
+    # ...and if none is clean all are used, marked
+    lagged = [_replay_dir(tmp_path / "r3", base, cfg, lag_clean=False)]
+    assert not compare_repeats(lagged, tmp_path / "fit.json").lag_clean.any()
+    with pytest.raises(ValueError, match="no replay folders"):
+        compare_repeats([], tmp_path / "fit.json")
+
+
+def test_send_lag_bound_and_replay_names(tmp_path):
+    from servesim.engine.calibration import replay_name, send_lag_bound
+
+    assert send_lag_bound(tmp_path) == 0.010  # no profile: the 10 ms floor
+    pd.DataFrame({"ttft_s": [0.1, 0.4, 1.0]}).to_csv(tmp_path / "lone_ttft.csv", index=False)
+    assert send_lag_bound(tmp_path) == pytest.approx(0.02)  # 5 % of the 0.4 s median
+    assert send_lag_bound(tmp_path, 0.5) == 0.5
+    with pytest.raises(ValueError, match="must be > 0"):
+        send_lag_bound(tmp_path, 0.0)
+    assert replay_name(0.3, 0) == "load0.3" and replay_name(0.3, 2) == "load0.3.rep2"

@@ -181,6 +181,11 @@ def _cmd_calibrate(a) -> int:
         raise InputError(f"-o {a.out}: is a file, not a folder")
     if any(x <= 0 for x in a.loads) or a.n < 1:
         raise InputError(f"--loads {a.loads} / -n {a.n}: loads must be > 0 and -n >= 1")
+    if a.replay_repeats < 1 or a.lag_retries < 0:
+        raise InputError(f"--replay-repeats {a.replay_repeats} / --lag-retries {a.lag_retries}: "
+                         "need at least one replay and no negative retries")
+    if a.max_send_lag_p99 is not None and not a.max_send_lag_p99 > 0:
+        raise InputError(f"--max-send-lag-p99 {a.max_send_lag_p99}: must be > 0 seconds")
     from servesim.engine.calibration import run_calibration
     from servesim.engine.client import ReplayOptions
     from servesim.engine.profile import SweepPlan
@@ -196,10 +201,13 @@ def _cmd_calibrate(a) -> int:
     res = run_calibration(a.model, a.out, _config(a), url=a.url, plan=plan, loads=a.loads, n_requests=a.n,
                           seed=a.seed, opts=opts, meta={"hardware": a.hardware},
                           start_timeout_s=a.start_timeout, request_timeout_s=a.request_timeout,
-                          max_duration_s=a.max_duration)
+                          max_duration_s=a.max_duration, replay_repeats=a.replay_repeats,
+                          max_send_lag_p99_s=a.max_send_lag_p99, lag_retries=a.lag_retries)
+    reps = [s for runs in res["replays"].values() for s in runs]
     print(json.dumps({"capacity_req_s": res["fit"]["capacity_req_s"], "kv_blocks": res["fit"].get("kv_blocks"),
-                      "partial": {str(x): s["partial"] for x, s in res["replays"].items()}}))
-    return EXIT_PARTIAL if any(s["partial"] for s in res["replays"].values()) else 0
+                      "partial": {str(x): [s["partial"] for s in runs] for x, runs in res["replays"].items()},
+                      "lag_clean": {str(x): [s["lag_clean"] for s in runs] for x, runs in res["replays"].items()}}))
+    return EXIT_PARTIAL if any(s["partial"] for s in reps) else 0
 
 
 def add_parser(subparsers) -> None:
@@ -226,6 +234,13 @@ def add_parser(subparsers) -> None:
     p.add_argument("--first-token-id", type=int, default=1000)
     p.add_argument("--request-timeout", type=float, default=300.0)
     p.add_argument("--max-duration", type=float, default=1800.0)
+    p.add_argument("--replay-repeats", type=int, default=3,
+                   help="replays of each load's workload (the engine's own run-to-run spread)")
+    p.add_argument("--max-send-lag-p99", type=float, default=None,
+                   help="p99 client send lag (s) above which a replay is rejected and run again "
+                        "(default: max(10 ms, 5%% of the median lone-request TTFT))")
+    p.add_argument("--lag-retries", type=int, default=1,
+                   help="re-runs of a lagged replay; one still lagged is kept, marked lag_clean=false")
     p.set_defaults(func=_cmd_calibrate)
 
     p = subparsers.add_parser("engine-workload", help="held-out workload at a fraction of measured capacity")

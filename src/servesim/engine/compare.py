@@ -91,3 +91,33 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
     sim = simulate(wl, model, config, kv_blocks, overhead if frontend_overhead else 0.0, entry_s=entry)
     sim = sim.set_index("request_id").loc[wl["request_id"]].reset_index()
     return compare_tables(engine, sim, label), sim
+
+
+def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: bool = True,
+                    arrivals: str = "scheduled", label: str = "") -> pd.DataFrame:
+    """Engine vs simulator over repeated replays of one workload, with the engine's own spread.
+
+    Each replay is simulated with its own send times (``compare_run``). Per metric: ``engine`` and
+    ``sim`` are medians over the repeats used, ``rel_err = sim / engine - 1``, ``engine_spread``
+    is the engine's (max - min) / median over them, and ``within_spread`` says whether the error is
+    inside that run-to-run noise. Replays marked ``lag_clean: false`` (the client sent late) are
+    left out while a clean one exists; if none is clean all are used and ``lag_clean`` is False.
+    """
+    dirs = [Path(d) for d in replay_dirs]
+    if not dirs:
+        raise ValueError("compare_repeats: no replay folders")
+    clean = [d for d in dirs if json.loads((d / "summary.json").read_text()).get("lag_clean", True)]
+    used = clean or dirs
+    tables = [compare_run(d, fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals)[0] for d in used]
+    both = pd.concat(tables, ignore_index=True)
+    g = both.groupby("metric", sort=False)
+    eng, sim = g["engine"].median(), g["sim"].median()
+    spread = (g["engine"].max() - g["engine"].min()) / eng.where(eng != 0)
+    out = pd.DataFrame({"label": label, "metric": eng.index, "engine": eng.to_numpy(), "sim": sim.to_numpy()})
+    out["rel_err"] = out["sim"] / out["engine"].where(out["engine"] != 0) - 1.0
+    out["engine_spread"] = spread.to_numpy() if len(used) > 1 else np.nan  # one run shows no spread
+    out["within_spread"] = out["rel_err"].abs() <= out["engine_spread"]
+    out["n_repeats"] = len(used)
+    out["n_replays"] = len(dirs)
+    out["lag_clean"] = bool(clean)
+    return out
