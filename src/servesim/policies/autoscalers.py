@@ -8,6 +8,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from ..fleet.control import Action, FleetView, Scale
+from ..fleet.lifecycle import State
 from ..workload.spec import PosSeconds, Seconds, Strict
 from .registry import register_controller
 
@@ -23,6 +24,7 @@ class ReactiveOptions(Strict):
     metric: Literal["kv", "outstanding"] = "kv"
     target_outstanding: float = Field(16.0, gt=0)
     count_starting: bool = True
+    kv_count_starting: bool = False
     down_for_s: Seconds = 0.0
 
     @model_validator(mode="after")
@@ -38,12 +40,13 @@ class ReactiveAutoscaler:
     """Utilisation-threshold scaler, one decision per endpoint per period.
 
     util > `up` -> +`step` instances; util < `down` -> -`step`; after any action on an
-    endpoint, no further action there for `cooldown_s`. Instances still starting count as
-    capacity already requested, so a scale-up is not repeated while the first one boots
-    (`count_starting`). `metric`:
+    endpoint, no further action there for `cooldown_s`. `metric`:
       - ``kv``: mean KV-cache utilisation of the ready and draining instances (SageServe's
-        "effective memory utilisation");
-      - ``outstanding``: outstanding requests per active instance / `target_outstanding`.
+        "effective memory utilisation"); with `kv_count_starting` instances still starting count
+        as empty memory (the mean is diluted by them), so a scale-up is not repeated while the
+        first one boots; off by default (SageServe's paper: the memory of the serving instances);
+      - ``outstanding``: outstanding requests per active instance / `target_outstanding`; with
+        `count_starting` (default) instances still starting count as capacity already requested.
     Defaults are SageServe's paper values (70 % / 30 %, 15-s cooldown). `down_for_s` > 0: scale
     in only once util has stayed below `down` at every decision for that long (PreServe's
     Reactive baseline: "< 30 % for 5 min").
@@ -57,6 +60,7 @@ class ReactiveAutoscaler:
     metric: str = "kv"
     target_outstanding: float = 16.0
     count_starting: bool = True
+    kv_count_starting: bool = False
     down_for_s: float = 0.0
     _last: dict = field(default_factory=dict, repr=False)
     _below: dict = field(default_factory=dict, repr=False)
@@ -75,6 +79,9 @@ class ReactiveAutoscaler:
             if st.ready == 0:
                 return float("inf") if (st.queued or st.outstanding) else 0.0
             util = st.kv_util
+            if self.kv_count_starting and st.starting:
+                n_mem = st.ready + st.counts.get(State.DRAINING, 0)  # the instances kv_util averages over
+                util *= n_mem / (n_mem + st.starting)
         else:
             n = st.active if self.count_starting else st.ready
             if n == 0:

@@ -39,6 +39,11 @@ class SageServeConfig:
     niw_priority_bump_s: float = 36_000.0  # age > 10 h -> priority 0 (as IW)
     niw_queue: bool = True                # hold NIW in the queue manager (False: route on arrival)
     niw_signal_period_s: float = 1.0      # endpoints also signal on this period (besides every completion)
+    niw_chunk_tokens: int | None = 4096   # J §6.2: NIW work is chunked into fixed-size jobs "comparable to other
+                                          # workload tiers"; the paper gives no size: 4096 prompt tokens, the
+                                          # largest IW prompt median of the four models (Bloom's 4000) rounded up
+                                          # to a power of two, so no chunk exceeds a typical IW prompt of any model
+                                          # (niw_chunks.py). None: whole prompts (the authors' code, ORCA)
     # --- scaling thresholds ---
     reactive_scale_out: float = 0.70      # code: 0.5
     reactive_scale_in: float = 0.30       # code: 0.25
@@ -47,6 +52,10 @@ class SageServeConfig:
     lt_u_override_out: float | None = None  # code: 0.9 (one instance beyond the target; pending becomes -1)
     lt_scale_down: str = "deferred"       # "deferred" (paper) | "immediate" (code: ILP downs at the hour)
     cooldown_s: float = 15.0              # paper; code uses locks instead (below)
+    reactive_count_starting: bool = False  # Reactive's KV utilisation also counts instances still starting as
+                                          # empty capacity (dilutes it, so a boot is not re-triggered); paper: the
+                                          # effective memory utilisation of the instances holding memory, the
+                                          # 15-s cooldown as the only guard (R's instances start at once)
     reactive_interval_s: float = 5.0      # how often the reactive scaler checks (R scaling_interval; R's
                                           # default -1 = on every request has no periodic equivalent)
     use_locks: bool = False               # code: lock after a scale-up (reclaim / conversion), none after a
@@ -141,6 +150,10 @@ class SageServeConfig:
             bad("reactive_interval_s", "must be > 0 (R's -1, every request, is not modelled)")
         if self.niw_signal_period_s <= 0:
             bad("niw_signal_period_s", "must be > 0")
+        if self.niw_chunk_tokens is not None and self.niw_chunk_tokens < 1:
+            bad("niw_chunk_tokens", "must be >= 1 tokens, or None (whole prompts)")
+        if self.lt_ua_window_s is not None and not 0 < self.lt_ua_window_s <= self.lt_interval_s:
+            bad("lt_ua_window_s", "must be in (0, lt_interval_s], or None (no gate: the authors' code)")
         if self.scaling_level not in (0, 1, 2):
             bad("scaling_level", "must be 0, 1 or 2")
         if not 0 <= self.forecast_lo_min < self.forecast_hi_min:
@@ -166,7 +179,7 @@ class SageServeConfig:
                     reactive_scale_out=0.5, reactive_scale_in=0.25, lt_u_scale_out=0.5, lt_u_scale_in=0.25,
                     lt_u_override_out=0.9, lt_scale_down="immediate", use_locks=True, cooldown_s=0.0,
                     lt_ua_down_ratio=None, niw_deadline_enforce=False, lt_ua_window_s=None, lt_ua_observed="endpoint",
-                    forecast_mode="insample",
+                    forecast_mode="insample", niw_chunk_tokens=None,
                     forecast_lo_min=20, niw_buffer_rule="max_prompt", ilp_global_constraint=False,
                     theta_source="code", start_instances=8, chiron_interactive=20, chiron_mixed=10, chiron_batch=10,
                     delays_in_sim=False, meta={"preset": "code"})

@@ -92,6 +92,14 @@ def _add_args(ap: argparse.ArgumentParser) -> None:
                     help="LT-UA scale-up ratio of observed to forecast demand (SageServeConfig.lt_ua_up_ratio)")
     ap.add_argument("--scaling-interval", type=float, default=None,
                     help="seconds between reactive scaler checks (SageServeConfig.reactive_interval_s)")
+    ap.add_argument("--niw-chunk-tokens", type=int, default=None,
+                    help="NIW chunk size in prompt tokens (SageServeConfig.niw_chunk_tokens; 0: whole prompts)")
+    ap.add_argument("--lt-ua-window-s", type=float, default=None,
+                    help="LT-UA acts in the last this many seconds of the hour (SageServeConfig.lt_ua_window_s; "
+                         "0: always, the authors' code)")
+    ap.add_argument("--reactive-count-starting", action="store_true",
+                    help="Reactive's KV utilisation counts starting instances as empty memory "
+                         "(SageServeConfig.reactive_count_starting)")
     ap.add_argument("-o", "--out", required=True, help="output folder (written in full or not at all)")
     ap.add_argument("--force", action="store_true",
                     help="replace a non-empty output folder that holds no servesim results marker")
@@ -131,6 +139,12 @@ def check_options(a: argparse.Namespace) -> None:
         v = getattr(a, d, None)
         if v is not None and not (math.isfinite(v) and v > 0):
             raise InputError(f"--{d.replace('_', '-')} {v}: must be a finite number > 0")
+    for d in ("niw_chunk_tokens", "lt_ua_window_s"):  # 0 switches the feature off
+        v = getattr(a, d, None)
+        if v is not None and not (math.isfinite(v) and v >= 0):
+            raise InputError(f"--{d.replace('_', '-')} {v}: must be a finite number >= 0 (0: off)")
+    if getattr(a, "lt_ua_window_s", None) and a.lt_ua_window_s > 3600:
+        raise InputError(f"--lt-ua-window-s {a.lt_ua_window_s:g}: must be at most the hour (3600 s)")
     if a.max_instances is not None and a.max_instances < 1:
         raise InputError(f"--max-instances {a.max_instances}: must be >= 1 (0 serves nothing)")
     known_models = MODELS_4 + ([a.fifth_model] if a.fifth_model else [])
@@ -178,6 +192,12 @@ def _run_into(a: argparse.Namespace, out: Path) -> int:
     cfg = cfg.with_(**{f: getattr(a, d) for d, f in CONFIG_FLAGS.items() if getattr(a, d) is not None})
     if a.niw_on_arrival:
         cfg = cfg.with_(niw_queue=False)
+    for d, f in (("niw_chunk_tokens", "niw_chunk_tokens"), ("lt_ua_window_s", "lt_ua_window_s")):
+        v = getattr(a, d)
+        if v is not None:  # 0: off (None in the config)
+            cfg = cfg.with_(**{f: v or None})
+    if a.reactive_count_starting:
+        cfg = cfg.with_(reactive_count_starting=True)
     cap = a.max_instances
     if cap is not None:  # a fixed ceiling: start at it so the contended hours are not a ramp-up
         cfg = cfg.with_(start_instances=cap, min_per_endpoint=min(cfg.min_per_endpoint, cap))
@@ -207,7 +227,9 @@ def _run_into(a: argparse.Namespace, out: Path) -> int:
              max_instances=cap, iwn_sla_s=iwn_sla, dpa_tau_n_s=cfg.dpa_tau_n_s, dpa_tau_p_s=cfg.dpa_tau_p_s, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
     s.update(hardware=cfg.hardware, iw_niw_ratio=3.0 if a.iw_niw_ratio is None else a.iw_niw_ratio,
              fifth_model=a.fifth_model, lt_ua_up_ratio=cfg.lt_ua_up_ratio, lt_ua_observed=cfg.lt_ua_observed,
-             reactive_interval_s=cfg.reactive_interval_s, gpu_hours=8.0 * s["instance_hours"]["billed"],
+             reactive_interval_s=cfg.reactive_interval_s, lt_ua_window_s=cfg.lt_ua_window_s,
+             niw_chunk_tokens=cfg.niw_chunk_tokens, reactive_count_starting=cfg.reactive_count_starting,
+             gpu_hours=8.0 * s["instance_hours"]["billed"],
              instance_models={m: instance_model_source(m, cfg.hardware) for m in p["models"]})
     if actor:
         s["theta_tokens_per_min"] = getattr(actor, "theta", None)

@@ -10,7 +10,8 @@ With ``niw_queue`` (default) NIW requests of the unified strategies wait in the 
 are released on low utilisation (`niw_loop.NIWLoop`); Siloed serves NIW on arrival in its own
 pool. ``tier_policy`` other than "none" orders each instance's waiting queue (Fig 15).
 With ``niw_deadline_enforce`` the scenario times out NIW requests still waiting at their deadline
-(``enforce_deadlines: [NIW]``). Another model's pooled (spot) instance taken by a scale-up is a
+(``enforce_deadlines: [NIW]``). NIW requests longer than ``niw_chunk_tokens`` run as fixed-size
+jobs and are accounted as one request that finishes with its last chunk (`niw_chunks`). Another model's pooled (spot) instance taken by a scale-up is a
 conversion (state ``converting``, ``model_redeploy_s``).
 """
 
@@ -26,6 +27,7 @@ from .actors import LongTermScaler
 from .chiron import INT_SUFFIX, ChironRouter, ChironScaler
 from .config import SageServeConfig
 from .instance_models import instance_model
+from .niw_chunks import chunk_niw, collapse_chunks
 from .niw_loop import NIWLoop, register_tier_scheduler
 from .reactive import LockedReactive
 
@@ -122,7 +124,7 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
         sc["latency_s"] = {r: {x: c.inter_region_latency_s for x in regions if x != r} for r in regions}
     if strategy in ("reactive", "siloed") and not c.use_locks:  # with locks: reactive.LockedReactive (run_strategy)
         sc["autoscaler"] = {"name": "reactive", "period_s": c.reactive_interval_s, "up": c.reactive_scale_out, "down": c.reactive_scale_in,
-                            "cooldown_s": c.cooldown_s, "metric": "kv"}
+                            "cooldown_s": c.cooldown_s, "metric": "kv", "kv_count_starting": c.reactive_count_starting}
     return sc
 
 
@@ -145,6 +147,9 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
     # one deadline source for NIW: the config's, which the queue manager and the fleet both enforce
     is_niw = (wl["tier"] == "NIW").to_numpy()
     wl.loc[is_niw, "deadline_s"] = wl.loc[is_niw, "arrival_s"] + c.niw_deadline_s
+    # J §6.2: long NIW requests run as fixed-size jobs (every strategy: it is the workload's shape);
+    # the results table is collapsed back to one row per request below
+    wl, chunk_parent = chunk_niw(wl.reset_index(drop=True), c.niw_chunk_tokens)
     wl["request_id"] = np.arange(len(wl), dtype=np.int64)
     if strategy in ("siloed", "chiron"):  # NIW gets its own pool per (model, region), served on arrival
         niw = (wl["tier"] == "NIW").to_numpy()
@@ -183,7 +188,8 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
     actors = [actor] if actor else []
     if strategy in ("reactive", "siloed") and c.use_locks:
         actors.append(LockedReactive(period_s=c.reactive_interval_s, up=c.reactive_scale_out, down=c.reactive_scale_in,
-                                     cooldown_s=0.0, metric="kv", lock_reclaim_s=c.lock_reclaim_s,
+                                     cooldown_s=0.0, metric="kv", kv_count_starting=c.reactive_count_starting,
+                                     lock_reclaim_s=c.lock_reclaim_s,
                                      lock_conversion_s=c.lock_conversion_s))
     res = run_scenario(sc, seed=seed, workload=wl, actors=actors or None,
                        engines=loop.engines if loop else None, global_router=grouter)
@@ -192,6 +198,13 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
         still = (res.requests["state"] == "unfinished") & loop.is_niw & np.isnan(loop.release_s)
         res.requests.loc[still, "reason"] = "run ended in the NIW queue manager"
         res.niw_loop = loop
+    if chunk_parent is not None:  # one row per request again: it finishes with its last chunk
+        res.requests = collapse_chunks(res.requests, chunk_parent)
+        res.summary.update(summarize(res.requests, hours=res.instance_hours, timeseries=res.timeseries,
+                                     end_s=res.summary["end_s"]))
+        res.summary["partial"] = bool(res.requests["partial"].any())
+    res.summary["niw_chunk_tokens"] = c.niw_chunk_tokens
+    res.summary["niw_chunked_requests"] = 0 if chunk_parent is None else int((res.requests["niw_chunks"] > 1).sum())
     return res, actor
 
 
