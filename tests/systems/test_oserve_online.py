@@ -96,7 +96,7 @@ def test_online_cli_at_test_scale(tmp_path, monkeypatch):
             "--max-pp", "2", "--n-requests", "60", "--cache-dir", str(tmp_path / "c")]
     assert online.main([*args, "-o", str(tmp_path / "a")]) == 0
     s = json.loads((tmp_path / "a" / "summary.json").read_text())
-    assert set(s["systems"]) == set(online.SYSTEMS) and s["n_spans"] == 5
+    assert set(s["systems"]) == set(online.DEFAULT_SYSTEMS) and s["n_spans"] == 5
     sysdf = pd.read_csv(tmp_path / "a" / "systems.csv")
     assert (sysdf.n_completed == sysdf.n_requests).all()
     assert sorted(set(pd.read_csv(tmp_path / "a" / "spans.csv").period)) == [f"P{i}" for i in range(1, 7)]

@@ -15,7 +15,9 @@ deployment and routing, switches when the layout changes, and routes the span's 
 - ``reload`` (vLLM reload): the best homogeneous deployment for each span's λ̂, round-robin, with
   ad hoc switching (the paper's "reload" uses OServe's switching, spec §2);
 - ``hetero`` (ablation middle rung): OServe's deployments with type-agnostic routing, each
-  replica's share in proportion to its capacity on λ̂'s mix.
+  replica's share in proportion to its capacity on λ̂'s mix;
+- ``dynamo`` (Dynamo + vLLM, Fig 18; opt-in with ``--systems``): prefill and decode workers of one
+  fixed shape, a reactive ±1 planner, KV-aware decode routing and KV hand-off (``dynamo``).
 
 Serving: each replica lifetime (the spans over which the same shape stays on the same GPUs) is one
 vLLM-like instance in the DES, fed the requests routed to it; a replica that a switch creates takes
@@ -47,6 +49,7 @@ from ...catalog import get_model
 from ...errors import InputError
 from ...metrics.latency import stats
 from ...sim import Cluster
+from . import dynamo as DY
 from . import predictor as PR
 from . import switching as SW
 from .objective import evaluate
@@ -55,6 +58,8 @@ from .replica import BACKENDS, GPU, Shape, instance_config, kv_tokens, step_mode
 from .search import INITS, Evaluator, exhaustive, heuristic, place
 
 SYSTEMS = ("oserve", "static", "reload", "hetero", "oserve_naive_reload")
+DEFAULT_SYSTEMS = SYSTEMS  # what --systems serves unless told; the opt-in baselines follow
+SYSTEMS += ("dynamo",)  # Fig 18's Dynamo + vLLM (module dynamo)
 SO_TYPES = ("SISO", "LISO")  # short-output types drain at a switch; the others migrate
 PCTS = (90, 95, 96, 97, 98, 99)
 
@@ -428,6 +433,10 @@ def run(a: argparse.Namespace) -> int:
     if "static" in a.systems:
         st = planner.static(counts)
         plans["static"] = [st] * n_spans
+    if "dynamo" in a.systems:
+        dyn = DY.prepare(a.model, a.gpus, wl, n_spans, PR.SPAN_S, backend=a.backend, max_pp=a.max_pp)
+        plans["dynamo"] = [Plan((dyn.shape,) * dyn.n_workers, np.full((dyn.n_workers, len(G.TYPES)), 1.0 / dyn.n_workers),
+                                dyn.alpha) for _ in range(n_spans)]
     plan_s = time.perf_counter() - t0
     edges = np.linspace(0.0, n_spans * PR.SPAN_S, 7) if a.kind == "trace" else \
         np.arange(len(wl.attrs.get("spans", [0])) + 1) * (wl.attrs.get("span_s") or n_spans * PR.SPAN_S)
@@ -435,8 +444,11 @@ def run(a: argparse.Namespace) -> int:
     for sysname in a.systems:
         switch = {"static": "none", "oserve_naive_reload": "reload"}.get(sysname, "adhoc")
         ts = time.perf_counter()
-        df, sw = serve_plans(a.model, a.gpus, plans[sysname], wl, types, switch=switch, span_s=PR.SPAN_S, seed=a.seed,
-                             backend=a.backend, restart_s=a.restart_s, type_names=G.TYPES)
+        if sysname == "dynamo":
+            df, sw = DY.serve(dyn, wl, types, restart_s=a.restart_s)
+        else:
+            df, sw = serve_plans(a.model, a.gpus, plans[sysname], wl, types, switch=switch, span_s=PR.SPAN_S, seed=a.seed,
+                                 backend=a.backend, restart_s=a.restart_s, type_names=G.TYPES)
         summ = summarize(df, len(wl))
         summ.update({"switches": len(sw), "switch_s_total": float(sum(x["switch_s"] for x in sw)),
                      "switch_s_max": float(max([x["switch_s"] for x in sw], default=np.nan)),
@@ -467,6 +479,8 @@ def run(a: argparse.Namespace) -> int:
            "rrmse_pred_pct": float(np.nanmean(PR.rrmse(counts[1:], lam_hat[1:]))) if n_spans > 1 else np.nan,
            "plan_s": plan_s, "searches": planner.searches, "search_s": planner.search_s, "profile_runs": prof.runs,
            "systems": systems, "seed": a.seed, "wall_s": time.perf_counter() - t_start}
+    if "dynamo" in a.systems:
+        out["dynamo"] = dyn.summary()
     with staged_output_dir(a.out, command=f"oserve online {a.model} {a.kind} {a.name}", force=a.force) as tmp:
         pd.DataFrame(rows).to_csv(tmp / "systems.csv", index=False)
         pd.DataFrame(span_rows).to_csv(tmp / "spans.csv", index=False)
@@ -486,7 +500,7 @@ def main(argv=None) -> int:
     ap.add_argument("--gpus", type=int, required=True)
     ap.add_argument("--kind", choices=("trace", "spatial", "temporal"), default="trace")
     ap.add_argument("--name", default="T1", help="trace T1|T2, spatial level S1-S5, temporal level T1-T4")
-    ap.add_argument("--systems", nargs="+", default=list(SYSTEMS))
+    ap.add_argument("--systems", nargs="+", default=list(DEFAULT_SYSTEMS))
     ap.add_argument("--load", type=float, default=0.8, help="mean rate / the best static deployment's capacity")
     ap.add_argument("--predictor", default="oracle")
     ap.add_argument("--predictor-days", type=int, default=14)
