@@ -28,7 +28,10 @@
 # near-synonym replacement (encoder-embedding neighbours: WordNet cannot be fetched); μ-Serve on
 # the plain split. **Quick scale is an ablation**: the encoder is frozen (heads only, no prompt
 # tuning) on a few hundred pairs and 64 tokens, so its numbers say nothing about the paper's
-# method; full scale is the paper's setting. PiA needs Vicuna-13B / ChatGPT: NOT-REPRODUCIBLE.
+# method. **Full scale** is the paper's method (20 soft-prompt tokens + last layer + head, 3
+# epochs; μ-Serve on the same backbone and last layer) on a one-thread CPU budget: 2,000 first-turn
+# and 1,000 all-turn training pairs at 256 tokens (the paper: ~7.8 k pairs at 512; scale `paper` of
+# the run keeps that setting for a GPU). PiA needs Vicuna-13B / ChatGPT: NOT-REPRODUCIBLE.
 # A training-median constant is listed as a reference (what a predictor without signal scores).
 
 # %% tags=["parameters"]

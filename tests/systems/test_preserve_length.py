@@ -180,3 +180,37 @@ def test_read_predictions_errors(tmp_path):
     pd.DataFrame({"label_set": ["first"], "conv_id": ["a"]}).to_csv(p, index=False)
     with pytest.raises(LengthDataError, match="missing columns"):
         read_predictions(p)
+
+
+def test_table2_scales_resolve_and_validate():
+    from dataclasses import replace
+
+    from servesim.systems.preserve.table2 import SCALES, Table2Settings
+
+    full, paper = SCALES["full"], SCALES["paper"]
+    # full: the paper's method (prompt tuning, 20 soft tokens, 3 epochs, length batching) on a CPU
+    # budget; the all-turn set has its own caps
+    assert (full.mode, full.n_prompt, full.epochs, full.max_len) == ("prompt_tuning", 20, 3, 256)
+    assert full.caps("first") == (2000, 2000) and full.caps("all") == (1000, 1000)
+    assert full.label_sets == ("first", "all")
+    # paper: §4.2/§5.2.2's setting, still available by name; -1 = the all-turn set shares the caps
+    assert (paper.mode, paper.max_len, paper.max_train) == ("prompt_tuning", 512, 7800)
+    assert paper.caps("all") == paper.caps("first") == (7800, 3300)
+    assert replace(paper, max_train_all=None).caps("all") == (None, 3300)
+    base = dict(mode="prompt_tuning", max_conversations=None, max_train=10, max_test=10, max_len=64,
+                epochs=1, batch_size=4)
+    for bad in (dict(max_train=0), dict(max_train_all=0), dict(max_test_all=-2), dict(max_len=22),
+                dict(epochs=0), dict(label_sets=("first", "second")), dict(label_sets=())):
+        with pytest.raises(LengthDataError):
+            Table2Settings(**{**base, **bad})
+
+
+def test_table2_cli_knows_paper_scale():
+    from servesim.systems.preserve.table2 import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--scale", "nope", "-o", "unused"])
+    assert e.value.code == 2
+    with pytest.raises(SystemExit) as e:   # argparse accepts 'paper'; --help exits 0 before running
+        main(["--scale", "paper", "--help"])
+    assert e.value.code == 0
