@@ -34,6 +34,8 @@ Hooks for the fleet layer and the papers' systems:
 - :meth:`switch_model`: swap the running requests' KV to host (or preempt them), load another
   model for ``load_s`` seconds, continue with that model's parked requests (swapping them in).
 - :meth:`pause` / :meth:`resume`, :meth:`take_waiting`, :meth:`stop` for scaling and draining.
+- :meth:`migrate_out` + ``submit(front=True)``: move a decoding request with its KV to another
+  instance (live migration, :mod:`servesim.sim.migration`).
 - ``tp``/``pp``/``hardware`` in :class:`InstanceConfig` describe the replica's shape; the
   step-time model passed in must have been built for that shape (the instance only holds it).
 """
@@ -325,8 +327,11 @@ class Instance:
         return self.ds.generated(r) if r.dec else r.generated
 
     # ------------------------------------------------------------------ submitting work
-    def submit(self, r: Req) -> None:
+    def submit(self, r: Req, front: bool = False) -> None:
         """Hand ``r`` to this instance at the current time (queued; joins at the next boundary).
+
+        ``front``: queue it ahead of the waiting requests (a request migrated in with its KV,
+        whose blocks the destination admits first, as Llumnix pre-allocates them).
 
         Requests that can never run here end ``rejected`` at once with a reason. A request for
         another model than the one loaded is parked until :meth:`switch_model` loads it.
@@ -352,7 +357,10 @@ class Instance:
         if r.model != self.model:
             self.parked.setdefault(r.model, deque()).append(r)
             return None
-        self.waiting.append(r)
+        if front:
+            self.waiting.appendleft(r)
+        else:
+            self.waiting.append(r)
         self._poke()
         return None
 
@@ -705,6 +713,32 @@ class Instance:
             r.state = 0
             r.inst = -1
         return out
+
+    def migrate_out(self, r: Req, then: Callable[[Req | None], None]) -> None:
+        """Take decoding request ``r`` out of this instance at the next iteration boundary, with
+        its KV state (live migration's last stage): its blocks are freed here, it leaves in state
+        ``TRANSFER`` with ``kv_ready`` set and ``computed == prompt + generated - 1``, so that
+        :meth:`submit` on another instance resumes its decoding without a prefill. ``then(r)``
+        is called at that boundary, or ``then(None)`` when ``r`` is no longer decoding here by
+        then (it finished, was preempted, or was never here)."""
+        def do():
+            self.sync()
+            if r not in self.running or not r.dec:
+                then(None)
+                return
+            self.ds.remove(r)
+            if hasattr(self.ds, "purge"):
+                self.ds.purge(r)
+            self._close_stint(r)
+            r.dec = False
+            del self.running[r]
+            self.used -= r.held
+            r.held = 0
+            r.state = TRANSFER
+            r.kv_ready = True
+            then(r)
+
+        self._control(do)
 
     def stop(self, reason: str = "instance stopped") -> None:
         """Drop everything held here now (terminal state ``dropped``) and refuse new work."""

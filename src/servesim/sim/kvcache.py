@@ -166,6 +166,12 @@ class FastDecodeSet:
         r.fin = -1  # marks its heap entry stale
         return r.held
 
+    def purge(self, r) -> None:
+        """Drop ``r``'s (stale) heap entries: a request leaving for another instance, whose
+        (fin, adm) there could equal an old entry's here."""
+        self.heap = [e for e in self.heap if e[2] is not r]
+        heapq.heapify(self.heap)
+
     def computed(self, r) -> int:
         return r.c0 + self.D - r.d0
 

@@ -25,6 +25,10 @@ requests from the span start but serves them only once it is ready (start + swit
 is in their latency). At a switch, in-flight requests finish on their source replica: short-output
 ones drain, long-output ones are counted as migrated and pay their KV bytes over the link (§5.2).
 
+Llumnix (Fig 17; opt-in with ``--systems``): vLLM static's homogeneous deployment for the whole
+trace, served by ``llumnix`` as one cluster: load-aware dispatch on Llumnix's freeness and live
+migration between its instances (``--llumnix-option KEY=VALUE`` sets its knobs).
+
 Load: the trace is scaled so that its busiest span loads the best static homogeneous deployment to
 ``--load`` (spec §2 [R]: "neither over- nor under-utilised"): the busiest span is the one with the
 smallest flow-model headroom, and the deployment's capacity at that span's mix is measured as the
@@ -50,6 +54,7 @@ from ...errors import InputError
 from ...metrics.latency import stats
 from ...sim import Cluster
 from . import dynamo as DY
+from . import llumnix as LL
 from . import predictor as PR
 from . import switching as SW
 from .objective import evaluate
@@ -60,6 +65,7 @@ from .search import INITS, Evaluator, exhaustive, heuristic, place
 SYSTEMS = ("oserve", "static", "reload", "hetero", "oserve_naive_reload")
 DEFAULT_SYSTEMS = SYSTEMS  # what --systems serves unless told; the opt-in baselines follow
 SYSTEMS += ("dynamo",)  # Fig 18's Dynamo + vLLM (module dynamo)
+SYSTEMS += ("llumnix",)  # Fig 17's Llumnix (module llumnix)
 SO_TYPES = ("SISO", "LISO")  # short-output types drain at a switch; the others migrate
 PCTS = (90, 95, 96, 97, 98, 99)
 
@@ -371,6 +377,7 @@ def check(a: argparse.Namespace) -> None:
         raise InputError(f"--load: need a finite number > 0, got {a.load}")
     if a.minute_stride < 1 or a.level_minutes < 1 or a.gpus < 1:
         raise InputError("--minute-stride, --level-minutes and --gpus must be >= 1")
+    LL.LlumnixOptions.parse(getattr(a, "llumnix_option", ()))
     if a.predictor not in ("oracle", *PR.PREDICTORS):
         raise InputError(f"--predictor {a.predictor!r}: oracle or one of {', '.join(PR.PREDICTORS)}")
     try:
@@ -433,6 +440,9 @@ def run(a: argparse.Namespace) -> int:
     if "static" in a.systems:
         st = planner.static(counts)
         plans["static"] = [st] * n_spans
+    if "llumnix" in a.systems:  # vLLM static's deployment; routing by load, not shares
+        st = planner.static(counts)
+        plans["llumnix"] = [Plan(st.shapes, np.full_like(st.fractions, np.nan), st.alpha)] * n_spans
     if "dynamo" in a.systems:
         dyn = DY.prepare(a.model, a.gpus, wl, n_spans, PR.SPAN_S, backend=a.backend, max_pp=a.max_pp)
         plans["dynamo"] = [Plan((dyn.shape,) * dyn.n_workers, np.full((dyn.n_workers, len(G.TYPES)), 1.0 / dyn.n_workers),
@@ -446,6 +456,9 @@ def run(a: argparse.Namespace) -> int:
         ts = time.perf_counter()
         if sysname == "dynamo":
             df, sw = DY.serve(dyn, wl, types, restart_s=a.restart_s)
+        elif sysname == "llumnix":
+            df, sw = LL.serve(a.model, a.gpus, plans[sysname][0].shapes, wl, types, span_s=PR.SPAN_S, n_spans=n_spans,
+                              backend=a.backend, options=LL.LlumnixOptions.parse(a.llumnix_option)), []
         else:
             df, sw = serve_plans(a.model, a.gpus, plans[sysname], wl, types, switch=switch, span_s=PR.SPAN_S, seed=a.seed,
                                  backend=a.backend, restart_s=a.restart_s, type_names=G.TYPES)
@@ -455,6 +468,7 @@ def run(a: argparse.Namespace) -> int:
                      "switch_s_mean": float(np.mean([x["switch_s"] for x in sw])) if sw else np.nan,
                      "min_switch_interval_min": float(np.min(np.diff([x["span"] for x in sw]))) if len(sw) > 1 else np.nan,
                      "sim_wall_s": time.perf_counter() - ts})
+        summ.update(df.attrs.get("system_stats", {}))  # a system's own counters (llumnix: migrations)
         systems[sysname] = summ
         rows.append({"system": sysname, **summ})
         pspan = np.searchsorted(edges, df["arrival_s"].to_numpy(), side="right") - 1
@@ -515,6 +529,8 @@ def main(argv=None) -> int:
                     help="Alg. 1's start: §4.3's memory minimum or the best uniform deployment (App. E)")
     ap.add_argument("--max-pp", type=int, default=8)
     ap.add_argument("--restart-s", type=float, default=SW.RESTART_S)
+    ap.add_argument("--llumnix-option", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="Llumnix knobs: poll_s, threshold_steps, migration, last_stage_tokens, max_stages")
     ap.add_argument("--n-requests", type=int, default=2000, help="requests per profiler saturation run")
     ap.add_argument("--backend", choices=BACKENDS, default="roofline")
     ap.add_argument("--cache-dir", default=None)
