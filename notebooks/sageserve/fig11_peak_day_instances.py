@@ -116,6 +116,10 @@ for s in ("lt_i", "lt_u", "lt_ua"):
         metrics[f"savings_pct_exact_{s}"] = 100.0 * (1.0 - ih_exact[s] / ih_exact["reactive"])
 metrics["savings_pct_best"] = max(metrics[f"savings_pct_{s}"] for s in ("lt_i", "lt_u", "lt_ua"))
 metrics["savings_pct_best_exact"] = max(metrics[f"savings_pct_exact_{s}"] for s in ("lt_i", "lt_u", "lt_ua"))
+# the relative form of Chiron's 1146 (claim 02e): Chiron / Reactive instance-hours, both readings
+for tag, tab in (("", ih), ("_exact", ih_exact)):
+    ok = "chiron" in tab and "reactive" in tab and tab["reactive"] > 0
+    metrics[f"instance_hours{tag}_ratio_chiron_vs_reactive"] = tab["chiron"] / tab["reactive"] if ok else float("nan")
 metrics["theta_reading"] = summ["lt_ua"].get("theta_reading")
 metrics["theta_tokens_per_min_lt_ua"] = (summ["lt_ua"].get("theta_tokens_per_min") or {}).get(model)
 metrics["preset"] = summ[strategies[0]]["preset"]

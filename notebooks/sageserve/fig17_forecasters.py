@@ -82,6 +82,26 @@ metrics
 # training-time ordering depends on how TVAR and the HMM are implemented (the paper does not
 # say): our recursive-least-squares TVAR trains in about a millisecond, far faster than ARIMA.
 
+# %% [markdown]
+# **The synthetic week's calibration target (spec §1.4).** The authors' notebook fits
+# ARIMA(3,1,2) once on each whole week of IW prompt tokens per minute per (model, region) and
+# reports the in-sample one-step error 100·mean|e|/mean(actual): 16–24 % over the 12 series
+# (mean 19.96 %). The generator's per-minute noise is fitted to that mean
+# (`gen_sageserve.MINUTE_NOISE_READINGS["arima_fit"]`), so meeting it is a calibration check, not
+# a reproduction. Run `forecast_onestep/<reading>` measures it on the week at the authors' volume,
+# for the fitted noise and the earlier hand-set one (`smooth_v1`).
+
+# %%
+from servesim.analysis.runs import load_summary, run_dirs
+
+for reading, d in run_dirs("sageserve", "forecast_onestep", scale, root).items():
+    s = load_summary("sageserve", f"forecast_onestep/{reading}", scale, root)
+    for k in ("mean", "min", "max"):
+        metrics[f"arima_onestep_error_pct_{k}_{reading}"] = s[f"error_pct_{k}"]
+    print(reading, s["minute_noise_sigmas"], {k: round(s[f"error_pct_{k}"], 2) for k in ("mean", "min", "max")})
+    print(pd.read_csv(d / "onestep_error.csv").round(2).to_string(index=False))
+metrics["arima_onestep_error_pct_mean"] = metrics.get("arima_onestep_error_pct_mean_arima_fit", float("nan"))
+
 # %%
 out = FigureOutputs("sageserve", "fig17_forecasters", scale=scale, root=root)
 out.save_figure(fig)
