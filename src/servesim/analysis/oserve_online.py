@@ -51,6 +51,29 @@ def paired(df: pd.DataFrame, value: str, num: str, den: str, by=("model", "trace
     return (p[num] / p[den]).dropna()
 
 
+OSERVE_VARIANTS = ("oserve", "oserve_naive_reload", "hetero")  # OServe and its ablations: never a baseline
+
+
+def vs_best_baseline(df: pd.DataFrame, value: str, higher_is_better: bool, by=("trace",),
+                     system: str = "oserve") -> pd.DataFrame:
+    """For each group in ``by``: the best baseline on ``value`` (every system of the runs but OServe
+    and its variants) and OServe's gain over it (> 1: OServe better; for a latency, baseline /
+    OServe; for a throughput, OServe / baseline). Columns: *by, best_baseline, baseline_value,
+    oserve_value, gain."""
+    cols = [*by, "best_baseline", "baseline_value", "oserve_value", "gain"]
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    p = df.pivot_table(index=list(by), columns="system", values=value, aggfunc="first")
+    base = [c for c in p.columns if c not in OSERVE_VARIANTS]
+    if system not in p or not base:
+        return pd.DataFrame(columns=cols)
+    b = p[base]
+    best = b.idxmax(axis=1) if higher_is_better else b.idxmin(axis=1)
+    bv = b.max(axis=1) if higher_is_better else b.min(axis=1)
+    gain = [ratio(o, v) if higher_is_better else ratio(v, o) for o, v in zip(p[system], bv)]
+    out = pd.DataFrame({"best_baseline": best, "baseline_value": bv, "oserve_value": p[system], "gain": gain})
+    return out.reset_index()[cols]
+
 
 def level_speedups(kind: str, levels, scale: str, root=None) -> tuple[pd.DataFrame, dict]:
     """Tables 1-2: (the ``levels/<kind>-*`` runs' systems table, {speedup_<level>: OServe's P99

@@ -74,7 +74,20 @@ def _take(free: list[set], shape: Shape, per_node: int) -> tuple[int, ...] | Non
 
 
 def layout(shapes, total_gpus: int, previous: tuple[Placed, ...] = (), per_node: int = GPUS_PER_NODE) -> tuple[Placed, ...]:
-    """Lay ``shapes`` out on GPUs 0..total-1, keeping replicas of ``previous`` whose shape recurs."""
+    """Lay ``shapes`` out on GPUs 0..total-1, keeping replicas of ``previous`` whose shape recurs.
+
+    Keeping old replicas in place can fragment the nodes so that a new replica no longer fits (on 32
+    GPUs a TP2 left with one free GPU on each of two nodes): then the deployment is laid out afresh,
+    and ``plan`` still keeps every replica that lands on its old GPUs."""
+    try:
+        return _layout(shapes, total_gpus, previous, per_node)
+    except ValueError:
+        if not previous:
+            raise
+        return _layout(shapes, total_gpus, (), per_node)
+
+
+def _layout(shapes, total_gpus: int, previous: tuple[Placed, ...], per_node: int) -> tuple[Placed, ...]:
     nodes = -(-total_gpus // per_node)
     free = [set(range(n * per_node, min((n + 1) * per_node, total_gpus))) for n in range(nodes)]
     todo = sorted(shapes, key=lambda s: (-s.gpus, -s.tp, s.pp, s.cross_node))
