@@ -26,7 +26,12 @@
 # of Central US for two hours of the peak day (preset `models_quick`); full scale: the peak-day
 # runs (4 models × 3 regions), of which the figure takes `region` (Central US as the authors'
 # Figure4.py and conference Fig 5; the journal caption says West US). The "stays at the minimum"
-# instance counts are read after `settle_h` hours (every pool starts at its configured size).
+# instance counts, and the largest share of the region's instances in spot, are read after
+# `settle_h` hours (every pool starts at its configured size and sheds the excess into spot first).
+#
+# NIW work is chunked into fixed-size jobs (J §6.2; `SageServeConfig.niw_chunk_tokens`); the
+# reading with NIW prompts served whole (the authors' simulator) is the runs
+# `runs_models_whole/<strategy>`, whose metrics carry the suffix `_whole`.
 
 # %% tags=["parameters"]
 scale = "quick"
@@ -47,27 +52,34 @@ from servesim.metrics import billed_count, instance_hours_readings
 from servesim.systems.sageserve.strategies import NIW_SUFFIX
 
 apply_style()
-base = run_dirs("sageserve", "runs_models", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 KEYS = {"bloom-176b": "bloom_176b", "llama-2-70b": "llama2_70b", "llama-3.1-8b": "llama3_1_8b", "llama-3.2-3b": "llama3_2_3b"}
-rows, counts = [], []
-for strat, label in (("reactive", "unified"), ("siloed", "siloed")):
-    h = pd.read_parquet(base[strat] / "instance_hours.parquet")
-    h = h[h["region"] == region]
-    h["base_model"] = h["model"].str.removesuffix(NIW_SUFFIX)
-    pooled = h[h["state"] == "pooled"].groupby("base_model")["hours"].sum()
-    ts = pd.read_parquet(base[strat] / "timeseries.parquet")
-    ts = ts[ts["region"] == region].copy()
-    ts["base_model"] = ts["model"].str.removesuffix(NIW_SUFFIX)
-    for m, hg in h.groupby("base_model"):
-        # the paper's instance-hours (15-min bin maxima, a model's pools summed per sample) and the exact integral
-        both = instance_hours_readings(hg, ts[ts["base_model"] == m].assign(model=m))
-        rows.append({"mode": label, "model": m, "instance_hours": both["binned_max"],
-                     "instance_hours_exact": both["exact"], "pooled_hours": float(pooled.get(m, 0.0))})
-    n = billed_count(ts)
-    counts.append(ts.assign(instances=n, mode=label).groupby(["mode", "time_s", "base_model", "region"], as_index=False)
-                  [["instances", "n_pooled"]].sum())
-data = pd.DataFrame(rows)
-counts = pd.concat(counts, ignore_index=True)
+
+
+def pools(family: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(instance-hours per mode and model, instance and spot counts per sample) of one run family."""
+    base = run_dirs("sageserve", family, scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
+    rows, counts = [], []
+    for strat, label in (("reactive", "unified"), ("siloed", "siloed")):
+        h = pd.read_parquet(base[strat] / "instance_hours.parquet")
+        h = h[h["region"] == region]
+        h["base_model"] = h["model"].str.removesuffix(NIW_SUFFIX)
+        pooled = h[h["state"] == "pooled"].groupby("base_model")["hours"].sum()
+        ts = pd.read_parquet(base[strat] / "timeseries.parquet")
+        ts = ts[ts["region"] == region].copy()
+        ts["base_model"] = ts["model"].str.removesuffix(NIW_SUFFIX)
+        for m, hg in h.groupby("base_model"):
+            # the paper's instance-hours (15-min bin maxima, a model's pools summed per sample) and the exact integral
+            both = instance_hours_readings(hg, ts[ts["base_model"] == m].assign(model=m))
+            rows.append({"mode": label, "model": m, "instance_hours": both["binned_max"],
+                         "instance_hours_exact": both["exact"], "pooled_hours": float(pooled.get(m, 0.0))})
+        n = billed_count(ts)
+        counts.append(ts.assign(instances=n, mode=label).groupby(["mode", "time_s", "base_model", "region"],
+                                                                 as_index=False)[["instances", "n_pooled"]].sum())
+    return pd.DataFrame(rows), pd.concat(counts, ignore_index=True)
+
+
+data, counts = pools("runs_models")
+data_whole, counts_whole = pools("runs_models_whole")
 data
 
 # %%
@@ -81,13 +93,25 @@ axes[0].set_ylabel("instances")
 axes[0].legend(fontsize=7)
 
 # %%
+def max_counts(counts: pd.DataFrame, suffix: str = "") -> dict:
+    """Max instances per (mode, model) from ``settle_h`` into the run (keys + ``suffix``)."""
+    out = {}
+    for m, k in KEYS.items():
+        for mode in ("unified", "siloed"):
+            sel = counts[(counts["mode"] == mode) & (counts["base_model"] == m) & (counts["time_s"] >= settle_h * 3600)]
+            out[f"max_instances_{mode}_{k}{suffix}"] = int(sel.groupby("time_s")["instances"].sum().max()) if len(sel) else None
+    return out
+
+
 piv = data.pivot(index="model", columns="mode", values="instance_hours")
+piv_whole = data_whole.pivot(index="model", columns="mode", values="instance_hours")
 metrics = {}
 for m, k in KEYS.items():
     for mode in ("unified", "siloed"):
         metrics[f"instance_hours_{mode}_{k}"] = float(piv.loc[m, mode]) if m in piv.index else None
-        sel = counts[(counts["mode"] == mode) & (counts["base_model"] == m) & (counts["time_s"] >= settle_h * 3600)]
-        metrics[f"max_instances_{mode}_{k}"] = int(sel.groupby("time_s")["instances"].sum().max()) if len(sel) else None
+        metrics[f"instance_hours_{mode}_{k}_whole"] = float(piv_whole.loc[m, mode]) if m in piv_whole.index else None
+metrics.update(max_counts(counts))
+metrics.update(max_counts(counts_whole, "_whole"))
 metrics["instance_hours_reduction_pct"] = float(100 * (1 - piv["unified"].sum() / piv["siloed"].sum()))
 piv_exact = data.pivot(index="model", columns="mode", values="instance_hours_exact")
 metrics["instance_hours_reduction_pct_exact"] = float(100 * (1 - piv_exact["unified"].sum() / piv_exact["siloed"].sum()))
@@ -96,10 +120,21 @@ for m, k in KEYS.items():
         metrics[f"instance_hours_exact_{mode}_{k}"] = float(piv_exact.loc[m, mode]) if m in piv_exact.index else None
 metrics["instance_hours_reading"] = "binned_max_15min"
 metrics["unified_fewer_all_models"] = bool((piv["unified"] < piv["siloed"]).all())
+# the relative form of the Fig 8a labels (claims 11a-c): Unified / Siloed per model, both readings
+for m, k in KEYS.items():
+    for tag, tab in (("", piv), ("_exact", piv_exact)):
+        ok = m in tab.index and tab.loc[m, "siloed"] > 0
+        metrics[f"instance_hours{tag}_ratio_unified_vs_siloed_{k}"] = (
+            float(tab.loc[m, "unified"] / tab.loc[m, "siloed"]) if ok else float("nan"))
 pooled = data.pivot(index="model", columns="mode", values="pooled_hours")
 metrics["spot_donated_instance_hours_delta"] = float(pooled["unified"].sum() - pooled["siloed"].sum())
+# spot share of the region's instances from settle_h on (the first hour sheds the configured start);
+# the whole run's maximum beside it
 uc = counts[counts["mode"] == "unified"].groupby(["time_s", "region"])[["instances", "n_pooled"]].sum()
-metrics["max_spot_fraction"] = float((uc["n_pooled"] / (uc["instances"] + uc["n_pooled"])).max())
+frac = uc["n_pooled"] / (uc["instances"] + uc["n_pooled"])
+settled = frac[frac.index.get_level_values("time_s") >= settle_h * 3600]
+metrics["max_spot_fraction"] = float(settled.max()) if len(settled) else None
+metrics["max_spot_fraction_incl_startup"] = float(frac.max())
 metrics["region"] = region
 metrics["settle_h"] = settle_h
 metrics

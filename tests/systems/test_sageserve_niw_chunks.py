@@ -85,3 +85,34 @@ def test_run_serves_chunks_and_reports_one_row_per_request():
     assert niw["e2e_s"] == pytest.approx(niw["finish_s"] - niw["arrival_s"])
     assert runs[4096].summary["niw_chunked_requests"] == 1 and runs[None].summary["niw_chunked_requests"] == 0
     assert (whole["tier"] == chunked["tier"]).all() and (whole["prompt_tokens"] == chunked["prompt_tokens"]).all()
+
+
+def test_declared_test_runs_record_the_readings(tmp_path):
+    """The declared test-scale runs of the whole-prompt and ungated-LT-UA readings run and record them."""
+    import json
+
+    from servesim.analysis.runs import run as declared_run
+    from servesim.systems.sageserve.runs import main
+
+    out = tmp_path / "nogate"
+    main(list(declared_run("sageserve", "runs_burst/lt_ua_nogate", "test").args) + ["-o", str(out)])
+    s = json.loads((out / "summary.json").read_text())
+    assert s["lt_ua_window_s"] is None and s["niw_chunk_tokens"] == 4096 and s["strategy"] == "lt_ua"
+    out = tmp_path / "whole"
+    main(list(declared_run("sageserve", "runs_models_whole/reactive", "test").args) + ["-o", str(out)])
+    s = json.loads((out / "summary.json").read_text())
+    assert s["niw_chunk_tokens"] is None and s["niw_chunked_requests"] == 0 and s["lt_ua_window_s"] == 1200.0
+    r = pd.read_parquet(out / "requests.parquet")
+    assert (r["niw_chunks"] == 1).all()
+
+
+def test_cli_rejects_negative_chunk_size_and_long_gate(tmp_path, capsys):
+    from servesim.cli_errors import EXIT_INPUT
+    from servesim.systems.sageserve.runs import main
+
+    base = ["--strategy", "reactive", "--models", "llama-2-70b", "--regions", "eastus", "--window-h", "36", "37",
+            "--days", "2", "-o", str(tmp_path / "x")]
+    assert main(base + ["--niw-chunk-tokens", "-5"]) == EXIT_INPUT
+    assert "--niw-chunk-tokens -5" in capsys.readouterr().err
+    assert main(base + ["--lt-ua-window-s", "4000"]) == EXIT_INPUT
+    assert not (tmp_path / "x").exists()

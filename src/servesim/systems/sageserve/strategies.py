@@ -203,6 +203,8 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
         res.summary.update(summarize(res.requests, hours=res.instance_hours, timeseries=res.timeseries,
                                      end_s=res.summary["end_s"]))
         res.summary["partial"] = bool(res.requests["partial"].any())
+    else:
+        res.requests["niw_chunks"] = np.ones(len(res.requests), dtype=np.int64)
     res.summary["niw_chunk_tokens"] = c.niw_chunk_tokens
     res.summary["niw_chunked_requests"] = 0 if chunk_parent is None else int((res.requests["niw_chunks"] > 1).sum())
     return res, actor
