@@ -37,12 +37,13 @@ def test_dispatch_goes_to_the_largest_freeness():
 
     ll.cluster.kernel.at(1.65, look, None, PRIO_CONTROL)
     df = ll.run(w).requests
-    # A (100 tokens: 7 of 20 blocks) to i0, the first empty one. B at 0.5: i0 has 13 free blocks =
-    # 208 tokens for 1 request, i1 is empty (+inf): i1. C at 1.5: i1 holds B's 2 blocks, 288 / 1 > 208:
-    # i1. D (130 tokens) at 1.6: i1 holds B and C (3 blocks): 17 x 16 / 2 = 136 < 208: i0. At 1.65 D
-    # waits on i0 (9 blocks of demand): (208 - 144) / 2 = 32 < 136: E at 1.7 goes to i1.
+    # F = (free tokens - queued demand) / running. A (100 tokens: 7 of 20 blocks) to i0, the first empty
+    # one. B at 0.5: i0 has 13 free blocks = 208 tokens for 1 running request, i1 is empty (+inf): i1.
+    # C at 1.5: i1 holds B's 2 blocks, 288 / 1 > 208: i1. D (130 tokens) at 1.6: i1 runs B and C (3
+    # blocks): 17 x 16 / 2 = 136 < 208: i0. At 1.65 D waits on i0 (9 blocks of demand): (208 - 144) / 1
+    # = 64 < 136: E at 1.7 goes to i1.
     assert df.sort_values("request_id").instance.tolist() == ["i0", "i1", "i1", "i0", "i1"]
-    assert (seen["i0"], seen["i1"], seen["m0"]) == (32.0, 136.0, 32.0)
+    assert (seen["i0"], seen["i1"], seen["m0"]) == (64.0, 136.0, 64.0)
     assert (df.state == "finished").all()
 
 

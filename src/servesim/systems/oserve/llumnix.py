@@ -5,17 +5,18 @@ static picks it (``online.Planner.static``; spec §2: "best homogeneous parallel
 the trace"); no switching. All instances serve the trace in ONE cluster, so that dispatch and
 migration see each other's load.
 
-Load reading (Llumnix's *virtual usage* and *freeness*, OSDI'24 §4.4): an instance's freeness is
-the number of decode steps its batch can still run before its KV cache is full,
+Load reading (Llumnix's *virtual usage* and *freeness*, OSDI'24 §4.4: F = (M - ΣV) / B): an
+instance's freeness is the number of decode steps its running batch can still run before its KV
+cache is full,
 
-    F = (free KV tokens - virtual usage of its queue) / requests,
+    F = (free KV tokens - virtual usage of its queue) / B,   B = running requests (at least 1),
 
-with a queued request's virtual usage = its demand (its prompt's KV blocks, in tokens). Two
-readings, as Llumnix's load metric ``remaining_steps`` uses them:
-- dispatch (``dispatch_freeness``): every queued request counts (requests = running + queued);
-- migration (``migration_freeness``): only the queue's head counts (requests = running + 1 if a
-  queue), so an instance whose head cannot be admitted reads negative: it needs room.
-An instance with no request has F = +inf.
+with a queued request's virtual usage = its demand (its prompt's KV blocks, in tokens): Llumnix's
+load metric ``remaining_steps``. Two readings of the queue:
+- dispatch (``dispatch_freeness``): every queued request counts, so F falls with the queued work;
+- migration (``migration_freeness``): only the queue's head counts, so an instance whose head
+  cannot be admitted reads negative: it needs room.
+An instance holding no request has F = +inf.
 
 Dispatch (Llumnix ``dispatch_policy=load``): each request goes at its arrival to the instance with
 the largest dispatch freeness (the least loaded; ties: the lowest index). The sum of queued demands
@@ -114,23 +115,23 @@ class QueueDemand:
         return self.sum[j]
 
 
-def dispatch_freeness(inst, queued_demand: int) -> float:
-    """Decode steps left per request with every queued request's demand counted (+inf: empty)."""
-    n = inst.num_running + inst.num_waiting
-    if n == 0:
+def _freeness(inst, queued: int) -> float:
+    if inst.num_running == 0 and inst.num_waiting == 0:
         return math.inf
     free = (inst.num_blocks - inst.kv_used_blocks()) * inst.cfg.block_size
-    return (free - queued_demand) / n
+    return (free - queued) / max(inst.num_running, 1)
+
+
+def dispatch_freeness(inst, queued_demand: int) -> float:
+    """Decode steps the running batch can still run, every queued request's demand counted
+    (``queued_demand`` tokens); +inf for an instance holding nothing."""
+    return _freeness(inst, queued_demand)
 
 
 def migration_freeness(inst) -> float:
-    """Decode steps left per request with the queue's head demand counted (+inf: empty)."""
-    n = inst.num_running + (1 if inst.waiting else 0)
-    if n == 0:
-        return math.inf
-    free = (inst.num_blocks - inst.kv_used_blocks()) * inst.cfg.block_size
-    head = _demand(inst.waiting[0], inst.cfg.block_size) if inst.waiting else 0
-    return (free - head) / n
+    """Decode steps the running batch can still run, the queue head's demand counted; +inf for an
+    instance holding nothing."""
+    return _freeness(inst, _demand(inst.waiting[0], inst.cfg.block_size) if inst.waiting else 0)
 
 
 @register_router("llumnix-load")
