@@ -57,7 +57,7 @@ def test_fig13_runs_cli_at_test_scale(tmp_path, monkeypatch):
     args = [*r.args, "--cache-dir", str(tmp_path / "cache"), "--seed", "0"]
     assert online.main([*args, "-o", str(tmp_path / "a")]) == 0
     s = json.loads((tmp_path / "a" / "summary.json").read_text())
-    assert s["model"] == "llama-2-70b" and s["gpus"] == 32 and set(s["systems"]) == {"oserve", "static", "reload"}
+    assert s["model"] == "llama-2-70b" and s["gpus"] == 32 and set(s["systems"]) == {"oserve", "static", "reload", "llumnix", "dynamo"}
     plans = pd.read_csv(tmp_path / "a" / "plans.csv")
     for d in plans.deployment:  # every plan uses at most the 32 GPUs ("TP4,PP2 + TP2 + ...")
         parts = [dict((x[:2], int(x[2:])) for x in part.split(",")) for part in d.split(" + ")]
@@ -69,3 +69,39 @@ def test_fig13_runs_cli_at_test_scale(tmp_path, monkeypatch):
         a, b = pd.read_csv(tmp_path / "a" / f), pd.read_csv(tmp_path / "b" / f)
         pd.testing.assert_frame_equal(a.drop(columns=[c for c in a if c.endswith("wall_s")]),
                                       b.drop(columns=[c for c in b if c.endswith("wall_s")]))
+    # the latency-aware objective is a reading of the same CLI; the paper's is the default
+    assert s["objective"] == "phi-alpha"
+    assert online.main([*args, "--systems", "oserve", "--objective", "phi-alpha-xnode", "-o", str(tmp_path / "x")]) == 0
+    assert json.loads((tmp_path / "x" / "summary.json").read_text())["objective"] == "phi-alpha-xnode"
+    with pytest.raises(SystemExit) as bad:  # argparse's one-line error
+        online.main([*args, "--objective", "nope", "-o", str(tmp_path / "bad")])
+    assert bad.value.code == 2
+
+
+class _PerGpuProfiler:
+    """Capacity proportional to a replica's GPUs, whatever its shape: every deployment of the same
+    GPUs has the same flow value, so only the objective's latency term can tell them apart."""
+
+    def matrix(self, shapes):
+        n = np.array([[10.0 * s.gpus] * 2 for s in shapes])
+        return n, n
+
+
+def test_xnode_objective_prefers_in_node_pipelines_where_the_flow_objective_ties():
+    from servesim.systems.oserve.objective import XNODE_PENALTY
+    from servesim.systems.oserve.search import Evaluator
+
+    lam = np.array([40.0, 40.0])
+    cross = [Shape(4, 3), Shape(4)]          # 12-GPU pipeline: stages on two nodes
+    in_node = [Shape(4, 2), Shape(4, 2)]     # one node each
+    flow = Evaluator(_PerGpuProfiler(), lam, 16, "phi-alpha")
+    lat = Evaluator(_PerGpuProfiler(), lam, 16, "phi-alpha-xnode")
+    (pc, vc), (pi, vi) = flow(cross), flow(in_node)
+    assert any(s.cross_node for s in pc) and not any(s.cross_node for s in pi)
+    assert flow.key(vc) == flow.key(vi)                       # the paper's objective: a tie
+    assert vc.cross_share == pytest.approx(12 / 16)           # the α assignment: shares by capacity
+    assert lat.key(lat(in_node)[1]) > lat.key(lat(cross)[1])  # the latency reading breaks it
+    assert lat.key(lat(cross)[1])[1] == pytest.approx(vc.alpha_served * (1 - XNODE_PENALTY * 12 / 16))
+    # Φ still ranks first: a cross-node deployment that serves more beats an in-node one that serves less
+    short = Evaluator(_PerGpuProfiler(), np.array([400.0, 400.0]), 16, "phi-alpha-xnode")
+    assert short.key(short(cross)[1]) > short.key(short([Shape(4, 2)])[1])

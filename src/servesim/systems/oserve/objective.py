@@ -8,7 +8,12 @@ serve all of λ, Φ = Σλ for every such deployment and the search cannot tell 
 
 (1/α* is App. C's minimum makespan of λ, in spans). Objectives (``objective=``):
 - "phi-alpha" (default): lexicographic (Φ, α*): the paper's Φ first, α* breaks its ties;
-- "alpha": α* alone.
+- "alpha": α* alone;
+- "phi-alpha-xnode" (a latency-aware reading, not the paper's): Φ first, then α* discounted by the
+  share of the α* assignment's requests that cross nodes inside a pipeline replica (PP stages on two
+  nodes hand activations over InfiniBand on every step): α*·(1 − w·share), w = ``XNODE_PENALTY``.
+  Under the flow objective alone Alg. 1 accepts cross-node pipelines that add no capacity over an
+  in-node deployment but cost every request they serve latency (the 16-GPU Llama2-70B runs).
 Alg. 1's O / U sets come from the α assignment: O = the replicas saturated at α·λ (the
 bottleneck), U = the rest. When some demanded type has no replica that can take it (e_kj = 0 for
 all k), α* = 0 and every replica would be "under-used"; the assignment, the O / U sets and the
@@ -23,7 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linprog
 
-OBJECTIVES = ("phi-alpha", "alpha")
+OBJECTIVES = ("phi-alpha", "alpha", "phi-alpha-xnode")
+XNODE_PENALTY = 0.1  # [R] w: a request through a cross-node pipeline counts as 0.9 of one in the tie-break
 SAT_TOL = 1e-6
 
 
@@ -36,12 +42,15 @@ class FlowValue:
     load: np.ndarray     # per replica Σ_j x_kj / n_kj at α*·λ
     saturated: tuple     # O
     underused: tuple     # U
+    cross_share: float = 0.0  # share of x on replicas whose pipeline crosses nodes (set by the search's Evaluator)
 
-    def key(self, objective: str = "phi-alpha") -> tuple:
+    def key(self, objective: str = "phi-alpha", xnode_penalty: float = XNODE_PENALTY) -> tuple:
         if objective == "phi-alpha":
             return (round(self.phi, 6), round(self.alpha_served, 9))
         if objective == "alpha":
             return (round(self.alpha, 9), round(self.alpha_served, 9))
+        if objective == "phi-alpha-xnode":
+            return (round(self.phi, 6), round(self.alpha_served * (1.0 - xnode_penalty * self.cross_share), 9))
         raise ValueError(f"objective={objective!r}: one of {OBJECTIVES}")
 
     def fractions(self) -> np.ndarray:

@@ -57,7 +57,7 @@ from . import dynamo as DY
 from . import llumnix as LL
 from . import predictor as PR
 from . import switching as SW
-from .objective import evaluate
+from .objective import OBJECTIVES, evaluate
 from .profiler import CapacityProfiler, pools_from_frame
 from .replica import BACKENDS, GPU, Shape, instance_config, kv_tokens, step_model, strategies
 from .search import INITS, Evaluator, exhaustive, heuristic, place
@@ -97,8 +97,9 @@ class Planner:
     """Deployments for a λ: OServe's (Alg. 1) and the best homogeneous one, with a plan cache."""
 
     def __init__(self, prof: CapacityProfiler, model: str, gpus: int, *, search: str = "heuristic", seed: int = 0,
-                 max_pp: int = 8, round_frac: float = 0.02, init: str = "memory-min"):
+                 max_pp: int = 8, round_frac: float = 0.02, init: str = "memory-min", objective: str = "phi-alpha"):
         self.prof, self.model, self.gpus, self.search, self.seed, self.init = prof, model, gpus, search, seed, init
+        self.objective = objective  # objective.OBJECTIVES: the paper's flow value or a latency-aware reading
         self.max_pp, self.round_frac = max_pp, round_frac
         self.cache: dict = {}
         self.search_s = 0.0
@@ -124,7 +125,7 @@ class Planner:
             p = self.cache[key]
             return Plan(p.shapes, p.fractions, p.alpha, True)
         t0 = time.perf_counter()
-        ev = Evaluator(self.prof, lam_r, self.gpus, max_pp=self.max_pp)
+        ev = Evaluator(self.prof, lam_r, self.gpus, self.objective, max_pp=self.max_pp)
         r = heuristic(ev, self.model, self.seed, init=self.init) if self.search == "heuristic" else exhaustive(ev, self.model)
         best = (r.deployment, r.value)
         if incumbent is not None:
@@ -409,7 +410,8 @@ def run(a: argparse.Namespace) -> int:
     pools = pools_from_frame(pool, names=list(range(len(G.TYPES))), labels=G.TYPES)
     prof = CapacityProfiler(a.model, pools, backend=a.backend, n_requests=a.n_requests, seed=a.seed,
                             cache_dir=a.cache_dir or DEFAULT_CACHE)
-    planner = Planner(prof, a.model, a.gpus, search=a.search, seed=a.seed, max_pp=a.max_pp, init=a.search_init)
+    planner = Planner(prof, a.model, a.gpus, search=a.search, seed=a.seed, max_pp=a.max_pp, init=a.search_init,
+                      objective=a.objective)
     if not planner.homogeneous_options:
         raise InputError(f"{a.model} has no homogeneous deployment on {a.gpus} GPUs")
     probe_rate = 2.0
@@ -488,7 +490,7 @@ def run(a: argparse.Namespace) -> int:
               f"{len(sw)} switches  ({summ['sim_wall_s']:.1f} s)", flush=True)
     out = {"model": a.model, "gpus": a.gpus, "kind": a.kind, "name": a.name, "load": a.load, "rate_rps": rate,
            "static_deployment": ref.label(), "static_capacity_busiest_span": cap, "busiest_span": busiest, "types": list(G.TYPES),
-           "type_method": a.types, "predictor": a.predictor, "search": a.search, "search_init": a.search_init, "minute_stride": a.minute_stride,
+           "type_method": a.types, "predictor": a.predictor, "search": a.search, "search_init": a.search_init, "objective": a.objective, "minute_stride": a.minute_stride,
            "n_spans": n_spans, "n_requests": len(wl), "period_edges_s": edges.tolist(), "restart_s": a.restart_s,
            "rrmse_pred_pct": float(np.nanmean(PR.rrmse(counts[1:], lam_hat[1:]))) if n_spans > 1 else np.nan,
            "plan_s": plan_s, "searches": planner.searches, "search_s": planner.search_s, "profile_runs": prof.runs,
@@ -527,6 +529,9 @@ def main(argv=None) -> int:
     ap.add_argument("--search", choices=("heuristic", "exhaustive"), default="heuristic")
     ap.add_argument("--search-init", choices=INITS, default="memory-min",
                     help="Alg. 1's start: §4.3's memory minimum or the best uniform deployment (App. E)")
+    ap.add_argument("--objective", choices=OBJECTIVES, default="phi-alpha",
+                    help="OServe's deployment objective: the paper's flow value (phi-alpha) or the latency-aware "
+                         "phi-alpha-xnode (cross-node pipeline hand-offs discounted; objective.py)")
     ap.add_argument("--max-pp", type=int, default=8)
     ap.add_argument("--restart-s", type=float, default=SW.RESTART_S)
     ap.add_argument("--llumnix-option", nargs="*", default=[], metavar="KEY=VALUE",

@@ -31,6 +31,7 @@ row per case x plan), capacities.csv (n_kj / e_kj) and traces.json (Alg. 1's ite
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import sys
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .objective import OBJECTIVES, FlowValue, evaluate
+from .objective import OBJECTIVES, XNODE_PENALTY, FlowValue, evaluate
 from .profiler import CapacityProfiler
 from .replica import BACKENDS, GPUS_PER_NODE, Shape, min_gpus, strategies
 
@@ -77,6 +78,7 @@ class Evaluator:
     total_gpus: int
     objective: str = "phi-alpha"
     max_pp: int = 8  # deepest pipeline considered (a node's width; Table 3's deepest is PP4)
+    xnode_penalty: float = XNODE_PENALTY  # objective "phi-alpha-xnode" only
     evaluations: int = 0
     _memo: dict = field(default_factory=dict)
 
@@ -91,12 +93,15 @@ class Evaluator:
             return None
         if placed not in self._memo:
             n, e = self.profiler.matrix(placed)
-            self._memo[placed] = evaluate(self.lam, n, e)
+            v = evaluate(self.lam, n, e)
+            tot = float(v.x.sum())
+            cross = float(sum(v.x[k].sum() for k, s in enumerate(placed) if s.cross_node))
+            self._memo[placed] = dataclasses.replace(v, cross_share=cross / tot if tot > 0 else 0.0)
             self.evaluations += 1
         return placed, self._memo[placed]
 
     def key(self, v: FlowValue) -> tuple:
-        return v.key(self.objective)
+        return v.key(self.objective, self.xnode_penalty)
 
 
 @dataclass
