@@ -9,6 +9,7 @@
 - ``niw`` / ``tiers``: the NIW queue manager and the FCFS / EDF / PF / DPA queue orders;
 - ``niw_loop``: both in the simulation loop (NIW held and released on low utilisation; instance
   queues ordered by tier policy);
+- ``niw_chunks``: long NIW requests as fixed-size jobs (J §6.2), accounted as one request;
 - ``chiron``: the Chiron baseline (interactive / mixed / batch pools);
 - ``illustration``: journal Fig 1's reactive vs ideal scaler.
 """
