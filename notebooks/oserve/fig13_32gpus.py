@@ -89,6 +89,16 @@ fig.tight_layout()
 fig
 
 # %%
+# the flow model's own view: per span, OServe's planned α* over vLLM reload's (the best homogeneous
+# deployment for that span's λ, round-robin); ~1 means the planner saw little to gain from
+# heterogeneity on this cluster and mix
+plans = OO.load("fig13/*/latency", "plans.csv", scale, root)
+alpha_gain = (plans.pivot_table(index=["trace", "span"], columns="system", values="alpha", aggfunc="first")
+              .pipe(lambda p: (p["oserve"] / p["reload"]).rename("alpha_oserve_over_reload"))
+              if not plans.empty and {"oserve", "reload"} <= set(plans.system) else pd.Series(dtype=float))
+alpha_gain.groupby(level="trace").describe() if not alpha_gain.empty else alpha_gain
+
+# %%
 ok = gains[np.isfinite(gains["gain"].astype(float))]
 case_gain = {(t, ld): float(v) for t, ld, v in zip(ok.trace, ok.load, ok.gain)}
 every = all((t, ld) in case_gain for t in traces for ld in loads)
@@ -99,6 +109,8 @@ metrics = {
     # strictly better than every baseline in every (trace, load) case; NaN when a case was not run
     "oserve_best_all": bool(all(v > 1.0 for v in case_gain.values())) if every else float("nan"),
     "n_cases": len(case_gain),
+    "planned_alpha_gain_vs_reload_mean": OO.stat(alpha_gain, "mean"),
+    "planned_alpha_gain_vs_reload_max": OO.stat(alpha_gain, "max"),
     **{f"gain_{t.lower()}_{ld}": case_gain.get((t, ld), float("nan")) for t in traces for ld in loads},
 }
 out = FigureOutputs("oserve", "fig13_32gpus", scale=scale, root=root)
