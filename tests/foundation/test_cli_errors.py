@@ -88,7 +88,7 @@ def test_workload_commands(tmp_path, capsys):
     _input_error(capsys, ["workload", "generate", "oserve", "--options", "{a: 1, a: 2}", "-o", str(out)],
                  "duplicate key 'a'")
     _input_error(capsys, ["workload", "generate", "oserve", "--options", "{no_such_option: 1}", "-o", str(out)],
-                 "--options for oserve")
+                 "unknown option(s) ['no_such_option']")
     _input_error(capsys, ["workload", "generate", "sageserve_week", "--options", "{bursts: maybe}", "-o", str(out)],
                  "bursts='maybe': expected a boolean")  # not coerced to True
     _input_error(capsys, ["workload", "generate", "oserve", "-o", str(tmp_path)], "is a folder")

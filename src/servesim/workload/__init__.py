@@ -6,6 +6,8 @@ characterisation the paper publishes (targets in each module's docstring). Every
 one validated request table of `schema`; `write` / `read` store it as Parquet.
 """
 
+import numpy as np
+
 from .arrivals import lengths_to_poisson
 from .gen_azure_week import azure_week
 from .gen_sageserve import sageserve_week
@@ -15,7 +17,8 @@ from .sharegpt import iter_conversations, load_sharegpt
 
 __all__ = ["COLUMNS", "TIERS", "WorkloadError", "make", "validate", "write", "read",
            "load_azure", "load_azure_2023", "load_azure_2024", "load_aegaeon", "load_sageserve", "load_sharegpt",
-           "iter_conversations", "lengths_to_poisson", "sageserve_week", "azure_week", "generate", "GENERATORS"]
+           "iter_conversations", "lengths_to_poisson", "sageserve_week", "azure_week", "generate", "check_generate",
+           "GENERATORS", "MAX_REQUESTS"]
 
 
 def _oserve(level: str = "trace-T1", scale: float = 1.0, seed: int = 0, **kw):
@@ -49,8 +52,109 @@ GENERATORS = {
 }
 
 
-def generate(name: str, scale: float = 1.0, seed: int = 0, **options):
-    """Run a generator by name (see ``GENERATORS``)."""
+#: most requests a generator may be asked for (about 5 GB as a table): a typo in ``scale`` or an
+#: option cannot allocate without bound
+MAX_REQUESTS = 100_000_000
+#: longest span (days) of a generated workload; the week generators hold per-minute arrays
+MAX_DAYS = 366
+
+
+def _inner_params(name: str) -> dict:
+    """Keyword parameters (with defaults) of the function behind a named generator."""
+    import inspect
+
+    from . import gen_aegaeon, gen_oserve
+
+    funcs = {"sageserve_week": [sageserve_week], "azure_code_week": [azure_week], "azure_conv_week": [azure_week],
+             "oserve": [gen_oserve.trace, gen_oserve.spatial, gen_oserve.temporal],
+             "aegaeon_market": [gen_aegaeon.market]}[name]
+    out = {}
+    for f in [GENERATORS[name], *funcs]:
+        out.update({k: p.default for k, p in inspect.signature(f).parameters.items()
+                    if p.default is not inspect.Parameter.empty})
+    return out
+
+
+def _expected_requests(name: str, scale: float, opt: dict) -> float:
+    """An upper estimate of how many requests ``generate(name, scale, **opt)`` makes."""
+    if name == "sageserve_week":
+        extra = 1 + float(opt.get("fifth_model_share", 1.0)) if opt.get("fifth_model") else 1
+        burst = float(opt.get("burst_factor", 8.0)) if opt.get("bursts") else 1
+        return (float(opt.get("total_requests", 7.2e6)) * scale * float(opt.get("growth", 1.0))
+                * float(opt.get("days", 7)) / 7 * extra * burst)
+    if name.startswith("azure_"):
+        return 3e7 * scale * float(opt.get("days", 7)) / 7  # the 2024 week files hold < 3e7 rows
+    if name == "oserve":
+        minutes = max(80.0, float(opt.get("minutes", 10)), 3 * float(opt.get("span_minutes", 10)))
+        return float(opt.get("rate_rps", 5.0)) * scale * minutes * 60 * 2  # x2: the per-minute shape peaks
+    if name == "aegaeon_market":
+        dur = float(opt.get("duration_s", 60.0 * scale))
+        rates = opt.get("rates")
+        total = float(np.sum(np.asarray(rates, float))) if rates is not None else \
+            float(opt.get("n_models", 16)) * float(opt.get("rate", 0.1))
+        return total * dur * 2
+    return 0.0
+
+
+def check_generate(name: str, scale: float, seed, options: dict) -> None:
+    """Validate a generator call before it runs (WorkloadError naming the option): a known name, a
+    finite scale > 0, a seed >= 0, numeric options finite (and >= 0 where the default is), whole
+    numbers where the default is an integer, a span of at most MAX_DAYS and at most MAX_REQUESTS."""
+    import math
+    import numbers
+
     if name not in GENERATORS:
         raise WorkloadError(f"unknown generator {name!r}; known: {sorted(GENERATORS)}")
-    return GENERATORS[name](scale=scale, seed=seed, **options)
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not (0 < scale < math.inf):
+        raise WorkloadError(f"{name}: scale={scale!r} must be a finite number > 0")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise WorkloadError(f"{name}: seed={seed!r} must be an integer >= 0")
+    defaults = _inner_params(name)
+    unknown = sorted(set(options) - set(defaults) - {"scale", "seed"})
+    if unknown:
+        raise WorkloadError(f"{name}: unknown option(s) {unknown}; known: {sorted(set(defaults) - {'scale', 'seed'})}")
+    for key, v in options.items():
+        d = defaults.get(key)
+        numeric_default = isinstance(d, numbers.Real) and not isinstance(d, bool)
+        if numeric_default and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
+            raise WorkloadError(f"{name}: option {key}={v!r} must be a number")
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            continue
+        if not math.isfinite(v):
+            raise WorkloadError(f"{name}: option {key}={v!r} must be finite")
+        if numeric_default and d >= 0 and v < 0:
+            raise WorkloadError(f"{name}: option {key}={v!r} must be >= 0")
+        if isinstance(d, numbers.Integral) and not isinstance(d, bool) and v != int(v):
+            raise WorkloadError(f"{name}: option {key}={v!r} must be a whole number")
+    span_days = max(float(options.get("days", 0) or 0), float(options.get("duration_s", 0) or 0) / 86400,
+                    float(options.get("minutes", 0) or 0) / 1440, 3 * float(options.get("span_minutes", 0) or 0) / 1440)
+    if name == "aegaeon_market" and "duration_s" not in options:
+        span_days = max(span_days, 60.0 * scale / 86400)
+    if span_days > MAX_DAYS:
+        raise WorkloadError(f"{name}: a span of {span_days:.3g} days (options {options}, scale {scale:g}) is over "
+                            f"the {MAX_DAYS} days a generator may cover")
+    try:
+        n = _expected_requests(name, scale, options)
+    except (TypeError, ValueError):
+        return  # an option of the wrong type: the generator names it
+    if not n <= MAX_REQUESTS:
+        raise WorkloadError(f"{name}: scale {scale:g} with options {options} would make about {n:.3g} requests "
+                            f"(at most {MAX_REQUESTS:,}); lower scale or the rate/volume options")
+
+
+def generate(name: str, scale: float = 1.0, seed: int = 0, **options):
+    """Run a generator by name (see ``GENERATORS``), after :func:`check_generate`."""
+    check_generate(name, scale, seed, options)
+    return GENERATORS[name](scale=scale, seed=seed, **_typed_booleans(name, options))
+
+
+def _typed_booleans(name: str, options: dict) -> dict:
+    """Options whose default is a bool must be booleans (``bursts: maybe`` is an error, not truthy)."""
+    from servesim._yaml import StrictYAMLError, parse_bool
+
+    defaults = _inner_params(name)
+    try:
+        return {k: parse_bool(v, f"option {k}") if isinstance(defaults.get(k), bool) else v
+                for k, v in options.items()}
+    except StrictYAMLError as exc:
+        raise WorkloadError(f"{name}: {exc}") from None

@@ -54,28 +54,6 @@ def _options(text: str) -> dict:
     return opts
 
 
-def _inner_generators():
-    from . import gen_aegaeon, gen_oserve, sageserve_week, azure_week
-
-    return {"sageserve_week": (lambda: sageserve_week,), "azure_code_week": (lambda: azure_week,),
-            "azure_conv_week": (lambda: azure_week,), "oserve": (lambda: gen_oserve.trace, lambda: gen_oserve.spatial,
-                                                                 lambda: gen_oserve.temporal),
-            "aegaeon_market": (lambda: gen_aegaeon.market,)}
-
-
-def _typed_booleans(func, opts: dict, name: str = "") -> dict:
-    """Options whose default is a bool must be booleans (``bursts: maybe`` is an error, not truthy)."""
-    import inspect
-
-    from servesim._yaml import parse_bool
-
-    params = dict(inspect.signature(func).parameters)
-    for inner in _inner_generators().get(name, ()):  # the generators behind the named wrappers
-        params.update(inspect.signature(inner()).parameters)
-    return {k: parse_bool(v, f"--options {k}") if k in params and isinstance(params[k].default, bool) else v
-            for k, v in opts.items()}
-
-
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("workload", help="generate or convert request workloads (Parquet)")
     sub = p.add_subparsers(dest="workload_cmd", required=True)
@@ -107,7 +85,8 @@ def run(args) -> int:
         if args.generator not in GENERATORS:
             raise InputError(f"unknown generator {args.generator!r}; known: {', '.join(sorted(GENERATORS))}")
         scale, opts = _scale(args.generator, args.scale), _options(args.options)
-        opts = _typed_booleans(GENERATORS[args.generator], opts, args.generator)
+        if args.seed < 0:
+            raise InputError(f"--seed {args.seed}: must be an integer >= 0")
         try:
             df = generate(args.generator, scale=scale, seed=args.seed, **opts)
         except TypeError as exc:  # an option the generator does not take

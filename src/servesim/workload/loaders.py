@@ -38,10 +38,25 @@ SAGESERVE_MODELS = {"A": "llama-2-70b", "B": "bloom-176b", "C": "llama-3.1-8b", 
 SAGESERVE_REGIONS = {"0": "westus", "1": "centralus", "2": "eastus"}
 
 
+def _header_names(path: Path) -> list[str]:
+    """The header line's names as written (pandas renames a repeated ``X`` to ``X.1``)."""
+    import csv
+
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            return next(csv.reader(f), [])
+    except (UnicodeDecodeError, csv.Error):
+        return []  # the table reader names the problem
+
+
 def _check_header(path: Path, got, want) -> None:
     missing = [c for c in want if c not in got]
     if missing:
         raise WorkloadError(f"{path}: line 1: missing column(s) {missing}; expected {list(want)}, got {list(got)}")
+    names = [n.strip() for n in _header_names(path)]
+    twice = sorted({n for n in names if n in want and names.count(n) > 1})
+    if twice:  # which copy holds the data is ambiguous: refuse rather than read the first
+        raise WorkloadError(f"{path}: line 1: column(s) {twice} appear more than once")
 
 
 def _bad_rows(path: Path, bad: np.ndarray, reasons: dict[str, np.ndarray], lenient: bool) -> np.ndarray:
@@ -51,7 +66,7 @@ def _bad_rows(path: Path, bad: np.ndarray, reasons: dict[str, np.ndarray], lenie
     i = int(np.flatnonzero(bad)[0])
     why = ", ".join(k for k, m in reasons.items() if m[i])
     if not lenient:
-        raise WorkloadError(f"{path}: line {i + 2}: bad row ({why}); pass lenient=True to drop bad rows")
+        raise WorkloadError(f"{path}: line {i + 2}: bad row ({why}); --lenient (lenient=True) drops bad rows instead")
     warnings.warn(f"{path}: dropped {int(bad.sum())} bad row(s), first at line {i + 2} ({why})", stacklevel=3)
     return ~bad
 
@@ -86,12 +101,26 @@ def _as_int(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return np.where(bad, 0, v).astype(np.int64), bad
 
 
+def _has_hex(path: Path) -> bool:
+    """Whether an ``x``/``X`` follows the header line (no valid Azure row has one: digits and stamps)."""
+    import mmap
+
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return False
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            start = m.find(b"\n") + 1
+            return start > 0 and (m.find(b"x", start) >= 0 or m.find(b"X", start) >= 0)
+
+
 def _azure_fast(path: Path):
     """Typed Arrow read (~20x faster than parsing strings): (timestamps UTC, ctx, gen), or None when
     any row needs the robust path (mixed zones, unparseable or out-of-range values)."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
+    if _has_hex(path):  # Arrow reads "0x10" as the integer 16; the robust path calls it a bad row
+        return None
     for tz in ("UTC", None):  # 2024 stamps carry +00:00; 2023 stamps are naive UTC
         types = {"TIMESTAMP": pa.timestamp("ns", tz=tz), "ContextTokens": pa.int64(), "GeneratedTokens": pa.int64()}
         try:
@@ -146,7 +175,8 @@ def load_azure(path: str | os.PathLike, *, app: str | None = None, model: str = 
     dropped = np.flatnonzero(~keep)
     ts = ts[keep]
     if len(ts) == 0:
-        raise WorkloadError(f"{path}: no valid rows")
+        raise WorkloadError(f"{path}: no valid rows" + (f" ({dropped.size} bad, first at line {int(dropped[0]) + 2})"
+                                                          if dropped.size else " (no data rows after the header)"))
     t0 = ts.min()
     if origin == "midnight":
         t0 = t0.normalize()

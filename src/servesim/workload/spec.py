@@ -19,7 +19,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Fiel
 
 from servesim.tables import read_table
 
-from .schema import WorkloadError, make, validate
+from .schema import MAX_TOKENS, WorkloadError, make, validate
 
 _UNITS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, "hr": 3600.0, "d": 86400.0}
 _DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
@@ -40,8 +40,11 @@ def parse_duration(v: Any) -> Any:
     return v
 
 
-Seconds = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
-PosSeconds = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
+# finite: an infinite horizon, lead time or period would run (or sample) without end
+Seconds = Annotated[float, BeforeValidator(parse_duration), Field(ge=0, allow_inf_nan=False)]
+PosSeconds = Annotated[float, BeforeValidator(parse_duration), Field(gt=0, allow_inf_nan=False)]
+#: most requests a Poisson workload may be asked for (about 5 GB as a table); = workload.MAX_REQUESTS
+MAX_POISSON_REQUESTS = 100_000_000
 
 
 class Strict(BaseModel):
@@ -54,10 +57,18 @@ class TokenDist(Strict):
     """Token counts: lognormal with this mean and coefficient of variation (cv=0: constant),
     rounded and clipped to [min, max]."""
 
-    mean: float = Field(gt=0)
-    cv: float = Field(0.0, ge=0)
+    mean: float = Field(gt=0, allow_inf_nan=False)
+    cv: float = Field(0.0, ge=0, allow_inf_nan=False)
     min: int = Field(1, ge=0)
-    max: int = Field(1_000_000, ge=1)
+    max: int = Field(1_000_000, ge=1, le=MAX_TOKENS)
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        if self.min > self.max:
+            raise ValueError(f"min={self.min} is above max={self.max}")
+        if not self.min <= self.mean <= self.max:
+            raise ValueError(f"mean={self.mean:g} is outside [min, max] = [{self.min}, {self.max}]")
+        return self
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         if self.cv == 0:
@@ -75,9 +86,9 @@ class Stream(Strict):
     region: str
     tier: Literal["IW-F", "IW-N", "NIW"] = "IW-F"
     app: str = "default"
-    rate_rps: float = Field(gt=0)
+    rate_rps: float = Field(gt=0, allow_inf_nan=False)
     #: optional piecewise-constant rate: [[start_s, rate_rps], ...] overriding rate_rps from start_s
-    steps: list[tuple[Seconds, Annotated[float, Field(ge=0)]]] = []
+    steps: list[tuple[Seconds, Annotated[float, Field(ge=0, allow_inf_nan=False)]]] = []
     prompt_tokens: TokenDist
     output_tokens: TokenDist
     #: deadline offset: the workload's absolute ``deadline_s`` = arrival + this (the TTFT
@@ -89,6 +100,24 @@ class GeneratedWorkload(Strict):
     generator: Literal["poisson"]
     duration_s: PosSeconds
     streams: list[Stream] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _bounded(self):
+        """The expected number of arrivals, before any is drawn: a typo cannot allocate without bound."""
+        n = sum(_expected_arrivals(s, self.duration_s) for s in self.streams)
+        if n > MAX_POISSON_REQUESTS:
+            raise ValueError(f"streams over duration_s={self.duration_s:g} s would make about {n:.3g} requests "
+                             f"(at most {MAX_POISSON_REQUESTS:,}); lower rate_rps/steps or duration_s")
+        return self
+
+
+def _expected_arrivals(s: Stream, duration: float) -> float:
+    bounds = [(0.0, s.rate_rps)] + sorted((float(a), float(b)) for a, b in s.steps)
+    total = 0.0
+    for j, (t0, rate) in enumerate(bounds):
+        t1 = min(bounds[j + 1][0] if j + 1 < len(bounds) else duration, duration)
+        total += rate * max(0.0, t1 - t0)
+    return total
 
 
 class FileWorkload(Strict):
@@ -105,7 +134,7 @@ class NamedGenerator(Strict):
     (e.g. the first day of a generated week)."""
 
     generator: str
-    scale: float = Field(1.0, gt=0)
+    scale: float = Field(1.0, gt=0, allow_inf_nan=False)
     options: dict[str, Any] = {}
     until_s: PosSeconds | None = None
     limit: int | None = Field(None, ge=1)
@@ -159,6 +188,8 @@ def materialise(spec: WorkloadSpec, rng: np.random.Generator, base_dir: str | Pa
             df = generate(spec.generator, scale=spec.scale, seed=int(rng.integers(2**31)), **spec.options)
         except TypeError as exc:
             raise WorkloadError(f"workload.options: {exc}") from None
+        except WorkloadError as exc:
+            raise WorkloadError(f"workload (generator {spec.generator}): {exc}") from None
         if spec.until_s is not None:
             df = df[df["arrival_s"] < spec.until_s]
         if spec.limit is not None:
