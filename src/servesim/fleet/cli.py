@@ -41,6 +41,10 @@ def handle(args: argparse.Namespace) -> int:
     from .run import run_scenario, write_partial
     from .scenario import load_scenario
 
+    from servesim.errors import InputError
+
+    if args.seed is not None and args.seed < 0:
+        raise InputError(f"--seed {args.seed}: must be an integer >= 0")
     check_output_dir(args.out, force=args.force)
     sc = load_scenario(args.scenario)
     if sc.duration_s is not None:  # the rest of this check needs the workload (run_scenario does it)

@@ -27,7 +27,7 @@ from ..policies.registry import CONTROLLERS, GLOBAL_ROUTERS
 from ..sim.routers import ROUTERS
 from .core import EndpointConfig, Fleet, LeadTimes, shared_strings
 from .limits import check_sampling
-from .scenario import Scenario, build_workload
+from .scenario import Scenario, build_workload, check_workload_names
 
 
 @dataclass
@@ -179,8 +179,9 @@ def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = Fals
 
     seed = sc.seed if seed is None else int(seed)
     wl_seed = np.random.SeedSequence([seed, 1])
-    if workload is None:
+    if workload is None:  # the scenario's own workload: a row nothing in it can serve is an error
         workload = build_workload(sc, np.random.default_rng(wl_seed))
+        check_workload_names(sc, workload)
     engines = engines(sc, workload, seed)
     fleet = build_fleet(sc, engines.kernel, workload, engines.factory, seed)
     if global_router is not None:

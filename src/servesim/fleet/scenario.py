@@ -53,11 +53,11 @@ class StepTimeCfg(Strict):
     """Engine iteration time model. ``backend: linear`` = `servesim.perf.LinearStepTime`."""
 
     backend: Literal["linear"] = "linear"
-    c0: float = Field(5e-3, ge=0)
-    c_pt: float = Field(1e-4, ge=0)
-    c_pc: float = Field(0.0, ge=0)
-    c_ds: float = Field(2e-5, ge=0)
-    c_dc: float = Field(1e-8, ge=0)
+    c0: float = Field(5e-3, ge=0, allow_inf_nan=False)
+    c_pt: float = Field(1e-4, ge=0, allow_inf_nan=False)
+    c_pc: float = Field(0.0, ge=0, allow_inf_nan=False)
+    c_ds: float = Field(2e-5, ge=0, allow_inf_nan=False)
+    c_dc: float = Field(1e-8, ge=0, allow_inf_nan=False)
 
     def build(self):
         from ..perf import LinearStepTime
@@ -206,7 +206,7 @@ class Scenario(Strict):
     """A whole simulation: see the module docstring and `examples/scenarios/`."""
 
     name: str
-    seed: int = 0
+    seed: int = Field(0, ge=0)
     duration_s: PosSeconds | None = None  # stop here; None = when every request has ended
     #: None: the caller passes the request table (``run_scenario(sc, workload=df)``)
     workload: WorkloadSpec | None = None
@@ -385,9 +385,11 @@ def load_scenario(path: str | Path) -> Scenario:
     from servesim._yaml import StrictYAMLError, strict_yaml_load
 
     try:
-        data = strict_yaml_load(path.read_text(), source=str(path))  # duplicate keys are errors too
+        data = strict_yaml_load(path.read_text(encoding="utf-8-sig"), source=str(path))  # duplicate keys are errors too
     except StrictYAMLError as exc:
         raise ScenarioError(str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     return parse_scenario(data, str(path), path.parent)
 
 
@@ -403,5 +405,17 @@ def build_workload(sc: Scenario, rng: np.random.Generator) -> pd.DataFrame:
         raise ScenarioError(str(exc)) from None
 
 
-__all__ = ["Scenario", "ScenarioError", "build_workload", "load_plugins", "load_scenario", "parse_duration",
+def check_workload_names(sc: Scenario, df: pd.DataFrame) -> None:
+    """Every request's model must be one of ``models`` and its region one of ``regions``: a request
+    nothing can serve is a typo in the table or the scenario, not a rejected request to report."""
+    for col, known in (("model", set(sc.models)), ("region", {r.name for r in sc.regions})):
+        bad = ~df[col].isin(sorted(known)).to_numpy()
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            names = sorted(set(df[col][bad].astype(str)))
+            raise ScenarioError(f"workload row {i}: {col} {df[col].iloc[i]!r} is not in the scenario's "
+                                f"{col}s {sorted(known)} ({int(bad.sum())} row(s), {col}(s) {names[:5]})")
+
+
+__all__ = ["Scenario", "ScenarioError", "build_workload", "check_workload_names", "load_plugins", "load_scenario", "parse_duration",
            "parse_scenario"]
