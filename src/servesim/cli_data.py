@@ -14,7 +14,15 @@ def _fetch(args) -> int:
     mirror = Path(args.mirror) if args.mirror else None
     if mirror is not None and not mirror.is_absolute():
         mirror = (root / mirror).resolve()
+    if mirror is not None and mirror.exists() and not mirror.is_dir():
+        from servesim.errors import InputError
+
+        raise InputError(f"--mirror {args.mirror}: is a file, not a folder")
     if mirror is not None and not mirror.is_dir():
+        if args.no_download:
+            from servesim.errors import InputError
+
+            raise InputError(f"--mirror {args.mirror}: no such folder (and --no-download forbids downloading)")
         print(f"servesim fetch: mirror {mirror} does not exist; downloading", file=sys.stderr)
         mirror = None
     # a DataError (missing, unlisted or mismatching file) is an input error: one line, exit status 2
@@ -39,9 +47,17 @@ def _manifest(args) -> int:
 def _claims(args) -> int:
     from servesim.analysis.claims import check_claims, update_readme, write_report
 
+    from servesim.errors import InputError
+    from servesim.output_dir import check_output_file
+
     root = Path(args.root).resolve()
-    md = args.md or root / "results" / args.scale / "claims_report.md"
-    csv = args.csv or root / "results" / args.scale / "claims_report.csv"
+    claims_dir = root / "workflow" / "claims"
+    if not any(claims_dir.glob("*.yaml")):  # a wrong --root is not "0 claims, all fine"
+        raise InputError(f"--root {args.root}: no claims files in {claims_dir}")
+    md = check_output_file(args.md or root / "results" / args.scale / "claims_report.md", option="--md")
+    csv = check_output_file(args.csv or root / "results" / args.scale / "claims_report.csv", option="--csv")
+    if args.readme and not Path(args.readme).is_file():
+        raise InputError(f"--readme {args.readme}: no such file")
     rows = check_claims(root, args.scale)  # a ClaimsError: one line, exit status 2 (servesim.cli_errors)
     s = write_report(root, args.scale, md, csv, rows=rows)
     if args.readme:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from typing import Callable
 
 from servesim.errors import EXIT_BUG, EXIT_INPUT, InputError
@@ -35,6 +36,14 @@ def _describe(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+def _one_line_warning(prog: str):
+    """A warning (a dropped row, a clipped value) as one line ``<prog>: warning: ...``, not the
+    default two lines that quote the package's source line."""
+    def fmt(message, category, filename, lineno, line=None):
+        return f"{prog}: warning: {' '.join(str(message).split())}\n"
+    return fmt
+
+
 def add_debug_flag(parser: argparse.ArgumentParser) -> None:
     """``--debug`` on ``parser`` and every sub-command parser under it (before or after the command)."""
     if "--debug" not in parser._option_string_actions:
@@ -60,7 +69,11 @@ def run_command(func: Callable[[argparse.Namespace], int | None], args: argparse
     """Call ``func(args)``; an input error (or a missing/unreadable input file) prints
     ``<prog>: <message>`` and returns EXIT_INPUT; anything else propagates (traceback, status 1)."""
     try:
-        return int(func(args) or 0)
+        fmt, warnings.formatwarning = warnings.formatwarning, _one_line_warning(prog)  # recorders still record
+        try:
+            return int(func(args) or 0)
+        finally:
+            warnings.formatwarning = fmt
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, *input_error_types()) as exc:
         if getattr(args, "debug", False):
             raise

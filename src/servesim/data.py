@@ -65,34 +65,40 @@ def read_manifest(path: str | os.PathLike | None = None) -> list[Entry]:
     path = Path(path) if path else project_root() / "traces" / "MANIFEST"
     if not path.exists():
         raise DataError(f"{path}: MANIFEST not found")
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:  # a BOM (some editors add one) is not a name
+            return _parse_manifest(path, csv.reader(fh, delimiter="\t"))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def _parse_manifest(path: Path, rows) -> list[Entry]:
     entries: list[Entry] = []
     seen: set[str] = set()
-    with open(path, newline="") as fh:
-        rows = csv.reader(fh, delimiter="\t")
-        header = next(rows, None)
-        if tuple(header or ()) != MANIFEST_COLUMNS:
-            raise DataError(f"{path}:1: header must be {MANIFEST_COLUMNS}, got {header}")
-        for lineno, row in enumerate(rows, start=2):
-            if not row or row[0].startswith("#"):
-                continue
-            if len(row) != len(MANIFEST_COLUMNS):
-                raise DataError(f"{path}:{lineno}: expected {len(MANIFEST_COLUMNS)} tab-separated fields, got {len(row)}")
-            d = dict(zip(MANIFEST_COLUMNS, row))
-            _check_confined(path, lineno, "dataset", d["dataset"], one_part=True)
-            _check_confined(path, lineno, "path", d["path"])
-            if len(d["sha256"]) != 64 or any(c not in "0123456789abcdefABCDEF" for c in d["sha256"]):
-                raise DataError(f"{path}:{lineno}: sha256 of {d['dataset']}/{d['path']} is not 64 hex digits")
-            try:
-                size = int(d["bytes"])
-            except ValueError:
-                raise DataError(f"{path}:{lineno}: bytes={d['bytes']!r} is not an integer") from None
-            if size < 0:
-                raise DataError(f"{path}:{lineno}: bytes={size} is negative")
-            e = Entry(d["dataset"], d["path"], d["sha256"].lower(), size, d["licence"], d["url"], d["used_by"], lineno)
-            if e.key in seen:
-                raise DataError(f"{path}:{lineno}: {e.key} is listed twice")
-            seen.add(e.key)
-            entries.append(e)
+    header = next(rows, None)
+    if tuple(header or ()) != MANIFEST_COLUMNS:
+        raise DataError(f"{path}:1: header must be {MANIFEST_COLUMNS}, got {header}")
+    for lineno, row in enumerate(rows, start=2):
+        if not row or row[0].startswith("#"):
+            continue
+        if len(row) != len(MANIFEST_COLUMNS):
+            raise DataError(f"{path}:{lineno}: expected {len(MANIFEST_COLUMNS)} tab-separated fields, got {len(row)}")
+        d = dict(zip(MANIFEST_COLUMNS, row))
+        _check_confined(path, lineno, "dataset", d["dataset"], one_part=True)
+        _check_confined(path, lineno, "path", d["path"])
+        if len(d["sha256"]) != 64 or any(c not in "0123456789abcdefABCDEF" for c in d["sha256"]):
+            raise DataError(f"{path}:{lineno}: sha256 of {d['dataset']}/{d['path']} is not 64 hex digits")
+        try:
+            size = int(d["bytes"])
+        except ValueError:
+            raise DataError(f"{path}:{lineno}: bytes={d['bytes']!r} is not an integer") from None
+        if size < 0:
+            raise DataError(f"{path}:{lineno}: bytes={size} is negative")
+        e = Entry(d["dataset"], d["path"], d["sha256"].lower(), size, d["licence"], d["url"], d["used_by"], lineno)
+        if e.key in seen:
+            raise DataError(f"{path}:{lineno}: {e.key} is listed twice")
+        seen.add(e.key)
+        entries.append(e)
     return entries
 
 

@@ -24,7 +24,25 @@ def read_table(path, error: type[Exception] = InputError, what: str = "table") -
     if p.suffix not in SUFFIXES:
         raise error(f"{p}: unknown {what} format {p.suffix or '(none)'!r} (use .parquet or .csv)")
     try:
-        return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+        df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
     except Exception as exc:  # pyarrow and the CSV parser raise several types for a corrupt file
         raise error(f"{p}: not a readable {p.suffix.lstrip('.')} {what}: {type(exc).__name__}: "
                     f"{' '.join(str(exc).split())}") from None
+    if p.suffix != ".parquet":
+        names = _csv_header(p)
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:  # pandas renames the copy `x.1`: which one holds the data is ambiguous
+            raise error(f"{p}: line 1: column(s) {twice} appear more than once")
+    return df
+
+
+def _csv_header(p: Path) -> list[str]:
+    import csv
+    import gzip
+
+    opener = gzip.open if p.suffix == ".gz" else open
+    try:
+        with opener(p, "rt", encoding="utf-8-sig", newline="") as f:
+            return [n.strip() for n in next(csv.reader(f), [])]
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []

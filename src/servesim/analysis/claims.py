@@ -228,16 +228,17 @@ def _is_number(x) -> bool:
 
 def evaluate(check: Check, observed) -> bool:
     """Does the observed value (or list of values, for ordering) satisfy the check? A `true`
-    check passes only on the boolean True; a number check never passes on a non-number or NaN."""
+    check passes only on the boolean True; a number check never passes on a non-number, NaN or
+    an infinity."""
     k = check.kind
     if k == "true":
         return observed is True
     if k == "ordering":
-        if not isinstance(observed, list) or not all(_is_number(v) and not math.isnan(v) for v in observed):
+        if not isinstance(observed, list) or not all(_is_number(v) and math.isfinite(v) for v in observed):
             return False
         pairs = list(zip(observed, observed[1:], strict=False))
         return all(a < b for a, b in pairs) if check.expected == "ascending" else all(a > b for a, b in pairs)
-    if not _is_number(observed) or math.isnan(observed):
+    if not _is_number(observed) or not math.isfinite(observed):  # an infinite ratio is a division by 0
         return False
     x, e = float(observed), check.expected
     if k == "approx":

@@ -78,6 +78,15 @@ def _check_args(args) -> None:
     check_output_file(args.output)
     if args.report:
         check_output_file(args.report, option="--report")
+    from servesim.catalog import get_hardware, get_model
+    from servesim.catalog.loader import CatalogError
+
+    for opt, get in (("model", get_model), ("hardware", get_hardware)):
+        try:  # an unknown name is an error even where the table has no column to select rows by
+            if getattr(args, opt):
+                get(getattr(args, opt))
+        except CatalogError as exc:
+            raise InputError(f"--{opt} {getattr(args, opt)}: {exc}") from None
 
 
 def run(args) -> int:
@@ -87,6 +96,9 @@ def run(args) -> int:
     df = M.read(args.measurements)
     if args.model or args.hardware or args.tp or args.pp:
         df = _select(df, args.model, args.hardware, args.tp or 1, args.pp or 1)
+    if len(df) < 5:
+        raise M.MeasurementError(f"{args.measurements}: {len(df)} usable row(s); calibrating with a held-out "
+                                 "split needs at least 5")
     m, test_err, train_err = calibrate(df, args.backend, args.model, args.hardware, args.tp, args.pp,
                                        args.test_frac, args.seed, args.weighting)
     err = pd.concat([test_err.assign(split="held-out"), train_err.assign(split="train")], ignore_index=True)
