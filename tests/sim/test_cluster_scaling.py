@@ -91,3 +91,13 @@ def test_most_free_kv_counts_inbound_tokens():
     assert rt.select(None).seq == 2
     cl.inbound_tokens[2] = 60
     assert rt.select(None).seq == 1
+
+
+def test_most_free_kv_counts_requests_queued_for_kv():
+    # an instance whose KV is nearly free but with a long queue routed to it is not the emptiest
+    cl = Cluster([P, D, D], [GENERIC] * 3, decode_router="most-free-kv", kv_link_s=lambda r, a, b: 1.0)
+    rt = cl.decode_router
+    cl.loads[1].pending_tokens = 900  # requests routed to i1 and not done (queued there)
+    cl.inbound_tokens[2] = 100        # KV on its way to i2
+    assert rt.free_tokens(cl.loads[1]) == 1600 - 900 and rt.free_tokens(cl.loads[2]) == 1600 - 100
+    assert rt.select(None).seq == 2

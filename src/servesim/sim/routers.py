@@ -254,16 +254,19 @@ class JSQTokens(HeapRouter):
 
 @register_router("most-free-kv")
 class MostFreeKV(ListRouter):
-    """The instance with the most free KV cache (tokens): its free blocks now, less the tokens of
-    requests queued there and of KV on its way to it (``Cluster.inbound_tokens``); ties: lowest
-    seq. KV-aware routing without prefix reuse. Reads live instance state, so it scans the pool
-    (O(n) per request: meant for pools of tens of instances) and must be bound to a Cluster."""
+    """The instance with the most free KV cache (tokens), counting what is already committed to it:
+    capacity - max(KV in use now + KV on its way to it (``Cluster.inbound_tokens``), the
+    ``pending_tokens`` of every request routed to it and not done), so a queue of requests waiting
+    for KV there counts too; ties: lowest seq. KV-aware routing without prefix reuse. Reads live
+    instance state, so it scans the pool (O(n) per request, O(1) per instance: meant for pools of
+    tens of instances) and must be bound to a Cluster."""
 
     def free_tokens(self, inst: Any) -> int:
         c = self.cluster
         i = c.instances[inst.seq]
-        queued = sum(r.prompt + r.generated for r in i.waiting)
-        return (i.num_blocks - i.kv_used_blocks()) * i.cfg.block_size - queued - c.inbound_tokens[inst.seq]
+        bs = i.cfg.block_size
+        committed = max(i.kv_used_blocks() * bs + c.inbound_tokens[inst.seq], inst.pending_tokens)
+        return i.num_blocks * bs - committed
 
     def select(self, request: Any) -> Any | None:
         if not self._items:
