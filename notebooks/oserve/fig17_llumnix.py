@@ -71,9 +71,10 @@ mig
 
 # %%
 cases = table.index.tolist()
-labels = [f"{m}\n{g} GPUs, {t}" for m, g, t in cases]
+SHORT = {"llama-30b": "L-30B", "llama-2-70b": "L2-70B"}
+labels = [f"{SHORT.get(m, m)}\n{g}G {t}" for m, g, t in cases]
 x = np.arange(len(cases))
-fig, axes = plt.subplots(1, 3, figsize=(9.6, 3.0))
+fig, axes = plt.subplots(1, 3, figsize=(12.0, 3.2))
 for ax, df, value, ylabel in ((axes[0], lat, "e2e_p99_s", "P99 E2E latency (s)"),
                               (axes[1], thr, "throughput_rps", "throughput (req/s)")):
     if cases and not df.empty:
@@ -83,6 +84,8 @@ for ax, df, value, ylabel in ((axes[0], lat, "e2e_p99_s", "P99 E2E latency (s)")
                 ax.bar(x + (i - 0.5) * 0.38, p[s].astype(float), 0.38, label="OServe" if s == "oserve" else "Llumnix")
     ax.set_xticks(x, labels, fontsize=6)
     ax.set_ylabel(ylabel)
+    if value == "e2e_p99_s" and cases:
+        ax.set_yscale("log")  # the Llama2-70B cases queue for thousands of seconds, LLaMA-30B's for tens
     ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
 ax = axes[2]
 for i, c in enumerate(("p99_speedup", "throughput_gain")):
