@@ -79,13 +79,15 @@ for ax, (load, value, label) in zip(axes, (("latency", latency_metric, f"{latenc
         w = 0.8 / max(1, len(present))
         x = np.arange(len(p))
         for i, s in enumerate(present):
-            ax.bar(x + (i - (len(present) - 1) / 2) * w, p[s], w, label=s)
+            ax.bar(x + (i - (len(present) - 1) / 2) * w, p[s], w, label=s, color=f"C{SYS.index(s)}")  # one colour per system
         ax.set_xticks(x, list(p.index))
     ax.set_title(f"{load} load", fontsize=9)
     ax.set_ylabel(label)
-axes[0].legend(fontsize=7)
+handles = {h.get_label(): h for ax in axes for h in ax.containers}
+fig.legend([handles[s] for s in SYS if s in handles], [s for s in SYS if s in handles], fontsize=7,
+           loc="lower center", ncol=len(SYS), bbox_to_anchor=(0.5, -0.02))
 fig.suptitle("Llama2-70B on 32 GPUs", fontsize=9)
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.07, 1, 1))
 fig
 
 # %%
