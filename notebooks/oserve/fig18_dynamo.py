@@ -89,24 +89,26 @@ dyn
 
 # %%
 cases = table.index.tolist()
-fig, axes = plt.subplots(1, 2, figsize=(7.2, 3.0))
+fig, axes = plt.subplots(1, 2, figsize=(max(7.2, 1.3 * len(cases) + 2.0), 3.6))
+labels = [f"{m}\n{g} GPUs, {t}" for m, g, t in cases]
 ax = axes[0]
 x = np.arange(len(cases))
 if cases:
     p = sysdf.pivot_table(index=list(BY), columns="system", values="e2e_p99_s", aggfunc="first").loc[cases]
     for i, sname in enumerate(SYS):
         ax.bar(x + (i - 0.5) * 0.38, p[sname].astype(float), 0.38, label="Dynamo + vLLM" if sname == "dynamo" else "OServe")
-ax.set_xticks(x, [f"{m}\n{g} GPUs, {t}" for m, g, t in cases], fontsize=6)
+ax.set_xticks(x, labels, fontsize=6, rotation=45, ha="right")
 ax.set_ylabel("P99 E2E latency (s)")
-ax.legend(fontsize=7, loc="lower center", framealpha=0.9)
+ax.set_yscale("log")  # overloaded cases reach thousands of seconds
+ax.legend(fontsize=7, loc="upper right", framealpha=0.9)
 ax = axes[1]
 for i, k in enumerate(READINGS):
     ax.bar(x + (i - 1) * 0.27, table[f"gain_{k}_pct"].astype(float) if cases else [], 0.27, label=k)
 ax.axhspan(12, 20, color="0.85", zorder=0, label="paper 12-20 %")
 ax.axhline(0, color="k", lw=0.6)
-ax.set_xticks(x, [f"{m}\n{g} GPUs, {t}" for m, g, t in cases], fontsize=6)
+ax.set_xticks(x, labels, fontsize=6, rotation=45, ha="right")
 ax.set_ylabel("OServe gain over Dynamo (%)")
-ax.legend(fontsize=6, loc="lower right", framealpha=0.9)
+ax.legend(fontsize=6, loc="upper right", framealpha=0.9)
 fig.tight_layout()
 fig
 
