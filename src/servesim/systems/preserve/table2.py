@@ -101,7 +101,8 @@ SCALES = {
     # PreServe alone. 2,000 first-turn pairs (~2.9 k after oversampling) and 1,000 all-turn pairs,
     # 3 epochs, 2,000 / 1,000 test pairs: ~14 + 4 min PreServe, ~4 + 1 min mu-Serve, ~3 min of test
     # encoding and data loading: ~26 min estimated, leaving a 2x margin for the long-prompt tail a
-    # 192-prompt timing sample estimates poorly. The test split stays a random 30 % (capped).
+    # 192-prompt timing sample estimates poorly (measured: 19 min of CPU for the whole run, 55 min
+    # of wall time on a shared machine). The test split stays a random 30 % (capped).
     "full": Table2Settings(mode="prompt_tuning", max_conversations=None, max_train=2000, max_test=2000, max_len=256,
                            epochs=3, batch_size=16, batching="length", max_train_all=1000, max_test_all=1000),
     # paper: §4.2/§5.2.2's setting on every recoverable first-turn pair (7.8 k train, 512 tokens; the
