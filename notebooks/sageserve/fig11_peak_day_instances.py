@@ -123,6 +123,11 @@ for tag, tab in (("", ih), ("_exact", ih_exact)):
 metrics["theta_reading"] = summ["lt_ua"].get("theta_reading")
 metrics["theta_tokens_per_min_lt_ua"] = (summ["lt_ua"].get("theta_tokens_per_min") or {}).get(model)
 metrics["preset"] = summ[strategies[0]]["preset"]
+# LT-UA's own scaling steps: its >=5x / <=0.5x branches (actor_log.csv rows of kind lt_ua)
+ua = pd.read_csv(base["lt_ua"] / "actor_log.csv")
+ua = ua[ua["kind"] == "lt_ua"]
+metrics["lt_ua_branch_steps_up"] = int((ua["step"] > 0).sum()) if len(ua) else 0
+metrics["lt_ua_branch_steps_down"] = int((ua["step"] < 0).sum()) if len(ua) else 0
 metrics
 
 # %%

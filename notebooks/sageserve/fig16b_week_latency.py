@@ -97,6 +97,11 @@ metrics["ttft_rel_gap_lt_u_lt_ua_weekend_start"] = rel_gap(weekend_start)
 metrics.update({f"instance_hours_{s}": summ[s]["instance_hours"]["billed"] for s in strategies})
 metrics["preset"] = summ[strategies[0]]["preset"]
 metrics["model"] = model
+# LT-UA's own scaling steps: its >=5x / <=0.5x branches (actor_log.csv rows of kind lt_ua)
+ua = pd.read_csv(base["lt_ua"] / "actor_log.csv")
+ua = ua[ua["kind"] == "lt_ua"]
+metrics["lt_ua_branch_steps_up"] = int((ua["step"] > 0).sum()) if len(ua) else 0
+metrics["lt_ua_branch_steps_down"] = int((ua["step"] < 0).sum()) if len(ua) else 0
 metrics
 
 # %%
