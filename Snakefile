@@ -15,6 +15,12 @@ min_version("9.0")
 configfile: "workflow/config.yaml"
 
 
+# snakemake lets a repeated key of the config file win silently: read it strictly too (an error)
+from servesim._yaml import strict_yaml_load as _strict_yaml_load
+
+_strict_yaml_load(open("workflow/config.yaml", encoding="utf-8-sig").read(), source="workflow/config.yaml")
+
+
 # `--config allow_download=false` arrives as a string: read it as a boolean, and refuse anything
 # else (`maybe`) before validation rather than coerce it to false
 _flag = config.get("allow_download")

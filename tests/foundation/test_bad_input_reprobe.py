@@ -248,3 +248,19 @@ def test_fetch_mirror_that_is_a_file_or_missing(tmp_path, capsys):
     argv[argv.index("--mirror") + 1] = str(tmp_path / "none")
     _input_error(capsys, argv, "--mirror", "--no-download")
 
+
+
+# ------------------------------------------------------------------ workflow declarations
+def test_runs_file_with_a_repeated_key_is_an_error(tmp_path):
+    from servesim.analysis import runs as runs_api
+
+    root = tmp_path / "proj"
+    (root / "workflow/runs").mkdir(parents=True)
+    (root / "workflow/schemas").mkdir()
+    schema = Path(__file__).resolve().parents[2] / "workflow/schemas/runs.schema.yaml"
+    (root / "workflow/schemas/runs.schema.yaml").write_text(schema.read_text())
+    (root / "workflow/runs/demo.yaml").write_text(
+        "paper: demo\nruns:\n  base:\n    module: servesim.fleet.cli\n    outputs: [summary.json]\n"
+        "    quick: {args: {n: 1}}\n    quick: {args: {n: 2}}\n")  # was: the second quick silently won
+    with pytest.raises(runs_api.RunsError, match=r"demo.yaml.*line 7.*duplicate key 'quick'"):
+        runs_api.declared("demo", "quick", root)

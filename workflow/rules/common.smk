@@ -24,6 +24,7 @@ SRC = ROOT / "src"
 if str(SRC) not in sys.path:  # the workflow always runs this checkout's package
     sys.path.insert(0, str(SRC))
 from servesim._imports import closure, module_closure  # noqa: E402
+from servesim._yaml import StrictYAMLError, strict_yaml_load  # noqa: E402
 from servesim.analysis import runs as runs_api  # noqa: E402
 
 GROUPS = list(config["papers"]) + list(config["groups"])
@@ -45,7 +46,10 @@ def load_params(group):
     path = ROOT / "workflow" / "params" / f"{group}.yaml"
     if not path.exists():
         return {}
-    data = yaml.safe_load(path.read_text()) or {}
+    try:  # strict: a repeated figure or key is an error, not the last one winning
+        data = strict_yaml_load(path.read_text(encoding="utf-8-sig"), source=str(path)) or {}
+    except StrictYAMLError as exc:
+        raise WorkflowError(str(exc)) from None
     errors = sorted(_PARAMS_SCHEMA.iter_errors(data), key=lambda e: list(e.path))
     if errors:
         e = errors[0]

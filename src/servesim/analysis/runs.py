@@ -129,10 +129,12 @@ def _expand(path: Path, paper: str, template: str, spec: dict, scale: str) -> li
 @lru_cache(maxsize=None)
 def _declared(root: Path, paper: str, mtime: float) -> dict[str, dict[str, Run]]:
     path = root / "workflow" / "runs" / f"{paper}.yaml"
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise RunsError(f"{path}: not valid YAML: {exc}") from None
+    from servesim._yaml import StrictYAMLError, strict_yaml_load
+
+    try:  # strict: a repeated key (a copy-pasted run or arg) is an error, not the last one winning
+        doc = strict_yaml_load(path.read_text(encoding="utf-8-sig"), source=str(path)) or {}
+    except (StrictYAMLError, UnicodeDecodeError) as exc:
+        raise RunsError(str(exc) if isinstance(exc, StrictYAMLError) else f"{path}: not UTF-8 text") from None
     errors = sorted(_schema(root).iter_errors(doc), key=lambda e: list(e.path))
     if errors:
         e = errors[0]
