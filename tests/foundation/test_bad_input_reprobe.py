@@ -264,3 +264,17 @@ def test_runs_file_with_a_repeated_key_is_an_error(tmp_path):
         "    quick: {args: {n: 1}}\n    quick: {args: {n: 2}}\n")  # was: the second quick silently won
     with pytest.raises(runs_api.RunsError, match=r"demo.yaml.*line 7.*duplicate key 'quick'"):
         runs_api.declared("demo", "quick", root)
+
+
+@pytest.mark.parametrize("call, needle", [
+    (lambda: __import__("servesim.workload", fromlist=["x"]).sageserve_week(1e9), "requests"),  # was 51 PiB
+    (lambda: __import__("servesim.workload", fromlist=["x"]).sageserve_week(0.001, days=0), "days=0"),
+    (lambda: __import__("servesim.workload", fromlist=["x"]).azure_week("code", float("inf")), "requests"),
+    (lambda: __import__("servesim.workload", fromlist=["x"]).azure_week("code", 0.01, days=10**9), "days"),
+])
+def test_week_generators_bound_their_volume_for_every_caller(call, needle):
+    """The paper systems call the week generators directly (not through generate())."""
+    from servesim.workload import WorkloadError
+
+    with pytest.raises(WorkloadError, match=needle):
+        call()

@@ -12,7 +12,7 @@ from .arrivals import lengths_to_poisson
 from .gen_azure_week import azure_week
 from .gen_sageserve import sageserve_week
 from .loaders import load_aegaeon, load_azure, load_azure_2023, load_azure_2024, load_sageserve
-from .schema import COLUMNS, TIERS, WorkloadError, make, read, validate, write
+from .schema import COLUMNS, MAX_DAYS, MAX_REQUESTS, TIERS, WorkloadError, make, read, validate, write
 from .sharegpt import iter_conversations, load_sharegpt
 
 __all__ = ["COLUMNS", "TIERS", "WorkloadError", "make", "validate", "write", "read",
@@ -52,11 +52,6 @@ GENERATORS = {
 }
 
 
-#: most requests a generator may be asked for (about 5 GB as a table): a typo in ``scale`` or an
-#: option cannot allocate without bound
-MAX_REQUESTS = 100_000_000
-#: longest span (days) of a generated workload; the week generators hold per-minute arrays
-MAX_DAYS = 366
 
 
 def _inner_params(name: str) -> dict:

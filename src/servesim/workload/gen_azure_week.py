@@ -37,7 +37,7 @@ from functools import lru_cache
 from .arrivals import bin_arrivals, categorical, seeds
 from .characterise import counts_per_bin, sums_per_bin
 from .gen_sageserve import diurnal
-from .schema import WorkloadError, validate
+from .schema import WorkloadError, check_volume, validate
 
 WEEK_S = 7 * 86_400
 ROWS = {"code": 16_803_695, "conv": 27_303_999}
@@ -113,6 +113,7 @@ def azure_week(kind: str = "code", scale: float = 1.0, seed: int = 0, *, days: i
     """
     if kind not in ROWS:
         raise WorkloadError(f"azure_week: kind={kind!r}; expected 'code' or 'conv'")
+    check_volume("azure_week", ROWS[kind] * scale * days / 7.0, days)  # before the per-minute arrays
     pool = _pool(kind, lengths)
     if kind == "code":
         shape = solve_shape("code", TARGETS["code_peak_over_avg"], TARGETS["code_peak_over_min"])

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .arrivals import bin_arrivals, categorical, lognormal_lengths, lognormal_noise, seeds
-from .schema import TIERS, validate
+from .schema import TIERS, check_volume, validate
 
 MODELS = ("llama-2-70b", "bloom-176b", "llama-3.1-8b", "llama-3.2-3b")  # A, B, C, D
 REGIONS = ("westus", "centralus", "eastus")
@@ -165,6 +165,8 @@ def sageserve_week(scale: float = 1.0, seed: int = 0, *, total_requests: float =
     noise = minute_noise_sigmas(minute_noise)
     r_arr, r_noise, r_len, r_app, r_burst = seeds(seed, 5)
     total = total_requests * growth * scale * days / 7.0
+    check_volume("sageserve_week", total * (burst_factor if bursts else 1)
+                 * (1 + fifth_model_share if fifth_model is not None else 1), days)
     tshares = None if iw_niw_ratio is None else tier_shares_for_ratio(iw_niw_ratio)
     keys, rates = stream_rates(total, days, diurnal_params, tshares)
     if fifth_model is not None:

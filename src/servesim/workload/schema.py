@@ -43,10 +43,26 @@ COLUMNS: dict[str, str] = {
 #: limit is checked where it applies (`servesim replay` against --max-model-len).
 MAX_TOKENS = 10_485_760
 STRING_COLUMNS = tuple(c for c, d in COLUMNS.items() if d == "string")
+#: most requests a generator may be asked for (about 5 GB as a table): a typo in a scale or an
+#: option cannot allocate without bound
+MAX_REQUESTS = 100_000_000
+#: longest span (days) of a generated workload; the week generators hold per-minute arrays
+MAX_DAYS = 366
 
 
 class WorkloadError(InputError):
     """Bad workload input; the message names the source (file) and the row or column."""
+
+
+def check_volume(what: str, requests: float, days: float | None = None) -> None:
+    """WorkloadError unless a generator's expected request count is finite, >= 0 and at most
+    MAX_REQUESTS, and its span (``days``) a whole number in [1, MAX_DAYS]; called before any array
+    is sized by them."""
+    if days is not None and not (float(days) == int(days) and 1 <= days <= MAX_DAYS):
+        raise WorkloadError(f"{what}: days={days!r} must be a whole number in [1, {MAX_DAYS}]")
+    if not (0 <= requests <= MAX_REQUESTS):
+        raise WorkloadError(f"{what}: this volume is about {requests:.3g} requests (must be finite, >= 0 and at "
+                            f"most {MAX_REQUESTS:,}); lower the scale or volume options")
 
 
 def _first(mask: np.ndarray) -> int:

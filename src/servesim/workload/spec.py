@@ -19,7 +19,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Fiel
 
 from servesim.tables import read_table
 
-from .schema import MAX_TOKENS, WorkloadError, make, validate
+from .schema import MAX_REQUESTS as MAX_POISSON_REQUESTS, MAX_TOKENS, WorkloadError, make, validate
 
 _UNITS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, "hr": 3600.0, "d": 86400.0}
 _DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
@@ -43,8 +43,7 @@ def parse_duration(v: Any) -> Any:
 # finite: an infinite horizon, lead time or period would run (or sample) without end
 Seconds = Annotated[float, BeforeValidator(parse_duration), Field(ge=0, allow_inf_nan=False)]
 PosSeconds = Annotated[float, BeforeValidator(parse_duration), Field(gt=0, allow_inf_nan=False)]
-#: most requests a Poisson workload may be asked for (about 5 GB as a table); = workload.MAX_REQUESTS
-MAX_POISSON_REQUESTS = 100_000_000
+
 
 
 class Strict(BaseModel):
