@@ -74,7 +74,8 @@ def _expected_requests(name: str, scale: float, opt: dict) -> float:
     """An upper estimate of how many requests ``generate(name, scale, **opt)`` makes."""
     if name == "sageserve_week":
         extra = 1 + float(opt.get("fifth_model_share", 1.0)) if opt.get("fifth_model") else 1
-        burst = float(opt.get("burst_factor", 8.0)) if opt.get("bursts") else 1
+        burst = 1 + (float(opt.get("burst_factor", 8.0)) - 1) * float(opt.get("burst_len_s", 60.0)) / 3600 \
+            if opt.get("bursts") is True else 1
         return (float(opt.get("total_requests", 7.2e6)) * scale * float(opt.get("growth", 1.0))
                 * float(opt.get("days", 7)) / 7 * extra * burst)
     if name.startswith("azure_"):
@@ -139,8 +140,11 @@ def check_generate(name: str, scale: float, seed, options: dict) -> None:
 
 def generate(name: str, scale: float = 1.0, seed: int = 0, **options):
     """Run a generator by name (see ``GENERATORS``), after :func:`check_generate`."""
+    if name not in GENERATORS:
+        raise WorkloadError(f"unknown generator {name!r}; known: {sorted(GENERATORS)}")
+    options = _typed_booleans(name, options)
     check_generate(name, scale, seed, options)
-    return GENERATORS[name](scale=scale, seed=seed, **_typed_booleans(name, options))
+    return GENERATORS[name](scale=scale, seed=seed, **options)
 
 
 def _typed_booleans(name: str, options: dict) -> dict:

@@ -165,7 +165,8 @@ def sageserve_week(scale: float = 1.0, seed: int = 0, *, total_requests: float =
     noise = minute_noise_sigmas(minute_noise)
     r_arr, r_noise, r_len, r_app, r_burst = seeds(seed, 5)
     total = total_requests * growth * scale * days / 7.0
-    check_volume("sageserve_week", total * (burst_factor if bursts else 1)
+    # bursts copy the first burst_len_s of an hour (burst_factor - 1) more times
+    check_volume("sageserve_week", total * (1 + (burst_factor - 1) * burst_len_s / 3600 if bursts else 1)
                  * (1 + fifth_model_share if fifth_model is not None else 1), days)
     tshares = None if iw_niw_ratio is None else tier_shares_for_ratio(iw_niw_ratio)
     keys, rates = stream_rates(total, days, diurnal_params, tshares)
