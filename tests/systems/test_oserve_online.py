@@ -106,3 +106,12 @@ def test_online_cli_at_test_scale(tmp_path, monkeypatch):
         pd.testing.assert_frame_equal(a.drop(columns=[c for c in a if c.endswith("wall_s")]),
                                       b.drop(columns=[c for c in b if c.endswith("wall_s")]))
     assert online.main([*args, "--systems", "nope", "-o", str(tmp_path / "c2")]) == 2
+
+
+def test_online_cli_refuses_an_output_file_before_any_work(tmp_path, capsys):
+    from servesim.systems.oserve.online import main
+
+    f = tmp_path / "taken"
+    f.write_text("")
+    assert main(["--name", "T1", "--model", "opt-30b", "--gpus", "8", "-o", str(f)]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err

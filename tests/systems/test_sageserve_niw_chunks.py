@@ -116,3 +116,11 @@ def test_cli_rejects_negative_chunk_size_and_long_gate(tmp_path, capsys):
     assert "--niw-chunk-tokens -5" in capsys.readouterr().err
     assert main(base + ["--lt-ua-window-s", "4000"]) == EXIT_INPUT
     assert not (tmp_path / "x").exists()
+
+
+def test_runs_cli_refuses_zero_days(tmp_path, capsys):
+    from servesim.systems.sageserve.runs import main
+
+    rc = main(["--strategy", "lt_ua", "--preset", "quick", "--days", "0", "--models", "llama-2-70b",
+               "--regions", "eastus", "--window-h", "0", "1", "-o", str(tmp_path / "o")])
+    assert rc == 2 and "--days 0" in capsys.readouterr().err

@@ -365,6 +365,9 @@ def mixed_capacity(model: str, shapes, counts, pools, n_requests: int, seed: int
 # ---- CLI --------------------------------------------------------------------------------------------
 
 def check(a: argparse.Namespace) -> None:
+    from ...output_dir import check_output_dir
+
+    check_output_dir(a.out, force=a.force)  # before the run, not after it
     for s in a.systems:
         if s not in SYSTEMS:
             raise InputError(f"--systems: {s!r} is not one of {', '.join(SYSTEMS)}")

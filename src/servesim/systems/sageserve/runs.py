@@ -156,6 +156,8 @@ def check_options(a: argparse.Namespace) -> None:
             raise InputError(f"{opt}: unknown {unknown}; known: {known}")
         if len(set(given)) != len(given):
             raise InputError(f"{opt}: {given} lists one twice")
+    if a.days < 1:
+        raise InputError(f"--days {a.days}: generate at least 1 day")
     if a.window_h is not None:
         lo, hi = a.window_h
         days = a.days
