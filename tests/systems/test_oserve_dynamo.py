@@ -69,17 +69,10 @@ def test_planner_follows_a_toy_load_in_the_simulator():
     assert (df.state == "finished").all()
 
 
-def test_online_cli_with_dynamo_at_test_scale(tmp_path, monkeypatch):
+def test_online_cli_with_dynamo_at_test_scale(tmp_path, oserve_tiny_trace):
     from servesim.systems.oserve import online
-    from servesim.workload import gen_oserve as G
 
-    rng = np.random.default_rng(1)
-    pool = pd.DataFrame({"prompt_tokens": rng.integers(50, 800, 400), "output_tokens": rng.integers(2, 300, 400),
-                         "type": np.repeat(np.arange(4), 100)})
-    monkeypatch.setattr(G, "type_pool", lambda *a, **k: pool)
-    monkeypatch.setattr(G, "_base_rate", lambda minutes: np.ones(minutes))
-    args = ["--model", "opt-30b", "--gpus", "4", "--name", "T1", "--minute-stride", "16", "--search", "exhaustive",
-            "--max-pp", "2", "--n-requests", "60", "--cache-dir", str(tmp_path / "c"), "--systems", "oserve", "dynamo"]
+    args = [*oserve_tiny_trace, "--max-pp", "2", "--systems", "oserve", "dynamo"]
     assert online.main([*args, "-o", str(tmp_path / "a")]) == 0
     s = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert set(s["systems"]) == {"oserve", "dynamo"} and s["dynamo"]["workers"] >= 2

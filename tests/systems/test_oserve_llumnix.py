@@ -90,18 +90,10 @@ def test_options_parse():
             LL.LlumnixOptions.parse(bad)
 
 
-def test_online_cli_serves_llumnix(tmp_path, monkeypatch):
+def test_online_cli_serves_llumnix(tmp_path, oserve_tiny_trace):
     from servesim.systems.oserve import online
-    from servesim.workload import gen_oserve as G
 
-    rng = np.random.default_rng(1)
-    pool = pd.DataFrame({"prompt_tokens": rng.integers(50, 800, 400), "output_tokens": rng.integers(2, 300, 400),
-                         "type": np.repeat(np.arange(4), 100)})
-    monkeypatch.setattr(G, "type_pool", lambda *a, **k: pool)
-    monkeypatch.setattr(G, "_base_rate", lambda minutes: np.ones(minutes))
-    args = ["--model", "opt-30b", "--gpus", "4", "--name", "T1", "--minute-stride", "16", "--search", "exhaustive",
-            "--max-pp", "1", "--n-requests", "60", "--load", "1.5", "--cache-dir", str(tmp_path / "c"),
-            "--systems", "static", "llumnix"]
+    args = [*oserve_tiny_trace, "--max-pp", "1", "--load", "1.5", "--systems", "static", "llumnix"]
     assert online.main([*args, "-o", str(tmp_path / "a")]) == 0
     s = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert set(s["systems"]) == {"static", "llumnix"} and s["static_deployment"] == "TP2 + TP2"

@@ -83,17 +83,10 @@ def test_fill_routes_and_compress():
     assert Plan((Shape(2), Shape(1, 2)), np.ones((2, 1)), 1.0).label() == "TP2 + TP1,PP2"
 
 
-def test_online_cli_at_test_scale(tmp_path, monkeypatch):
+def test_online_cli_at_test_scale(tmp_path, oserve_tiny_trace):
     from servesim.systems.oserve import online
-    from servesim.workload import gen_oserve as G
 
-    rng = np.random.default_rng(1)
-    pool = pd.DataFrame({"prompt_tokens": rng.integers(50, 800, 400), "output_tokens": rng.integers(2, 300, 400),
-                         "type": np.repeat(np.arange(4), 100)})
-    monkeypatch.setattr(G, "type_pool", lambda *a, **k: pool)
-    monkeypatch.setattr(G, "_base_rate", lambda minutes: np.ones(minutes))
-    args = ["--model", "opt-30b", "--gpus", "4", "--name", "T1", "--minute-stride", "16", "--search", "exhaustive",
-            "--max-pp", "2", "--n-requests", "60", "--cache-dir", str(tmp_path / "c")]
+    args = [*oserve_tiny_trace, "--max-pp", "2"]
     assert online.main([*args, "-o", str(tmp_path / "a")]) == 0
     s = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert set(s["systems"]) == set(online.DEFAULT_SYSTEMS) and s["n_spans"] == 5
