@@ -41,16 +41,11 @@ def test_vs_best_baseline_picks_the_best_baseline_per_trace():
     assert OO.vs_best_baseline(df[df.system == "oserve"], "p99", False).empty
 
 
-def test_fig13_runs_cli_at_test_scale(tmp_path, monkeypatch):
+def test_fig13_runs_cli_at_test_scale(tmp_path, oserve_tiny_trace):
     from servesim.analysis import runs as runs_api
     from servesim.systems.oserve import online
-    from servesim.workload import gen_oserve as G
 
-    rng = np.random.default_rng(1)
-    pool = pd.DataFrame({"prompt_tokens": rng.integers(50, 800, 400), "output_tokens": rng.integers(2, 300, 400),
-                         "type": np.repeat(np.arange(4), 100)})
-    monkeypatch.setattr(G, "type_pool", lambda *a, **k: pool)
-    monkeypatch.setattr(G, "_base_rate", lambda minutes: np.ones(minutes))
+    # the fixture's tiny type pool and flat rate; the arguments are the declared fig13 test run's
     runs = {n: r for n, r in runs_api.declared("oserve", "test").items() if n.startswith("fig13/")}
     assert set(runs) == {"fig13/T1/latency", "fig13/T1/throughput"}
     r = runs["fig13/T1/latency"]
