@@ -38,7 +38,8 @@ def congested(workload, enforce):
     wl.loc[niw, "deadline_s"] = wl.loc[niw, "arrival_s"] + 60.0
     cfg = SageServeConfig(start_instances=1, min_per_endpoint=1, niw_deadline_s=60.0, niw_deadline_enforce=enforce,
                           niw_release_one_below=1.0, niw_release_two_below=1.0,
-                          reactive_scale_out=0.999, reactive_scale_in=0.99)
+                          reactive_scale_out=0.999, reactive_scale_in=0.99,
+                          niw_chunk_tokens=None)  # whole prompts: one request, one timeout state
     return run_strategy("reactive", wl, t0_s=T0, config=cfg, seed=0, max_instances=1)[0]
 
 
