@@ -42,7 +42,7 @@ import pandas as pd
 from ...catalog import get_model
 from ...sim import PRIO_CONTROL, Cluster
 from . import switching as SW
-from .replica import GPU, GPUS_PER_NODE, Shape, instance_config, kv_tokens, step_model, strategies
+from .replica import GPU, Shape, instance_config, kv_tokens, step_model, strategies
 from .search import place
 
 PREFILL_ROUTER = "jsq-tokens"
@@ -194,7 +194,7 @@ def serve(setup: DynamoSetup, wl: pd.DataFrame, types: np.ndarray, *, restart_s:
     cfg = instance_config(model, st.shape, hardware)
     sm = step_model(model, st.shape, hardware, st.backend)
     kvb = get_model(model).kv_bytes_per_token(get_model(model).dtype_bytes)
-    nodes = [frozenset(g // GPUS_PER_NODE for g in p.gpus) for p in st.placed]
+    same_node = SW.same_node(st.placed)
     reload_s = [SW.reload_switch_s(SW.SwitchPlan(changed=(p,)), model, restart_s) for p in st.placed]
     roles = ["prefill" if w < st.n_start else "decode" for w in range(st.n_workers)]
     worker_of = list(range(st.n_workers))        # instance index -> worker
@@ -203,9 +203,7 @@ def serve(setup: DynamoSetup, wl: pd.DataFrame, types: np.ndarray, *, restart_s:
     gen = [0] * st.n_workers
 
     def link(r, a, b) -> float:
-        wa, wb = worker_of[a], worker_of[b]
-        same = len(nodes[wa]) == 1 and nodes[wa] == nodes[wb]
-        return kv_handoff_s(r.computed, kvb, same)
+        return kv_handoff_s(r.computed, kvb, same_node(worker_of[a], worker_of[b]))
 
     cl = Cluster([replace(cfg, role=roles[w]) for w in range(st.n_workers)], [sm] * st.n_workers,
                  router=PREFILL_ROUTER, decode_router=DECODE_ROUTER, kv_link_s=link,

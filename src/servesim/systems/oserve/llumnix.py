@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
@@ -52,7 +51,7 @@ from ...sim.kvcache import cdiv
 from ...sim.migration import LiveMigrator
 from ...sim.request import WAITING
 from . import switching as SW
-from .replica import GPU, GPUS_PER_NODE, instance_config, step_model
+from .replica import GPU, instance_config, step_model
 
 
 @dataclass(frozen=True)
@@ -178,15 +177,6 @@ def pick_request(inst):
     return best
 
 
-def link_bps(placed) -> Callable[[int, int], float]:
-    """Bytes/s between instances ``i`` and ``j`` of a layout: NVLink within one node, else IB."""
-    nodes = [{g // GPUS_PER_NODE for g in p.gpus} for p in placed]
-
-    def bw(i: int, j: int) -> float:
-        return SW.NVLINK_BPS if len(nodes[i] | nodes[j]) == 1 else SW.IB_BPS
-    return bw
-
-
 class Llumnix:
     """A cluster of homogeneous instances with Llumnix's dispatch and migration."""
 
@@ -197,7 +187,7 @@ class Llumnix:
         configs = configs or [instance_config(model, s, GPU) for s in shapes]
         step_models = step_models or [step_model(model, s, GPU, backend) for s in shapes]
         if bandwidth is None:
-            bandwidth = link_bps(SW.layout(tuple(shapes), gpus))
+            bandwidth = SW.link_bps(SW.layout(tuple(shapes), gpus))
         self.cluster = Cluster(configs, step_models, router=LlumnixDispatch())
         kv = kv_bytes_per_token if kv_bytes_per_token is not None else m.kv_bytes_per_token(m.dtype_bytes)
         self.migrator = LiveMigrator(self.cluster, kv, bandwidth, last_stage_tokens=self.opt.last_stage_tokens,

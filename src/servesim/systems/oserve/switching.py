@@ -38,6 +38,19 @@ NVLINK_BPS = 400e9       # §5.2 / §6.1
 IB_BPS = 200e9
 
 
+def same_node(placed, per_node: int = GPUS_PER_NODE):
+    """``same(i, j)``: replicas ``i`` and ``j`` of a layout sit on one node together (their KV
+    moves over NVLink), else it crosses InfiniBand."""
+    nodes = [{g // per_node for g in p.gpus} for p in placed]
+    return lambda i, j: len(nodes[i] | nodes[j]) == 1
+
+
+def link_bps(placed, nvlink_bps: float = NVLINK_BPS, ib_bps: float = IB_BPS):
+    """Bytes/s between replicas ``i`` and ``j`` of a layout: NVLink within one node, else IB."""
+    same = same_node(placed)
+    return lambda i, j: nvlink_bps if same(i, j) else ib_bps
+
+
 @dataclass(frozen=True)
 class Placed:
     """A replica laid out on GPU ids (stage-major: gpus[s * tp + r] is stage s, TP rank r)."""
