@@ -52,8 +52,6 @@ GENERATORS = {
 }
 
 
-
-
 def _inner_params(name: str) -> dict:
     """Keyword parameters (with defaults) of the function behind a named generator."""
     import inspect
