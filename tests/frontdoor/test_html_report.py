@@ -40,6 +40,10 @@ def _wait(driver, xpath, timeout=60):
 
 
 def _open_category(driver, report, name):
+    # a fresh document each time: the report app rewrites its URL as views open, so getting the
+    # report again from inside it can be a same-document navigation that keeps the old view's DOM
+    # (and its stale links) while the app re-renders
+    driver.get("about:blank")
     driver.get(report.as_uri())
     _wait(driver, f"//a[normalize-space()='{name}']").click()
 
