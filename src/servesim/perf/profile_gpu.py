@@ -1,65 +1,53 @@
-"""``servesim profile-gpu``: PyTorch micro-benchmarks of one model's operators on this machine's
-device, composed into a step-time measurement table that the ``table`` backend reads and
-``servesim calibrate`` fits.
+"""``servesim profile-gpu``: time whole decoder forwards of a catalog model on this machine's
+accelerator (`gpu_bench`) and write a step-time measurement table that the ``table`` backend
+reads and ``servesim calibrate`` fits -- or write a plan for a GPU node that has PyTorch but not
+servesim (``--plan-out``), run there as ``python gpu_bench.py --plan plan.json --out DIR``.
 
-Measured per shape: the GEMM of every projection (QKV, O, MLP up/gate, MLP down, LM head) at the
-replica's TP width, attention prefill (causal SDPA over L-token prompts) and decode (one query
-over a C-token context) at several lengths, and -- when several GPUs are visible and
-torch.distributed can start -- nothing more: multi-GPU all-reduce needs one process per GPU and
-is measured by the engine path instead; the composed table then holds TP=1 steps only (said in
-the output's ``source`` column). Element-wise operators (norms, activations, residuals) are not
-timed: they are a few percent of a step and calibration absorbs them.
+Grids (which steps are timed):
+- ``aegaeon``: the Aegaeon artifact's profile grid (B prompts of L tokens, then B decodes at
+  context L), restricted to steps of at most 4,096 tokens as `sources.aegaeon` reads them, so a
+  profiled table and the artifact's measured one can be compared point by point;
+- ``splitwise``: the Splitwise database's prompt and batch sizes (SageServe's step times),
+  prefill steps up to 16,384 tokens, decodes at contexts 256-8,192, and a few mixed steps;
+- ``quick``: a handful of small steps (seconds on a CPU with ``--shrink``).
 
-Composition: step = layers * (sum of GEMMs at T tokens + attention) + LM head, T = tokens in the
-step. On CPU, ``--shrink`` divides the model's widths so the run takes seconds (a smoke test of
-the pipeline, not a measurement of the real model).
+On CPU, ``--shrink`` divides the model's widths so a run takes seconds: a smoke test of the
+pipeline, not a measurement of the real model.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+import json
 from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
 from ..catalog import get_model
+from . import gpu_bench
 from .measurements import write
 
+# The Aegaeon artifact's profile grid: prompt length L -> batch sizes B of its i<L>b<B>.json files.
+AEGAEON_GRID = {16: [1, 2, 4, 8, 16, *range(30, 201, 10)], 32: [1, 2, 4, 8, 16, *range(30, 201, 10)],
+                64: [1, 2, 4, 8, 16, *range(30, 121, 10)], 128: [1, 2, 4, 8, 16, 30, 40, 50, 60],
+                256: [1, 2, 4, 8, 16, 30], 512: [1, 2, 4, 8, 16], 1024: [1, 2, 4, 8], 2048: [1, 2, 4], 4096: [2]}
+AEGAEON_STEP_TOKENS = 4096
+SPLITWISE_PROMPTS, SPLITWISE_BATCHES = (128, 256, 512, 1024, 2048, 4096, 8192), (1, 2, 4, 8, 16, 32, 64)
 
-def _torch():
-    try:
-        import torch
-    except ImportError as e:  # the profiler is optional: say what to install
-        raise SystemExit("servesim profile-gpu needs PyTorch (pip install torch, or servesim[engine-gpu])") from e
-    return torch
 
-
-def _timer(torch, device):
-    """Median seconds of fn() over reps, after warm-up; CUDA events on GPU, perf_counter on CPU."""
-    cuda = device.type == "cuda"
-
-    def run(fn, reps=5, warmup=2):
-        for _ in range(warmup):
-            fn()
-        ts = []
-        for _ in range(reps):
-            if cuda:
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record()
-                fn()
-                b.record()
-                torch.cuda.synchronize()
-                ts.append(a.elapsed_time(b) / 1e3)
-            else:
-                t0 = time.perf_counter()
-                fn()
-                ts.append(time.perf_counter() - t0)
-        return statistics.median(ts)
-
-    return run
+def grid(name: str) -> dict:
+    """The shapes of a named grid: {"prefill": [[L, B]], "decode": [[C, B]], "mixed": [[P, B, C]]}."""
+    if name == "aegaeon":
+        pairs = [(L, B) for L, bs in AEGAEON_GRID.items() for B in bs if L * B <= AEGAEON_STEP_TOKENS]
+        return {"prefill": [[L, B] for L, B in pairs], "decode": [[L, B] for L, B in pairs if L < AEGAEON_STEP_TOKENS]}
+    if name == "splitwise":
+        return {"prefill": [[p, b] for p in SPLITWISE_PROMPTS for b in SPLITWISE_BATCHES if p * b <= 16384],
+                "decode": [[c, b] for c in (256, 1024, 4096, 8192) for b in SPLITWISE_BATCHES],
+                "mixed": [[p, b, 1024] for p in (512, 2048) for b in (16, 64)]}
+    if name == "quick":
+        return {"prefill": [[16, 1], [64, 2]], "decode": [[16, 1], [64, 4]], "mixed": [[16, 2, 16]]}
+    raise ValueError(f"unknown grid {name!r}: expected aegaeon, splitwise or quick")
 
 
 def shrunk(model: str, shrink: int = 1):
@@ -73,93 +61,75 @@ def shrunk(model: str, shrink: int = 1):
                    ffn=max(16, m.ffn // shrink), vocab=max(64, m.vocab // shrink))
 
 
-def profile(model: str, tp: int = 1, shrink: int = 1, device: str = "auto", dtype: str | None = None,
-            token_counts=(1, 16, 64, 256, 1024, 4096), prefill_lens=(128, 512, 2048), prefill_batches=(1, 2, 4),
-            decode_ctxs=(128, 512, 2048), decode_batches=(1, 8, 32, 128), reps: int = 5, layers: int | None = None):
-    """Run the micro-benchmarks; return (operator table, step-time measurement table)."""
-    torch = _torch()
-    dev = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device)
-    dt = getattr(torch, dtype) if dtype else (torch.float16 if dev.type == "cuda" else torch.float32)
+def shape(model: str, shrink: int = 1, layers: int | None = None) -> dict:
+    """The architecture facts `gpu_bench` needs, from the catalog."""
     m = shrunk(model, shrink)
-    if m.heads % tp or m.kv_heads % tp and m.kv_heads >= tp:
-        raise ValueError(f"{m.key}: heads ({m.heads}) / kv_heads ({m.kv_heads}) do not split over tp={tp}")
-    n_layers = layers or m.layers
-    q, kvd = m.q_dim // tp, max(1, m.kv_heads // tp) * m.head_dim
-    up = (2 if m.gated_mlp else 1) * m.ffn // tp
-    gemms = {"qkv": (m.hidden, q + 2 * kvd), "o": (q, m.hidden), "mlp_up": (m.hidden, up), "mlp_down": (m.ffn // tp, m.hidden)}
-    timeit = _timer(torch, dev)
-    ops = []
-    for T in sorted(set(token_counts) | {L * B for L in prefill_lens for B in prefill_batches} | set(decode_batches)):
-        for name, (k, n) in gemms.items():
-            x = torch.randn(T, k, device=dev, dtype=dt)
-            w = torch.randn(k, n, device=dev, dtype=dt)
-            ops.append({"op": name, "tokens": T, "ctx": 0, "batch": 0, "s": timeit(lambda: x @ w, reps)})
-    for B in sorted(set(decode_batches) | set(prefill_batches)):
-        x = torch.randn(B, m.hidden, device=dev, dtype=dt)
-        w = torch.randn(m.hidden, m.vocab // tp, device=dev, dtype=dt)
-        ops.append({"op": "lm_head", "tokens": B, "ctx": 0, "batch": B, "s": timeit(lambda: x @ w, reps)})
-    sdpa = torch.nn.functional.scaled_dot_product_attention
-    hq = m.heads // tp  # KV heads are expanded to the query heads below (GQA repeat)
-    for L in prefill_lens:
-        for B in prefill_batches:
-            qt = torch.randn(B, hq, L, m.head_dim, device=dev, dtype=dt)
-            kt = torch.randn(B, hq, L, m.head_dim, device=dev, dtype=dt)  # KV expanded to query heads (GQA repeat)
-            ops.append({"op": "attn_prefill", "tokens": L * B, "ctx": L, "batch": B,
-                        "s": timeit(lambda: sdpa(qt, kt, kt, is_causal=True), reps)})
-    for C in decode_ctxs:
-        for B in decode_batches:
-            qt = torch.randn(B, hq, 1, m.head_dim, device=dev, dtype=dt)
-            kt = torch.randn(B, hq, C, m.head_dim, device=dev, dtype=dt)
-            ops.append({"op": "attn_decode", "tokens": B, "ctx": C, "batch": B, "s": timeit(lambda: sdpa(qt, kt, kt), reps)})
-    ops = pd.DataFrame(ops)
-    hw = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
-    ops["model"], ops["device"], ops["tp"], ops["shrink"] = m.key, hw, tp, shrink
+    if m.is_moe:
+        raise ValueError(f"{m.key}: mixture-of-experts layers are not profiled (dense decoders only)")
+    return {"key": m.key, "layers": layers or m.layers, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads,
+            "head_dim": m.head_dim, "ffn": m.ffn, "vocab": m.vocab, "gated_mlp": bool(m.gated_mlp)}
 
-    g = {(r.op, r.tokens): r.s for r in ops[ops.op.isin(list(gemms))].itertuples()}
-    head = {r.batch: r.s for r in ops[ops.op == "lm_head"].itertuples()}
-    per_tok = lambda T: sum(g[(n, T)] for n in gemms)  # noqa: E731
-    rows = []
-    for r in ops[ops.op == "attn_prefill"].itertuples():
-        L, B = r.ctx, r.batch
-        rows.append((L * B, L * L * B, 0, 0, n_layers * (per_tok(L * B) + r.s) + head[B]))
-    for r in ops[ops.op == "attn_decode"].itertuples():
-        C, B = r.ctx, r.batch
-        rows.append((0, 0, B, B * C, n_layers * (per_tok(B) + r.s) + head[B]))
-    steps = pd.DataFrame(rows, columns=["prefill_tokens", "prefill_ctx", "decode_seqs", "decode_ctx", "step_s"])
-    steps["model"], steps["tp"], steps["pp"] = m.key, tp, 1
-    steps["hardware"] = "cpu" if dev.type == "cpu" else hw
-    steps["source"] = f"profile-gpu:{hw}:shrink{shrink}:layers{n_layers}:no-allreduce"
-    return ops, steps
+
+def plan(specs: list[str], hardware: str | None = None, dtype: str = "bfloat16", reps: int = 5,
+         bandwidth: bool = True) -> dict:
+    """A run plan for `gpu_bench.run_plan` from "model:tp:grid" specs, in priority order."""
+    models = []
+    for s in specs:
+        parts = s.split(":")
+        if len(parts) != 3 or not parts[1].isdigit():
+            raise ValueError(f"--models entry {s!r}: expected model:tp:grid (e.g. llama-2-70b:8:splitwise)")
+        models.append({"shape": shape(parts[0]), "tp": int(parts[1]), "grid": grid(parts[2]), "grid_name": parts[2]})
+    return {"hardware": hardware, "dtype": dtype, "reps": reps, "warmup": 2, "bandwidth": bandwidth, "models": models}
+
+
+def profile(model: str, tp: int = 1, shrink: int = 1, device: str = "auto", dtype: str | None = None,
+            grid_name: str = "splitwise", reps: int = 5, layers: int | None = None) -> pd.DataFrame:
+    """Time ``grid_name``'s steps of one model on this machine; the step-time measurement table."""
+    torch = gpu_bench._torch()
+    dev = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device)
+    dt = getattr(torch, dtype) if dtype else (torch.bfloat16 if dev.type == "cuda" else torch.float32)
+    hw = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
+    rows = gpu_bench.profile_model(torch, shape(model, shrink, layers), tp, dev, dt, grid(grid_name),
+                                   gpu_bench.Timer(torch, dev, reps=reps), hw, log=lambda s: None)
+    df = pd.DataFrame(rows, columns=gpu_bench.STEP_COLUMNS)
+    if shrink != 1:
+        df["source"] = df.source + f":shrink{shrink}"
+    return df
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("profile-gpu", help="micro-benchmark a model's operators on this device -> step-time table",
+    p = subparsers.add_parser("profile-gpu", help="time a model's forward steps on this device -> step-time table",
                               description=__doc__.splitlines()[0])
-    p.add_argument("--model", required=True, help="catalog model key")
+    p.add_argument("--model", help="catalog model key (a local run)")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel width of the shapes (one GPU runs 1/tp of each)")
+    p.add_argument("--grid", default="splitwise", choices=["aegaeon", "splitwise", "quick"])
     p.add_argument("--shrink", type=int, default=1, help="divide the model's widths by this (CPU smoke runs)")
-    p.add_argument("--layers", type=int, help="compose with this many layers (default: the model's)")
+    p.add_argument("--layers", type=int, help="run this many layers (default: the model's)")
     p.add_argument("--device", default="auto", help="cuda, cuda:1, cpu or auto")
-    p.add_argument("--dtype", help="torch dtype name (default float16 on GPU, float32 on CPU)")
+    p.add_argument("--dtype", help="torch dtype name (default bfloat16 on GPU, float32 on CPU)")
     p.add_argument("--reps", type=int, default=5)
-    p.add_argument("--quick", action="store_true", help="few, small shapes (seconds on CPU)")
-    p.add_argument("-o", "--output", required=True, help="step-time measurement table (.csv/.parquet)")
-    p.add_argument("--ops-output", help="also write the per-operator timings here (.csv)")
+    p.add_argument("-o", "--output", help="step-time measurement table (.csv/.parquet)")
+    p.add_argument("--plan-out", help="instead of profiling here, write a plan for gpu_bench.py on a GPU node")
+    p.add_argument("--models", help="with --plan-out: comma-separated model:tp:grid, in priority order")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    kw = {}
-    if args.quick:
-        kw = dict(token_counts=(1, 16, 64), prefill_lens=(16, 64), prefill_batches=(1, 2), decode_ctxs=(16, 64),
-                  decode_batches=(1, 4), reps=2)
-    ops, steps = profile(args.model, tp=args.tp, shrink=args.shrink, device=args.device, dtype=args.dtype,
-                         layers=args.layers, **({"reps": args.reps} | kw))
-    write(steps, args.output)
-    if args.ops_output:
-        Path(args.ops_output).parent.mkdir(parents=True, exist_ok=True)
-        ops.to_csv(args.ops_output, index=False, float_format="%.6g")
-    print(f"profiled {len(ops)} operator shapes on {steps.source.iloc[0]} -> {args.output} ({len(steps)} steps)")
+    if args.plan_out:
+        if not args.models:
+            raise SystemExit("profile-gpu --plan-out needs --models model:tp:grid[,...]")
+        p = plan(args.models.split(","), reps=args.reps, **({"dtype": args.dtype} if args.dtype else {}))
+        Path(args.plan_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.plan_out).write_text(json.dumps(p, indent=1))
+        n = sum(len(v) for m in p["models"] for v in m["grid"].values())
+        print(f"plan: {len(p['models'])} model shards, {n} steps -> {args.plan_out}")
+        return 0
+    if not (args.model and args.output):
+        raise SystemExit("profile-gpu needs --model and -o (or --plan-out and --models)")
+    df = profile(args.model, tp=args.tp, shrink=args.shrink, device=args.device, dtype=args.dtype,
+                 grid_name=args.grid, reps=args.reps, layers=args.layers)
+    write(df, args.output)
+    print(f"profiled {len(df)} steps on {df.source.iloc[0]} -> {args.output}")
     return 0
 
 

@@ -12,6 +12,8 @@ fitted         coefficients: {a_p, a_d, b_pt, ...} | measurements: <table path> 
 table          measurements: <table path>, prefill_axes: 2d|tokens, decode_axes: 2d|seqs
 splitwise      file: perf_model.csv (SageServe's Splitwise DB; model/hardware/tp select rows)
 aegaeon        profile: <profiles/ folder> (default: the model's), gpu: <GPU folder> (default: hardware's)
+gpu-bench      timing: step|eager, engine_overhead: {k_prefill, k_decode, overhead_s, seq_overhead_s}
+               (our committed GPU profiles, `sources.gpu_bench`; kernels only unless engine_overhead)
 vidur          profile_model: <catalog key of a same-shape profiled model> (default: the model)
 file           path: <model file> (same as passing the path as spec)
 =============  ==============================================================================
@@ -185,6 +187,29 @@ def _aegaeon(opts, model, hardware, tp, pp):
     df = sources.aegaeon(prof, gpu)
     return TableStepTime(df, prefill_axes=opts.get("prefill_axes", "2d"), decode_axes=opts.get("decode_axes", "2d"),
                          name="aegaeon", tp=tp, pp=pp)
+
+
+@register("gpu-bench")
+def _gpu_bench(opts, model, hardware, tp, pp):
+    from . import sources
+    from .engine_overhead import PARAMS, EngineOverheadStepTime
+    from .table import TableStepTime
+
+    _check_opts("gpu-bench", opts, ("timing", "engine_overhead"))
+    _need("gpu-bench", model=model, hardware=hardware)
+    if pp != 1:
+        raise BackendError("gpu-bench profiles are one GPU's tp shard (pp=1)")
+    try:
+        df = sources.gpu_bench(model, hardware, tp, timing=opts.get("timing", "step"), mixed=False)
+    except ValueError as e:
+        raise BackendError(str(e)) from None
+    t = TableStepTime(df, name="gpu-bench", tp=tp, pp=pp)
+    eo = opts.get("engine_overhead")
+    if eo is None:
+        return t
+    if not isinstance(eo, dict) or set(eo) - set(PARAMS):
+        raise BackendError(f"backend 'gpu-bench': engine_overhead must be a mapping of {', '.join(PARAMS)}")
+    return EngineOverheadStepTime(t, **{k: float(v) for k, v in eo.items()})
 
 
 @register("vidur")

@@ -107,3 +107,58 @@ def cross_hardware(sets: dict[str, pd.DataFrame], pairs: list[tuple[str, str]]) 
         prior = RooflineStepTime(B.model.iloc[0], B.hardware.iloc[0], tp=int(B.tp.iloc[0]))
         rows += _rows("roofline-prior", b, B, prior, "all", note="reference")
     return pd.DataFrame(rows)
+
+
+# measured engine set -> the gpu_bench profile of the same (model, hardware, tp)
+GPU_BENCH_VS = {  # dataset name (as in `datasets`) -> (aegaeon model folder or splitwise file, gpu_bench key)
+    "aegaeon:qwen2.5-7b:h100-80gb:tp1": ("qwen2.5-7b", "h100-80gb", 1),
+    "aegaeon:llama-2-13b:h100-80gb:tp1": ("llama-2-13b", "h100-80gb", 1),
+    "aegaeon:yi-1.5-9b:h100-80gb:tp1": ("yi-1.5-9b", "h100-80gb", 1),
+    "splitwise:llama-2-70b:h100-80gb:tp8": ("llama-2-70b", "h100-80gb", 8),
+    "splitwise:llama-2-70b:h100-80gb:tp4": ("llama-2-70b", "h100-80gb", 4),
+    "splitwise:bloom-176b:h100-80gb:tp8": ("bloom-176b", "h100-80gb", 8),
+}
+
+
+def gpu_bench_vs_engine(sets: dict[str, pd.DataFrame], timing: str = "step") -> pd.DataFrame:
+    """Our GPU profiles (`sources.gpu_bench`: PyTorch forwards, kernels only) against an engine's
+    measured step times of the same model on the same GPU, scored on the measured rows inside the
+    profile's grid:
+
+    - ``gpu-bench``: the profile table as it is (no engine cost, no all-reduce for tp > 1);
+    - ``gpu-bench+engine``: plus `engine_overhead` fitted on the *other* models' measurements of
+      the same engine and GPU (leave one model out; Aegaeon's H100 sets), or, for the Splitwise
+      sets, fitted on all of Aegaeon's H100 sets (another engine: the move is across engines).
+    """
+    from .engine_overhead import fit_engine_overhead
+
+    def base(key):
+        m, hw, tp = key
+        return TableStepTime(sources.gpu_bench(m, hw, tp, timing=timing, mixed=False), name="gpu-bench")
+
+    have = {(h, m, t) for h, m, t in sources.gpu_bench_sets()}
+    todo = {n: k for n, k in GPU_BENCH_VS.items() if n in sets and (k[1], k[0], k[2]) in have}
+    aeg = [n for n in todo if n.startswith("aegaeon")]
+    rows = []
+    for name, key in todo.items():
+        b = base(key)
+        df = sets[name]
+        inside = b.inside(*(df[c].to_numpy(float) for c in M.AGGREGATES))
+        df = df[inside].reset_index(drop=True)
+        if df.empty:
+            continue
+        note = f"{int(inside.sum())} of {len(inside)} measured rows inside the profile's grid; timing={timing}"
+        rows += _rows("gpu-bench", name, df, b, "all", note=note)
+        others = [n for n in aeg if n != name]
+        if not others:
+            continue
+        train = pd.concat([sets[n] for n in others], ignore_index=True)
+        by_model = {sets[n].model.iloc[0]: base(todo[n]) for n in others}
+        fitted = fit_engine_overhead(None, train, base_for=lambda g: by_model[g.model.iloc[0]])
+        moved = replace(fitted, base=b)
+        src = ", ".join(sorted(by_model))
+        rows += _rows("gpu-bench+engine", name, df, moved, "all",
+                      note=f"engine overhead fitted on {src} (k_prefill {fitted.k_prefill:.3f}, k_decode "
+                           f"{fitted.k_decode:.3f}, {fitted.overhead_s * 1e3:.2f} ms/step, "
+                           f"{fitted.seq_overhead_s * 1e6:.0f} us/seq); {note}")
+    return pd.DataFrame(rows)

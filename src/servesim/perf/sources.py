@@ -190,3 +190,47 @@ def aegaeon_sets() -> list[tuple[str, str]]:
     """Every (model folder, GPU folder) with profiles."""
     root = _locate("aegaeon/profiles")
     return sorted((m.name, g.name) for m in root.iterdir() if m.is_dir() for g in m.iterdir() if g.is_dir())
+
+
+# ----------------------------------------------------------------- servesim's own GPU profiles
+GPU_BENCH_TIMINGS = ("step", "eager")
+
+
+def gpu_bench_root() -> Path:
+    """Committed `gpu_bench` tables: ``perf/data/gpu_bench/<hardware key>/<model>-tp<k>.csv``."""
+    return Path(__file__).parent / "data" / "gpu_bench"
+
+
+def gpu_bench_sets() -> list[tuple[str, str, int]]:
+    """Every committed (hardware key, model key, tp) profile."""
+    out = []
+    for hw in sorted(p for p in gpu_bench_root().iterdir() if p.is_dir()):
+        for f in sorted(hw.glob("*-tp*.csv")):
+            model, tp = f.stem.rsplit("-tp", 1)
+            out.append((hw.name, model, int(tp)))
+    return out
+
+
+def gpu_bench(model: str, hardware: str = "h100-80gb", tp: int = 1, timing: str = "step", mixed: bool = True) -> pd.DataFrame:
+    """A step-time table measured here by `gpu_bench` (whole PyTorch decoder forwards on one GPU,
+    1/tp shard, no all-reduce; see the folder's ``provenance.json``).
+
+    ``timing="step"``: CUDA-graph replays for decode steps and eager forwards for prefill and mixed
+    steps (what an engine runs); ``"eager"``: the eager forward for every step (CPU launch gaps
+    included). ``mixed=False`` drops the prefill+decode steps (a 2-D table backend reads pure steps).
+    """
+    if timing not in GPU_BENCH_TIMINGS:
+        raise ValueError(f"gpu_bench: timing={timing!r}; expected one of {GPU_BENCH_TIMINGS}")
+    hw, key = get_hardware(hardware).key, get_model(model).key
+    path = gpu_bench_root() / hw / f"{key}-tp{int(tp)}.csv"
+    if not path.exists():
+        have = ", ".join(f"{m}:tp{t}@{h}" for h, m, t in gpu_bench_sets()) or "none"
+        raise ValueError(f"{path}: no gpu_bench profile for {key} tp={tp} on {hw} (committed: {have})")
+    raw = pd.read_csv(path)
+    if timing == "eager":
+        raw["step_s"] = raw["eager_s"]
+    df = validate(raw, str(path))
+    if not mixed:
+        df = df[df.regime != "mixed"].reset_index(drop=True)
+    df["hardware"] = hw
+    return df
