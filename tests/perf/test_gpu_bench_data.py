@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from servesim.catalog import get_hardware
 from servesim.perf import LinearStepTime, TableStepTime, sources
 from servesim.perf import measurements as M
 from servesim.perf.engine_overhead import EngineOverheadStepTime, fit_engine_overhead, sequences
@@ -14,12 +15,13 @@ from servesim.perf.engine_overhead import EngineOverheadStepTime, fit_engine_ove
 def test_committed_profiles_read_and_carry_provenance():
     sets = sources.gpu_bench_sets()
     assert ("h100-80gb", "qwen2.5-7b", 1) in sets
-    prov = json.loads((sources.gpu_bench_root() / "h100-80gb" / "provenance.json").read_text())
     for hw, model, tp in sets:
-        assert f"{model}-tp{tp}.csv" in prov["tables"]
+        prov = json.loads((sources.gpu_bench_root() / hw / "provenance.json").read_text())
+        assert prov["hardware_key"] == hw and f"{model}-tp{tp}.csv" in prov["tables"]
         df = sources.gpu_bench(model, hw, tp)
         assert (df.hardware == hw).all() and (df.tp == tp).all() and df.source.str.contains("no-allreduce").all()
-    assert "H100" in prov["environment"]["device_name"]
+        # the device that measured the table is the one its folder names
+        assert get_hardware(prov["environment"]["device_name"].split()[1]).key == hw
 
 
 def test_step_timing_graphs_decode_only():
