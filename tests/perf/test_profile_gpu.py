@@ -1,4 +1,5 @@
 import ast
+import re
 import json
 from pathlib import Path
 
@@ -120,3 +121,36 @@ def test_decode_attention_matches_repeated_kv_heads():
     ref = torch.nn.functional.scaled_dot_product_attention(
         q.view(B, 4, 1, 16), kc.repeat_interleave(2, 1), vc.repeat_interleave(2, 1)).reshape(B, 64)
     assert np.allclose(got.numpy(), ref.numpy())
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--model", "llama-2-7b", "--tp", "3", "--grid", "quick", "-o", "x.csv"], "do not split over 3"),
+    (["--plan-out", "p.json", "--models", "llama-2-7b:x"], "model:tp:grid"),
+    (["--plan-out", "p.json", "--models", "llama-2-7b:1:nogrid"], "unknown grid"),
+    (["--plan-out", "p.json", "--models", "qwen1.5-moe-a2.7b-chat:1:quick"], "mixture-of-experts"),
+    (["--model", "llama-2-7b"], "needs --model and -o"),
+])
+def test_profile_gpu_bad_input_is_an_input_error(tmp_path, monkeypatch, argv, match):
+    from servesim.errors import InputError
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match=match):
+        _cli(["profile-gpu", *argv])
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+@pytest.mark.parametrize("plan, match", [
+    ({"models": "x"}, "'models' list"),
+    ({"models": [{"shape": {"key": "t"}, "tp": 1, "grid": {}}]}, r"models\[0\].shape: missing layers"),
+    ({"models": [{"shape": _tiny_plan(1)["models"][0]["shape"], "tp": 0, "grid": {}}]}, r"models\[0\].tp"),
+    ({"models": [{"shape": _tiny_plan(1)["models"][0]["shape"], "tp": 1, "grid": {"decode": [[16]]}}]}, "2 integers"),
+])
+def test_gpu_bench_script_rejects_a_bad_plan_in_one_line(tmp_path, capsys, plan, match):
+    from servesim.perf import gpu_bench
+
+    p = tmp_path / "plan.json"
+    p.write_text(json.dumps(plan))
+    assert gpu_bench.main(["--plan", str(p), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(match, err)
+    assert not (tmp_path / "out").exists()

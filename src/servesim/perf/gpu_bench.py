@@ -338,9 +338,34 @@ def _write_csv(rows, path, columns):
     os.replace(tmp, path)
 
 
+def check_plan(plan, source: str = "plan") -> dict:
+    """A plan's structure, checked before any GPU work; ValueError naming the key otherwise."""
+    if not isinstance(plan, dict) or not isinstance(plan.get("models"), list):
+        raise ValueError(f"{source}: expected an object with a 'models' list")
+    for i, m in enumerate(plan["models"]):
+        where = f"{source}: models[{i}]"
+        if not isinstance(m, dict):
+            raise ValueError(f"{where}: expected an object with shape, tp, grid")
+        missing = [k for k in SHAPE_KEYS if k not in (m.get("shape") or {})]
+        if missing:
+            raise ValueError(f"{where}.shape: missing {', '.join(missing)}")
+        if not isinstance(m.get("tp"), int) or m["tp"] < 1:
+            raise ValueError(f"{where}.tp: expected an integer >= 1, got {m.get('tp')!r}")
+        g = m.get("grid")
+        if not isinstance(g, dict) or set(g) - {"prefill", "decode", "mixed"}:
+            raise ValueError(f"{where}.grid: expected an object with prefill/decode/mixed lists")
+        for kind, dims in g.items():
+            n = 3 if kind == "mixed" else 2
+            for d in dims:
+                if not (isinstance(d, list) and len(d) == n and all(isinstance(v, int) and v >= 1 for v in d)):
+                    raise ValueError(f"{where}.grid.{kind}: {d!r} is not {n} integers >= 1")
+    return plan
+
+
 def run_plan(plan: dict, out: str, budget_s: float = math.inf, device: str = "auto", log=print) -> dict:
     """Run a plan ({"hardware", "dtype", "reps", "models": [{"shape", "tp", "grid"}], "bandwidth"});
     each model's table is written as soon as it is done, so a run cut short keeps what it measured."""
+    check_plan(plan)
     torch = _torch()
     t0 = time.monotonic()
     deadline = t0 + budget_s
@@ -388,8 +413,13 @@ def main(argv=None) -> int:
     p.add_argument("--budget-s", type=float, default=math.inf, help="start no new shape after this many seconds")
     p.add_argument("--device", default="auto")
     a = p.parse_args(argv)
-    with open(a.plan) as f:
-        plan = json.load(f)
+    try:
+        with open(a.plan) as f:
+            plan = check_plan(json.load(f), a.plan)
+    except (OSError, ValueError) as e:  # bad input: one line, status 2 (json errors are ValueErrors)
+        print(f"gpu_bench: error: {a.plan}: {e}" if isinstance(e, json.JSONDecodeError) else f"gpu_bench: error: {e}",
+              file=sys.stderr)
+        return 2
     done = run_plan(plan, a.out, a.budget_s, a.device, log=lambda s: print(s, flush=True))
     print(json.dumps({k: v for k, v in done.items() if k != "environment"}, indent=1))
     return 0

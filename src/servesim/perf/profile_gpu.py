@@ -25,6 +25,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..catalog import get_model
+from ..errors import InputError
+from ..output_dir import atomic_file, check_output_file
 from . import gpu_bench
 from .measurements import write
 
@@ -47,7 +49,7 @@ def grid(name: str) -> dict:
                 "mixed": [[p, b, 1024] for p in (512, 2048) for b in (16, 64)]}
     if name == "quick":
         return {"prefill": [[16, 1], [64, 2]], "decode": [[16, 1], [64, 4]], "mixed": [[16, 2, 16]]}
-    raise ValueError(f"unknown grid {name!r}: expected aegaeon, splitwise or quick")
+    raise InputError(f"--grid / --models: unknown grid {name!r}: expected aegaeon, splitwise or quick")
 
 
 def shrunk(model: str, shrink: int = 1):
@@ -65,9 +67,17 @@ def shape(model: str, shrink: int = 1, layers: int | None = None) -> dict:
     """The architecture facts `gpu_bench` needs, from the catalog."""
     m = shrunk(model, shrink)
     if m.is_moe:
-        raise ValueError(f"{m.key}: mixture-of-experts layers are not profiled (dense decoders only)")
+        raise InputError(f"--model {m.key}: mixture-of-experts layers are not profiled (dense decoders only)")
     return {"key": m.key, "layers": layers or m.layers, "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads,
             "head_dim": m.head_dim, "ffn": m.ffn, "vocab": m.vocab, "gated_mlp": bool(m.gated_mlp)}
+
+
+def check_tp(shp: dict, tp: int) -> dict:
+    """The shape, if its heads split over ``tp`` GPUs the way `gpu_bench.Shard` cuts them."""
+    hq, hkv = shp["heads"] // max(tp, 1), max(1, shp["kv_heads"] // max(tp, 1))
+    if tp < 1 or shp["heads"] % tp or hq % hkv:
+        raise InputError(f"--tp {tp}: {shp['key']}'s {shp['heads']} heads ({shp['kv_heads']} KV heads) do not split over {tp} GPUs")
+    return shp
 
 
 def plan(specs: list[str], hardware: str | None = None, dtype: str = "bfloat16", reps: int = 5,
@@ -77,8 +87,9 @@ def plan(specs: list[str], hardware: str | None = None, dtype: str = "bfloat16",
     for s in specs:
         parts = s.split(":")
         if len(parts) != 3 or not parts[1].isdigit():
-            raise ValueError(f"--models entry {s!r}: expected model:tp:grid (e.g. llama-2-70b:8:splitwise)")
-        models.append({"shape": shape(parts[0]), "tp": int(parts[1]), "grid": grid(parts[2]), "grid_name": parts[2]})
+            raise InputError(f"--models entry {s!r}: expected model:tp:grid (e.g. llama-2-70b:8:splitwise)")
+        models.append({"shape": check_tp(shape(parts[0]), int(parts[1])), "tp": int(parts[1]), "grid": grid(parts[2]),
+                       "grid_name": parts[2]})
     return {"hardware": hardware, "dtype": dtype, "reps": reps, "warmup": 2, "bandwidth": bandwidth, "models": models}
 
 
@@ -89,7 +100,7 @@ def profile(model: str, tp: int = 1, shrink: int = 1, device: str = "auto", dtyp
     dev = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device)
     dt = getattr(torch, dtype) if dtype else (torch.bfloat16 if dev.type == "cuda" else torch.float32)
     hw = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
-    rows = gpu_bench.profile_model(torch, shape(model, shrink, layers), tp, dev, dt, grid(grid_name),
+    rows = gpu_bench.profile_model(torch, check_tp(shape(model, shrink, layers), tp), tp, dev, dt, grid(grid_name),
                                    gpu_bench.Timer(torch, dev, reps=reps), hw, log=lambda s: None)
     df = pd.DataFrame(rows, columns=gpu_bench.STEP_COLUMNS)
     if shrink != 1:
@@ -117,18 +128,21 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     if args.plan_out:
         if not args.models:
-            raise SystemExit("profile-gpu --plan-out needs --models model:tp:grid[,...]")
+            raise InputError("profile-gpu --plan-out needs --models model:tp:grid[,...]")
+        check_output_file(args.plan_out, option="--plan-out")
         p = plan(args.models.split(","), reps=args.reps, **({"dtype": args.dtype} if args.dtype else {}))
-        Path(args.plan_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.plan_out).write_text(json.dumps(p, indent=1))
+        with atomic_file(args.plan_out) as tmp:
+            Path(tmp).write_text(json.dumps(p, indent=1))
         n = sum(len(v) for m in p["models"] for v in m["grid"].values())
         print(f"plan: {len(p['models'])} model shards, {n} steps -> {args.plan_out}")
         return 0
     if not (args.model and args.output):
-        raise SystemExit("profile-gpu needs --model and -o (or --plan-out and --models)")
+        raise InputError("profile-gpu needs --model and -o (or --plan-out and --models)")
+    check_output_file(args.output)
     df = profile(args.model, tp=args.tp, shrink=args.shrink, device=args.device, dtype=args.dtype,
                  grid_name=args.grid, reps=args.reps, layers=args.layers)
-    write(df, args.output)
+    with atomic_file(args.output) as tmp:
+        write(df, tmp)
     print(f"profiled {len(df)} steps on {df.source.iloc[0]} -> {args.output}")
     return 0
 

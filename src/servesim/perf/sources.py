@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..catalog import get_hardware, get_model
+from ..errors import InputError
 from .measurements import validate
 
 
@@ -220,12 +221,12 @@ def gpu_bench(model: str, hardware: str = "h100-80gb", tp: int = 1, timing: str 
     included). ``mixed=False`` drops the prefill+decode steps (a 2-D table backend reads pure steps).
     """
     if timing not in GPU_BENCH_TIMINGS:
-        raise ValueError(f"gpu_bench: timing={timing!r}; expected one of {GPU_BENCH_TIMINGS}")
+        raise InputError(f"gpu_bench: timing={timing!r}; expected one of {GPU_BENCH_TIMINGS}")
     hw, key = get_hardware(hardware).key, get_model(model).key
     path = gpu_bench_root() / hw / f"{key}-tp{int(tp)}.csv"
     if not path.exists():
         have = ", ".join(f"{m}:tp{t}@{h}" for h, m, t in gpu_bench_sets()) or "none"
-        raise ValueError(f"{path}: no gpu_bench profile for {key} tp={tp} on {hw} (committed: {have})")
+        raise InputError(f"{path}: no gpu_bench profile for {key} tp={tp} on {hw} (committed: {have})")
     raw = pd.read_csv(path)
     if timing == "eager":
         raw["step_s"] = raw["eager_s"]
