@@ -172,7 +172,8 @@ fig.tight_layout()
 # * Our own H100 profiles (PyTorch reference forwards) are not vLLM: bare, they are 19-30 % off
 #   the Aegaeon artifact's measured H100 steps (prefill slower than vLLM's fused kernels; decode
 #   faster, since the engine's CPU work is missing). An engine's costs fitted on two models and
-#   moved to the third bring that to 4-10 % (the prefill factor, ~0.74, and the per-sequence cost,
+#   moved to the third bring that to 4-10 % on the H100 and 7-12 % on the artifact's H800 (the
+#   H100's silicon on another host), a model and a machine the fit never saw (the prefill factor, ~0.74, and the per-sequence cost,
 #   ~55 us, hold across models; the decode factor does not: 1.0 for the GQA models, 1.2 for the
 #   MHA Llama-2-13B). Against the Splitwise database (another engine, with TP all-reduces the
 #   profile lacks) the profile is 25-55 % low, and the Aegaeon-fitted costs do not carry over.

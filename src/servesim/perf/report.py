@@ -114,6 +114,11 @@ GPU_BENCH_VS = {  # dataset name (as in `datasets`) -> (aegaeon model folder or 
     "aegaeon:qwen2.5-7b:h100-80gb:tp1": ("qwen2.5-7b", "h100-80gb", 1),
     "aegaeon:llama-2-13b:h100-80gb:tp1": ("llama-2-13b", "h100-80gb", 1),
     "aegaeon:yi-1.5-9b:h100-80gb:tp1": ("yi-1.5-9b", "h100-80gb", 1),
+    # the H800 is the H100's silicon (compute, HBM) with NVLink cut: the H100 profile, moved to
+    # another host and its engine build, against the artifact's H800 measurements
+    "aegaeon:qwen2.5-7b:h800:tp1": ("qwen2.5-7b", "h100-80gb", 1),
+    "aegaeon:llama-2-13b:h800:tp1": ("llama-2-13b", "h100-80gb", 1),
+    "aegaeon:yi-1.5-9b:h800:tp1": ("yi-1.5-9b", "h100-80gb", 1),
     "splitwise:llama-2-70b:h100-80gb:tp8": ("llama-2-70b", "h100-80gb", 8),
     "splitwise:llama-2-70b:h100-80gb:tp4": ("llama-2-70b", "h100-80gb", 4),
     "splitwise:bloom-176b:h100-80gb:tp8": ("bloom-176b", "h100-80gb", 8),
@@ -126,9 +131,9 @@ def gpu_bench_vs_engine(sets: dict[str, pd.DataFrame], timing: str = "step") -> 
     profile's grid:
 
     - ``gpu-bench``: the profile table as it is (no engine cost, no all-reduce for tp > 1);
-    - ``gpu-bench+engine``: plus `engine_overhead` fitted on the *other* models' measurements of
-      the same engine and GPU (leave one model out; Aegaeon's H100 sets), or, for the Splitwise
-      sets, fitted on all of Aegaeon's H100 sets (another engine: the move is across engines).
+    - ``gpu-bench+engine``: plus `engine_overhead` fitted on the *other* models' Aegaeon H100
+      measurements (leave one model out: for an H800 set too, so its model is never seen), or,
+      for the Splitwise sets, on all of Aegaeon's H100 sets (another engine: a move across engines).
     """
     from .engine_overhead import fit_engine_overhead
 
@@ -138,7 +143,7 @@ def gpu_bench_vs_engine(sets: dict[str, pd.DataFrame], timing: str = "step") -> 
 
     have = {(h, m, t) for h, m, t in sources.gpu_bench_sets()}
     todo = {n: k for n, k in GPU_BENCH_VS.items() if n in sets and (k[1], k[0], k[2]) in have}
-    aeg = [n for n in todo if n.startswith("aegaeon")]
+    aeg = [n for n in todo if n.startswith("aegaeon") and ":h100-80gb:" in n]  # the fit's sources
     rows = []
     for name, key in todo.items():
         b = base(key)
@@ -149,7 +154,7 @@ def gpu_bench_vs_engine(sets: dict[str, pd.DataFrame], timing: str = "step") -> 
             continue
         note = f"{int(inside.sum())} of {len(inside)} measured rows inside the profile's grid; timing={timing}"
         rows += _rows("gpu-bench", name, df, b, "all", note=note)
-        others = [n for n in aeg if n != name]
+        others = [n for n in aeg if sets[n].model.iloc[0] != sets[name].model.iloc[0]]
         if not others:
             continue
         train = pd.concat([sets[n] for n in others], ignore_index=True)
