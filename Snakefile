@@ -73,6 +73,7 @@ for _group in GROUPS:
 include: "workflow/rules/data.smk"
 include: "workflow/rules/runs.smk"
 include: "workflow/rules/engine.smk"
+include: "workflow/rules/gpu.smk"
 include: "workflow/rules/notebooks.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/html_report.smk"
