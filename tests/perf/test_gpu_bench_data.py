@@ -97,3 +97,37 @@ def test_gpu_bench_backend_from_a_spec():
         P.build({"backend": "gpu-bench"}, model="llama-2-7b", hardware="a10", tp=1)
     with pytest.raises(P.BackendError, match="engine_overhead"):
         P.build({"backend": "gpu-bench", "engine_overhead": {"k": 1}}, model="qwen2.5-7b", hardware="h100", tp=1)
+
+
+def test_splitwise_sim_reading_of_a_database():
+    """SplitwiseSim's reading: one batch-token axis (prompt_size x batch_size, medians), linear
+    beyond both ends; decodes looked up by their count; a mixed step is 1.1 x the prompt time."""
+    from servesim.perf.splitwise_sim import SplitwiseSimStepTime
+
+    rows = pd.DataFrame({"prompt_size": [128, 128, 256, 512], "batch_size": [1, 2, 1, 1],
+                         "prompt_time": [0.10, 0.20, 0.30, 0.50], "token_time": [0.040, 0.042, 0.044, 0.048]})
+    m = SplitwiseSimStepTime(rows)
+    assert m.step_time(256, 256**2, 0, 0) == pytest.approx(0.25)       # median of the two 256-token rows
+    assert m.step_time(384, 384**2, 0, 0) == pytest.approx(0.375)      # interpolated
+    assert m.step_time(1024, 1024**2, 0, 0) == pytest.approx(1.0)      # extended past the last point
+    # 16 decodes read the axis at 16 batch tokens, below its first point: linear from (128, 256)
+    assert m.step_time(0, 0, 16, 16 * 4000) == pytest.approx(0.040 + (16 - 128) * (0.043 - 0.040) / 128)
+    assert m.step_time(256, 256**2, 128, 128 * 100) == pytest.approx(1.1 * 0.375)
+    got = m.step_time(np.array([256.0, 0.0, 0.0]), np.array([256.0**2, 0, 0]), np.array([0.0, 16.0, 0.0]),
+                      np.array([0.0, 64000.0, 0.0]))
+    assert np.allclose(got, [0.25, m.step_time(0, 0, 16, 0), 0.0])
+
+
+def test_splitwise_backend_readings():
+    import servesim.perf as P
+
+    try:
+        sim = P.build({"backend": "splitwise", "reading": "splitwise-sim"}, model="llama-2-70b", hardware="a100-80gb", tp=8)
+    except (FileNotFoundError, ValueError) as e:
+        pytest.skip(f"sageserve data not fetched / no mirror ({e})")
+    own = P.build({"backend": "splitwise"}, model="llama-2-70b", hardware="a100-80gb", tp=8)
+    # the readings agree on a measured prefill step and part on decodes: SplitwiseSim's ignores the batch
+    assert sim.step_time(1024, 1024**2, 0, 0) == pytest.approx(own.step_time(1024, 1024**2, 0, 0))
+    assert own.step_time(0, 0, 64, 64 * 1500) > 1.3 * sim.step_time(0, 0, 64, 64 * 1500)
+    with pytest.raises(P.BackendError, match="reading"):
+        P.build({"backend": "splitwise", "reading": "other"}, model="llama-2-70b", hardware="a100-80gb", tp=8)

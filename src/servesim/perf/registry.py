@@ -10,7 +10,8 @@ linear         c0, c_pt, c_pc, c_ds, c_dc (`LinearStepTime`)
 roofline       eff_compute, eff_mem, eff_attn, eff_net, overhead_s, seq_overhead_s, ar_latency_s
 fitted         coefficients: {a_p, a_d, b_pt, ...} | measurements: <table path> (fitted at build)
 table          measurements: <table path>, prefill_axes: 2d|tokens, decode_axes: 2d|seqs
-splitwise      file: perf_model.csv (SageServe's Splitwise DB; model/hardware/tp select rows)
+splitwise      file: perf_model.csv (SageServe's Splitwise DB; model/hardware/tp select rows),
+               reading: servesim (table, axes tokens/seqs) | splitwise-sim (the public SplitwiseSim's)
 aegaeon        profile: <profiles/ folder> (default: the model's), gpu: <GPU folder> (default: hardware's)
 gpu-bench      timing: step|eager, engine_overhead: {k_prefill, k_decode, overhead_s, seq_overhead_s}
                (our committed GPU profiles, `sources.gpu_bench`; kernels only unless engine_overhead)
@@ -152,8 +153,17 @@ def _splitwise(opts, model, hardware, tp, pp):
     from . import sources
     from .table import TableStepTime
 
-    _check_opts("splitwise", opts, ("file", "prefill_axes", "decode_axes"))
+    _check_opts("splitwise", opts, ("file", "prefill_axes", "decode_axes", "reading"))
     _need("splitwise", model=model, hardware=hardware)
+    reading = opts.get("reading", "servesim")
+    if reading == "splitwise-sim":
+        from .splitwise_sim import SplitwiseSimStepTime
+
+        if {"prefill_axes", "decode_axes"} & set(opts):
+            raise BackendError("backend 'splitwise': the splitwise-sim reading has its own axis (batch tokens)")
+        return SplitwiseSimStepTime(sources.splitwise_rows(opts.get("file", "perf_model.csv"), model, hardware, tp))
+    if reading != "servesim":
+        raise BackendError(f"backend 'splitwise': reading={reading!r}; expected servesim or splitwise-sim")
     df = sources.splitwise(opts.get("file", "perf_model.csv"), model, hardware, tp)
     return TableStepTime(df, prefill_axes=opts.get("prefill_axes", "tokens"), decode_axes=opts.get("decode_axes", "seqs"),
                          name="splitwise", tp=tp, pp=pp)

@@ -55,6 +55,26 @@ def splitwise(file: str = "perf_model.csv", model: str | None = None, hardware: 
     batched prefill rows are dropped (see the comment in the code).
     Rows are filtered to the given model (catalog key or the file's name), hardware and TP.
     """
+    raw = splitwise_rows(file, model, hardware, tp)
+    path, per_iter = raw.attrs["path"], raw.attrs["per_iteration"]
+    p, b, k = (raw[c].to_numpy(float) for c in ("prompt_size", "batch_size", "token_size"))
+    tok = raw.token_time.to_numpy(float)
+    meta = dict(model=raw.model.to_numpy(), hardware=raw.hardware.to_numpy(), tp=raw.tensor_parallel.to_numpy(),
+                source=f"sageserve/{file}")
+    pre = _rows(p * b, p * p * b, 0.0, 0.0, raw.prompt_time.to_numpy(float), **meta)
+    if not per_iter:
+        # In the vLLM-measured Llama-3 files prompt_time is flat (~0.048 s) for batch 2..32 of
+        # 512-token prompts while one 8192-token prompt takes 0.54 s: it is not the batch's
+        # prefill step time, so only batch-1 prefill rows are kept.
+        pre = pre[b == 1]
+    dec = _rows(0.0, 0.0, b, b * (p + k / 2), tok, **meta)
+    return validate(pd.concat([pre, dec], ignore_index=True), str(path))
+
+
+def splitwise_rows(file: str = "perf_model.csv", model: str | None = None, hardware: str | None = None,
+                   tp: int | None = None) -> pd.DataFrame:
+    """The database's rows for one model/hardware/TP, times in seconds and ``token_time`` per
+    iteration (the raw rows `splitwise` turns into steps and `splitwise_sim` reads its own way)."""
     unit, per_iter = SPLITWISE_FILES.get(file, ("ms", True))
     path = _locate(f"sageserve/{file}")
     raw = pd.read_csv(path)
@@ -68,19 +88,12 @@ def splitwise(file: str = "perf_model.csv", model: str | None = None, hardware: 
         raw = raw[raw.tensor_parallel == tp]
     if raw.empty:
         raise ValueError(f"{path}: no rows for model={model} hardware={hardware} tp={tp}")
+    raw = raw.reset_index(drop=True)
     s = 1e-3 if unit == "ms" else 1.0
-    p, b, k = (raw[c].to_numpy(float) for c in ("prompt_size", "batch_size", "token_size"))
-    tok = raw.token_time.to_numpy(float) * s / (1.0 if per_iter else k)
-    meta = dict(model=raw.model.to_numpy(), hardware=raw.hardware.to_numpy(), tp=raw.tensor_parallel.to_numpy(),
-                source=f"sageserve/{file}")
-    pre = _rows(p * b, p * p * b, 0.0, 0.0, raw.prompt_time.to_numpy(float) * s, **meta)
-    if not per_iter:
-        # In the vLLM-measured Llama-3 files prompt_time is flat (~0.048 s) for batch 2..32 of
-        # 512-token prompts while one 8192-token prompt takes 0.54 s: it is not the batch's
-        # prefill step time, so only batch-1 prefill rows are kept.
-        pre = pre[b == 1]
-    dec = _rows(0.0, 0.0, b, b * (p + k / 2), tok, **meta)
-    return validate(pd.concat([pre, dec], ignore_index=True), str(path))
+    raw["prompt_time"] = raw.prompt_time.to_numpy(float) * s
+    raw["token_time"] = raw.token_time.to_numpy(float) * s / (1.0 if per_iter else raw.token_size.to_numpy(float))
+    raw.attrs.update(path=path, per_iteration=per_iter)
+    return raw
 
 
 def _known_model(name: str) -> bool:
