@@ -74,10 +74,18 @@ def _backends():
     out = [P.LinearStepTime(), FittedStepTime(**TRUE), P.RooflineStepTime("llama-2-70b", "a100-80gb", tp=4),
            P.RooflineStepTime("llama-4-scout", "h100-80gb", tp=8, pp=2),
            TableStepTime(_table(FittedStepTime(**TRUE)).query("decode_seqs == 0 or prefill_tokens == 0"))]
+    from servesim.perf.engine_overhead import EngineOverheadStepTime
+    from servesim.perf.splitwise_sim import SplitwiseSimStepTime
+
+    out.append(EngineOverheadStepTime(FittedStepTime(**TRUE), k_prefill=0.8, k_decode=1.1, overhead_s=1e-3,
+                                      seq_overhead_s=4e-5))
+    rows = pd.DataFrame({"prompt_size": [128, 256, 512, 1024, 128], "batch_size": [1, 1, 1, 1, 8],
+                         "prompt_time": [0.05, 0.07, 0.12, 0.22, 0.16], "token_time": [0.04, 0.041, 0.043, 0.047, 0.045]})
+    out.append(SplitwiseSimStepTime(rows))
     return out
 
 
-@pytest.mark.parametrize("i", range(5))
+@pytest.mark.parametrize("i", range(7))
 def test_vectorised_equals_scalar_bit_for_bit(i):
     m = _backends()[i]
     pt, pc, ds, dc = _shapes(300, seed=7)
