@@ -141,6 +141,7 @@ def test_profile_gpu_bad_input_is_an_input_error(tmp_path, monkeypatch, argv, ma
 
 @pytest.mark.parametrize("plan, match", [
     ({"models": "x"}, "'models' list"),
+    ({"models": [], "graphs": "some"}, "graphs='some'"),
     ({"models": [{"shape": {"key": "t"}, "tp": 1, "grid": {}}]}, r"models\[0\].shape: missing layers"),
     ({"models": [{"shape": _tiny_plan(1)["models"][0]["shape"], "tp": 0, "grid": {}}]}, r"models\[0\].tp"),
     ({"models": [{"shape": _tiny_plan(1)["models"][0]["shape"], "tp": 1, "grid": {"decode": [[16]]}}]}, "2 integers"),

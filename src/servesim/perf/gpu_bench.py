@@ -218,13 +218,18 @@ def _graphed(torch, fn):
 
 # ------------------------------------------------------------------------------------ profiling
 def profile_model(torch, shape: dict, tp: int, device, dtype, grid: dict, timer: Timer, hardware: str,
-                  max_weight_gb: float = 40.0, graphs: bool = True, deadline: float = math.inf, log=print):
+                  max_weight_gb: float = 40.0, graphs: str = "decode", deadline: float = math.inf, log=print):
     """Time every shape of ``grid`` ({"prefill": [[L, B]], "decode": [[C, B]], "mixed": [[P, B, C]]}).
-    Returns rows with STEP_COLUMNS; stops early (rows so far) past ``deadline`` (time.monotonic())."""
+    ``graphs``: which steps ``step_s`` times as CUDA-graph replays: "decode" (vLLM v0-style engines:
+    decode steps graphed, prefills eager), "all" (engines that graph every step, as vLLM v1's
+    piecewise graphs roughly do) or "none". Returns rows with STEP_COLUMNS; stops early (rows so
+    far) past ``deadline`` (time.monotonic())."""
+    if graphs not in ("decode", "all", "none"):
+        raise ValueError(f"graphs={graphs!r}: expected decode, all or none")
     sh = Shard(torch, shape, tp, device, dtype, max_weight_gb)
     cuda = device.type == "cuda"
     src = (f"servesim-gpu-bench:{hardware}:torch{torch.__version__}:{str(dtype).replace('torch.', '')}"
-           f":layers{sh.depth}(built{sh.built}):no-allreduce")
+           f":layers{sh.depth}(built{sh.built}):no-allreduce" + ("" if graphs == "decode" else f":graphs-{graphs}"))
     rows = []
     jobs = ([("prefill", tuple(x)) for x in grid.get("prefill", [])] + [("decode", tuple(x)) for x in grid.get("decode", [])]
             + [("mixed", tuple(x)) for x in grid.get("mixed", [])])
@@ -245,7 +250,7 @@ def profile_model(torch, shape: dict, tp: int, device, dtype, grid: dict, timer:
                     fn, agg, extra = sh.mixed_fn(P, B, C), (P, P * P, B, B * C), dict(L=0, B=B, C=C, P=P)
                 eager = timer(fn)
                 step, graph = eager, False
-                if cuda and graphs and kind == "decode":
+                if cuda and (graphs == "all" or (graphs == "decode" and kind == "decode")):
                     g = _graphed(torch, fn)
                     step, graph = timer(g.replay), True
                     del g
@@ -342,6 +347,8 @@ def check_plan(plan, source: str = "plan") -> dict:
     """A plan's structure, checked before any GPU work; ValueError naming the key otherwise."""
     if not isinstance(plan, dict) or not isinstance(plan.get("models"), list):
         raise ValueError(f"{source}: expected an object with a 'models' list")
+    if plan.get("graphs", "decode") not in ("decode", "all", "none"):
+        raise ValueError(f"{source}: graphs={plan['graphs']!r}; expected decode, all or none")
     for i, m in enumerate(plan["models"]):
         where = f"{source}: models[{i}]"
         if not isinstance(m, dict):
@@ -389,7 +396,8 @@ def run_plan(plan: dict, out: str, budget_s: float = math.inf, device: str = "au
             continue
         try:
             rows = profile_model(torch, m["shape"], int(m["tp"]), dev, dt, m["grid"], timer, hw,
-                                 max_weight_gb=float(plan.get("max_weight_gb", 40)), deadline=deadline, log=log)
+                                 max_weight_gb=float(plan.get("max_weight_gb", 40)), graphs=plan.get("graphs", "decode"),
+                                 deadline=deadline, log=log)
         except Exception as e:  # one model failing must not lose the others: record it and go on
             log(f"{name}: failed: {type(e).__name__}: {e}")
             done["skipped"].append(f"{name} ({type(e).__name__}: {e})")

@@ -35,6 +35,7 @@ AEGAEON_GRID = {16: [1, 2, 4, 8, 16, *range(30, 201, 10)], 32: [1, 2, 4, 8, 16, 
                 64: [1, 2, 4, 8, 16, *range(30, 121, 10)], 128: [1, 2, 4, 8, 16, 30, 40, 50, 60],
                 256: [1, 2, 4, 8, 16, 30], 512: [1, 2, 4, 8, 16], 1024: [1, 2, 4, 8], 2048: [1, 2, 4], 4096: [2]}
 AEGAEON_STEP_TOKENS = 4096
+GRAPHS = ("decode", "all", "none")  # which steps step_s times as CUDA-graph replays (gpu_bench.profile_model)
 SPLITWISE_PROMPTS, SPLITWISE_BATCHES = (128, 256, 512, 1024, 2048, 4096, 8192), (1, 2, 4, 8, 16, 32, 64)
 
 
@@ -81,7 +82,7 @@ def check_tp(shp: dict, tp: int) -> dict:
 
 
 def plan(specs: list[str], hardware: str | None = None, dtype: str = "bfloat16", reps: int = 5,
-         bandwidth: bool = True) -> dict:
+         bandwidth: bool = True, graphs: str = "decode") -> dict:
     """A run plan for `gpu_bench.run_plan` from "model:tp:grid" specs, in priority order."""
     models = []
     for s in specs:
@@ -90,18 +91,21 @@ def plan(specs: list[str], hardware: str | None = None, dtype: str = "bfloat16",
             raise InputError(f"--models entry {s!r}: expected model:tp:grid (e.g. llama-2-70b:8:splitwise)")
         models.append({"shape": check_tp(shape(parts[0]), int(parts[1])), "tp": int(parts[1]), "grid": grid(parts[2]),
                        "grid_name": parts[2]})
-    return {"hardware": hardware, "dtype": dtype, "reps": reps, "warmup": 2, "bandwidth": bandwidth, "models": models}
+    if graphs not in GRAPHS:
+        raise InputError(f"--graphs {graphs!r}: expected one of {', '.join(GRAPHS)}")
+    return {"hardware": hardware, "dtype": dtype, "reps": reps, "warmup": 2, "bandwidth": bandwidth, "graphs": graphs,
+            "models": models}
 
 
 def profile(model: str, tp: int = 1, shrink: int = 1, device: str = "auto", dtype: str | None = None,
-            grid_name: str = "splitwise", reps: int = 5, layers: int | None = None) -> pd.DataFrame:
+            grid_name: str = "splitwise", reps: int = 5, layers: int | None = None, graphs: str = "decode") -> pd.DataFrame:
     """Time ``grid_name``'s steps of one model on this machine; the step-time measurement table."""
     torch = gpu_bench._torch()
     dev = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device)
     dt = getattr(torch, dtype) if dtype else (torch.bfloat16 if dev.type == "cuda" else torch.float32)
     hw = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
     rows = gpu_bench.profile_model(torch, check_tp(shape(model, shrink, layers), tp), tp, dev, dt, grid(grid_name),
-                                   gpu_bench.Timer(torch, dev, reps=reps), hw, log=lambda s: None)
+                                   gpu_bench.Timer(torch, dev, reps=reps), hw, graphs=graphs, log=lambda s: None)
     df = pd.DataFrame(rows, columns=gpu_bench.STEP_COLUMNS)
     if shrink != 1:
         df["source"] = df.source + f":shrink{shrink}"
@@ -119,6 +123,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--device", default="auto", help="cuda, cuda:1, cpu or auto")
     p.add_argument("--dtype", help="torch dtype name (default bfloat16 on GPU, float32 on CPU)")
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--graphs", default="decode", choices=GRAPHS,
+                   help="steps timed as CUDA-graph replays: decode (default), all, none")
     p.add_argument("-o", "--output", help="step-time measurement table (.csv/.parquet)")
     p.add_argument("--plan-out", help="instead of profiling here, write a plan for gpu_bench.py on a GPU node")
     p.add_argument("--models", help="with --plan-out: comma-separated model:tp:grid, in priority order")
@@ -130,7 +136,7 @@ def run(args) -> int:
         if not args.models:
             raise InputError("profile-gpu --plan-out needs --models model:tp:grid[,...]")
         check_output_file(args.plan_out, option="--plan-out")
-        p = plan(args.models.split(","), reps=args.reps, **({"dtype": args.dtype} if args.dtype else {}))
+        p = plan(args.models.split(","), reps=args.reps, graphs=args.graphs, **({"dtype": args.dtype} if args.dtype else {}))
         with atomic_file(args.plan_out) as tmp:
             Path(tmp).write_text(json.dumps(p, indent=1))
         n = sum(len(v) for m in p["models"] for v in m["grid"].values())
@@ -140,7 +146,7 @@ def run(args) -> int:
         raise InputError("profile-gpu needs --model and -o (or --plan-out and --models)")
     check_output_file(args.output)
     df = profile(args.model, tp=args.tp, shrink=args.shrink, device=args.device, dtype=args.dtype,
-                 grid_name=args.grid, reps=args.reps, layers=args.layers)
+                 grid_name=args.grid, reps=args.reps, layers=args.layers, graphs=args.graphs)
     with atomic_file(args.output) as tmp:
         write(df, tmp)
     print(f"profiled {len(df)} steps on {df.source.iloc[0]} -> {args.output}")

@@ -229,9 +229,9 @@ def gpu_bench(model: str, hardware: str = "h100-80gb", tp: int = 1, timing: str 
     """A step-time table measured here by `gpu_bench` (whole PyTorch decoder forwards on one GPU,
     1/tp shard, no all-reduce; see the folder's ``provenance.json``).
 
-    ``timing="step"``: CUDA-graph replays for decode steps and eager forwards for prefill and mixed
-    steps (what an engine runs); ``"eager"``: the eager forward for every step (CPU launch gaps
-    included). ``mixed=False`` drops the prefill+decode steps (a 2-D table backend reads pure steps).
+    ``timing="step"``: what an engine runs -- CUDA-graph replays where the table's ``graph`` column
+    says so (decode steps in the committed tables; a plan's ``graphs`` option chooses) and eager
+    forwards elsewhere; ``"eager"``: the eager forward for every step (CPU launch gaps included). ``mixed=False`` drops the prefill+decode steps (a 2-D table backend reads pure steps).
     """
     if timing not in GPU_BENCH_TIMINGS:
         raise InputError(f"gpu_bench: timing={timing!r}; expected one of {GPU_BENCH_TIMINGS}")
