@@ -125,3 +125,34 @@ def test_send_lag_bound_and_replay_names(tmp_path):
     with pytest.raises(ValueError, match="must be > 0"):
         send_lag_bound(tmp_path, 0.0)
     assert replay_name(0.3, 0) == "load0.3" and replay_name(0.3, 2) == "load0.3.rep2"
+
+
+def test_coalesced_streams_are_flagged_and_can_be_left_out(tmp_path):
+    """A request whose tokens all reached the client in one read (mean gap far below any decode
+    step) has its first-token time at the stream's end: `coalesced="drop"` leaves it out."""
+    from servesim.engine.compare import coalesced_streams
+    from servesim.perf.fitted import FittedStepTime
+
+    cfg = EngineConfig(max_num_seqs=8, max_num_batched_tokens=256, block_size=32)
+    coefs = {"a_p": 0.01, "a_d": 0.005, "b_pt": 1e-5, "c_pc": 0.0, "b_ds": 1e-4, "c_dc": 1e-7}
+    (tmp_path / "fit.json").write_text(json.dumps({"coefficients": coefs, "frontend_overhead_s": 0.0}))
+    wl = _wl(rate=0.5)
+    engine = simulate(wl, FittedStepTime(**coefs), cfg, kv_blocks=100)
+    burst = engine.index[:10]  # their streams delivered at the end: first token = finish
+    engine.loc[burst, "first_token_s"] = engine.loc[burst, "finish_s"]
+    engine.loc[burst, "ttft_s"] = engine.loc[burst, "e2e_s"]
+    engine.loc[burst, "tbt_mean_s"] = 0.0
+    mask = coalesced_streams(engine, 0.25 * 0.005)
+    assert mask[:10].all() and not mask[10:].any()
+    d = tmp_path / "replay"
+    d.mkdir()
+    engine.to_parquet(d / "requests.parquet")
+    (d / "summary.json").write_text(json.dumps({"engine": cfg.to_dict(), "kv_blocks": 100}))
+    kept, _ = compare_run(d, tmp_path / "fit.json")
+    dropped, _ = compare_run(d, tmp_path / "fit.json", coalesced="drop")
+    k, dr = kept.set_index("metric"), dropped.set_index("metric")
+    assert k.loc["p90_ttft_s", "rel_err"] < -0.05                 # the bursts inflate the engine's TTFT
+    assert abs(dr.loc["p90_ttft_s", "rel_err"]) < 1e-9            # the rest match exactly
+    assert dr.loc["completed", "engine"] == 30 and (dropped.coalesced_share == 0.25).all()
+    with pytest.raises(ValueError, match="coalesced must be"):
+        compare_run(d, tmp_path / "fit.json", coalesced="maybe")

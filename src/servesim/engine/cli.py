@@ -165,7 +165,7 @@ def _cmd_compare(a) -> int:
     if a.out:
         check_output_file(a.out)
     table, sim = compare_run(a.replay_dir, a.fit, frontend_overhead=not a.no_frontend_overhead,
-                             arrivals=a.arrivals)
+                             arrivals=a.arrivals, coalesced=a.coalesced)
     if a.out:
         with atomic_file(a.out) as tmp:
             table.to_csv(tmp, index=False)
@@ -257,6 +257,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--no-frontend-overhead", action="store_true")
     p.add_argument("--arrivals", choices=["scheduled", "sent"], default="sent",
                    help="feed the simulator the scheduled arrivals or the client's real send times")
+    p.add_argument("--coalesced", choices=["keep", "drop"], default="keep",
+                   help="drop: leave out requests whose stream reached the client in one read (their "
+                        "first-token time is the client's, not the engine's); the table says how many")
     p.add_argument("-o", "--out", default=None, help="comparison CSV")
     p.set_defaults(func=_cmd_compare)
 

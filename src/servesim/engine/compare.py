@@ -20,6 +20,12 @@ from servesim.engine.server import EngineConfig
 from servesim.metrics import summarize
 from servesim.perf.base import StepTimeModel
 
+#: a stream whose mean token gap is below this fraction of the engine's fastest decode step (one
+#: sequence) reached the client in one read: no engine decodes that fast, so its first-token time
+#: is when the client read the stream, not when the engine produced the token
+COALESCED_GAP_FRACTION = 0.25
+COALESCED = ("drop", "keep")
+
 #: the summary keys (``servesim.metrics.summarize``, block "all") compared engine vs simulator
 COMPARED = (*(f"p{q}_{m}_s" for m in ("ttft", "tpot", "e2el") for q in (50, 90, 99)),
             "request_throughput_per_s", "completed")
@@ -63,13 +69,26 @@ def compare_tables(engine: pd.DataFrame, sim: pd.DataFrame, label: str = "") -> 
     return pd.DataFrame(rows)
 
 
+def coalesced_streams(engine: pd.DataFrame, min_gap_s: float) -> np.ndarray:
+    """Requests of an engine replay whose streamed tokens reached the client in one read: at least
+    two output tokens, finished, mean gap between them under ``min_gap_s``."""
+    gap = pd.to_numeric(engine["tbt_mean_s"], errors="coerce").to_numpy(float)
+    done = (engine["state"] == "finished").to_numpy() if "state" in engine else np.ones(len(engine), bool)
+    return done & (engine["output_tokens"].to_numpy() >= 2) & (gap < min_gap_s)
+
+
 def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhead: bool = True,
-                arrivals: str = "scheduled", label: str = "") -> tuple[pd.DataFrame, pd.DataFrame]:
+                arrivals: str = "scheduled", label: str = "", coalesced: str = "keep") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Simulate the workload of a finished replay with the fitted profile; return
     (comparison table, simulator request table). ``arrivals="sent"`` feeds the simulator the
-    times the client really sent each request (``sends.parquet``) instead of the schedule."""
+    times the client really sent each request (``sends.parquet``) instead of the schedule.
+    ``coalesced="drop"`` leaves the requests whose stream reached the client in one read
+    (`coalesced_streams`, gap bound `COALESCED_GAP_FRACTION` of the fitted one-sequence decode
+    step) out of both sides' statistics; the table's ``coalesced_share`` says how many there were."""
     from servesim.engine.profile import load_fitted
 
+    if coalesced not in COALESCED:
+        raise ValueError(f"coalesced must be one of {COALESCED}, got {coalesced!r}")
     d = Path(replay_dir)
     summary = json.loads((d / "summary.json").read_text())
     engine = pd.read_parquet(d / "requests.parquet")
@@ -90,11 +109,15 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
         raise ValueError(f"arrivals must be 'scheduled' or 'sent', got {arrivals!r}")
     sim = simulate(wl, model, config, kv_blocks, overhead if frontend_overhead else 0.0, entry_s=entry)
     sim = sim.set_index("request_id").loc[wl["request_id"]].reset_index()
-    return compare_tables(engine, sim, label), sim
+    burst = coalesced_streams(engine, COALESCED_GAP_FRACTION * float(model.step_time(0, 0, 1, 1)))
+    keep = ~burst if coalesced == "drop" else np.ones(len(engine), bool)
+    table = compare_tables(engine[keep], sim[keep], label)
+    table["coalesced_share"] = float(burst.mean()) if len(burst) else 0.0
+    return table, sim
 
 
 def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: bool = True,
-                    arrivals: str = "scheduled", label: str = "") -> pd.DataFrame:
+                    arrivals: str = "scheduled", label: str = "", coalesced: str = "keep") -> pd.DataFrame:
     """Engine vs simulator over repeated replays of one workload, with the engine's own spread.
 
     Each replay is simulated with its own send times (``compare_run``). Per metric: ``engine`` and
@@ -108,7 +131,8 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
         raise ValueError("compare_repeats: no replay folders")
     clean = [d for d in dirs if json.loads((d / "summary.json").read_text()).get("lag_clean", True)]
     used = clean or dirs
-    tables = [compare_run(d, fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals)[0] for d in used]
+    tables = [compare_run(d, fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals, coalesced=coalesced)[0]
+              for d in used]
     both = pd.concat(tables, ignore_index=True)
     g = both.groupby("metric", sort=False)
     eng, sim = g["engine"].median(), g["sim"].median()
@@ -120,4 +144,6 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     out["n_repeats"] = len(used)
     out["n_replays"] = len(dirs)
     out["lag_clean"] = bool(clean)
+    out["coalesced_share"] = float(np.mean([t["coalesced_share"].iloc[0] for t in tables]))
+    out["coalesced"] = coalesced
     return out
