@@ -67,6 +67,12 @@ def test_project_manifest_matches_mirror(project_root, mirror):
     for e in entries:
         if e.path.endswith(("AzureLLMInferenceTrace_conv.csv", "perf_model.csv")):
             assert sha256_of(mirror / e.dataset / e.path) == e.sha256
+    # and the other way: every data file of the mirror's MANIFEST datasets is listed, so a fresh
+    # clone's fetch gets what the working tree reads from the mirror (the H100 profiles once were not)
+    listed = {(e.dataset, e.path) for e in entries}
+    unlisted = sorted(f"{d}/{f.relative_to(mirror / d).as_posix()}" for d in {e.dataset for e in entries}
+                      for f in (mirror / d).rglob("*") if f.is_file() and (d, f.relative_to(mirror / d).as_posix()) not in listed)
+    assert not unlisted, f"{len(unlisted)} mirror file(s) missing from traces/MANIFEST, e.g. {unlisted[:3]}"
 
 
 @pytest.mark.parametrize("dataset,path", [
