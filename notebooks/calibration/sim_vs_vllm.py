@@ -105,13 +105,11 @@ def replay_dirs(x):
 
 tables, other_tables, summaries, repeat_summaries = [], [], {}, {}
 for x in loads:
+    other = "keep" if coalesced == "drop" else "drop"  # both readings from one simulation per replay
     t = compare_repeats(replay_dirs(x), fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals,
-                        label=f"load {x}", coalesced=coalesced)
-    t["load"] = x
-    tables.append(t)
-    other = compare_repeats(replay_dirs(x), fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals,
-                            label=f"load {x}", coalesced="keep" if coalesced == "drop" else "drop")
-    other_tables.append(other.assign(load=x))
+                        label=f"load {x}", coalesced=(coalesced, other)).assign(load=x)
+    tables.append(t[t.coalesced == coalesced])
+    other_tables.append(t[t.coalesced == other])
     repeat_summaries[x] = [json.loads((d / "summary.json").read_text()) for d in replay_dirs(x)]
     summaries[x] = repeat_summaries[x][0]
 cmp = pd.concat(tables, ignore_index=True)

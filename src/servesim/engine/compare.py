@@ -77,18 +77,28 @@ def coalesced_streams(engine: pd.DataFrame, min_gap_s: float) -> np.ndarray:
     return done & (engine["output_tokens"].to_numpy() >= 2) & (gap < min_gap_s)
 
 
+def _readings(coalesced) -> tuple[str, ...]:
+    """One reading of coalesced streams, or several (each gets its rows, from one simulation)."""
+    r = (coalesced,) if isinstance(coalesced, str) else tuple(coalesced)
+    bad = [x for x in r if x not in COALESCED]
+    if bad or not r:
+        raise ValueError(f"coalesced must be one of {COALESCED} (or several), got {coalesced!r}")
+    return r
+
+
 def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhead: bool = True,
-                arrivals: str = "scheduled", label: str = "", coalesced: str = "keep") -> tuple[pd.DataFrame, pd.DataFrame]:
+                arrivals: str = "scheduled", label: str = "", coalesced="keep") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Simulate the workload of a finished replay with the fitted profile; return
     (comparison table, simulator request table). ``arrivals="sent"`` feeds the simulator the
     times the client really sent each request (``sends.parquet``) instead of the schedule.
     ``coalesced="drop"`` leaves the requests whose stream reached the client in one read
     (`coalesced_streams`, gap bound `COALESCED_GAP_FRACTION` of the fitted one-sequence decode
-    step) out of both sides' statistics; the table's ``coalesced_share`` says how many there were."""
+    step) out of both sides' statistics; the table's ``coalesced_share`` says how many there were.
+    Several readings (``("drop", "keep")``) give one block of rows each, column ``coalesced``,
+    from the same simulation."""
     from servesim.engine.profile import load_fitted
 
-    if coalesced not in COALESCED:
-        raise ValueError(f"coalesced must be one of {COALESCED}, got {coalesced!r}")
+    readings = _readings(coalesced)
     d = Path(replay_dir)
     summary = json.loads((d / "summary.json").read_text())
     engine = pd.read_parquet(d / "requests.parquet")
@@ -110,14 +120,17 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
     sim = simulate(wl, model, config, kv_blocks, overhead if frontend_overhead else 0.0, entry_s=entry)
     sim = sim.set_index("request_id").loc[wl["request_id"]].reset_index()
     burst = coalesced_streams(engine, COALESCED_GAP_FRACTION * float(model.step_time(0, 0, 1, 1)))
-    keep = ~burst if coalesced == "drop" else np.ones(len(engine), bool)
-    table = compare_tables(engine[keep], sim[keep], label)
+    tables = []
+    for r in readings:
+        keep = ~burst if r == "drop" else np.ones(len(engine), bool)
+        tables.append(compare_tables(engine[keep], sim[keep], label).assign(coalesced=r))
+    table = pd.concat(tables, ignore_index=True)
     table["coalesced_share"] = float(burst.mean()) if len(burst) else 0.0
     return table, sim
 
 
 def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: bool = True,
-                    arrivals: str = "scheduled", label: str = "", coalesced: str = "keep") -> pd.DataFrame:
+                    arrivals: str = "scheduled", label: str = "", coalesced="keep") -> pd.DataFrame:
     """Engine vs simulator over repeated replays of one workload, with the engine's own spread.
 
     Each replay is simulated with its own send times (``compare_run``). Per metric: ``engine`` and
@@ -134,10 +147,11 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     tables = [compare_run(d, fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals, coalesced=coalesced)[0]
               for d in used]
     both = pd.concat(tables, ignore_index=True)
-    g = both.groupby("metric", sort=False)
+    g = both.groupby(["coalesced", "metric"], sort=False)
     eng, sim = g["engine"].median(), g["sim"].median()
     spread = (g["engine"].max() - g["engine"].min()) / eng.where(eng != 0)
-    out = pd.DataFrame({"label": label, "metric": eng.index, "engine": eng.to_numpy(), "sim": sim.to_numpy()})
+    out = pd.DataFrame({"label": label, "metric": eng.index.get_level_values("metric"), "engine": eng.to_numpy(),
+                        "sim": sim.to_numpy(), "coalesced": eng.index.get_level_values("coalesced")})
     out["rel_err"] = out["sim"] / out["engine"].where(out["engine"] != 0) - 1.0
     out["engine_spread"] = spread.to_numpy() if len(used) > 1 else np.nan  # one run shows no spread
     out["within_spread"] = out["rel_err"].abs() <= out["engine_spread"]
@@ -145,5 +159,4 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     out["n_replays"] = len(dirs)
     out["lag_clean"] = bool(clean)
     out["coalesced_share"] = float(np.mean([t["coalesced_share"].iloc[0] for t in tables]))
-    out["coalesced"] = coalesced
     return out

@@ -135,8 +135,11 @@ def gpu_bench_vs_engine(sets: dict[str, pd.DataFrame], timing: str = "step") -> 
       measurements (leave one model out: for an H800 set too, so its model is never seen), or,
       for the Splitwise sets, on all of Aegaeon's H100 sets (another engine: a move across engines).
     """
+    from functools import cache
+
     from .engine_overhead import fit_engine_overhead
 
+    @cache  # each profile's table is built once, however many fits it takes part in
     def base(key):
         m, hw, tp = key
         return TableStepTime(sources.gpu_bench(m, hw, tp, timing=timing, mixed=False), name="gpu-bench")
