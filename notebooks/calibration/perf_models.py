@@ -139,15 +139,16 @@ a2.barh(y + 0.2, transfer.mape_pct, height=0.4, label="calibrated elsewhere, mov
 a2.set_yticks(y, [f"{n.split(':', 1)[1]} <- {d.split(':')[2]}:{d.split(':')[3]}" for n, d in
                   zip(transfer.dataset, transfer.note.str.replace("calibrated on ", ""))], fontsize=6)
 a2.set_xlabel("MAPE % on the target set (all rows)")
-a2.legend(fontsize=7, loc="lower right")
+a2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.09), frameon=False)
 g3 = gb[gb.regime == "all"].pivot(index="dataset", columns="backend", values="mape_pct")
 y3 = np.arange(len(g3))
 a3.barh(y3 - 0.2, g3["gpu-bench"], height=0.4, label="H100 profile, bare", color="0.7")
 if "gpu-bench+engine" in g3:
     a3.barh(y3 + 0.2, g3["gpu-bench+engine"], height=0.4, label="+ engine costs fitted on other models", color="tab:green")
 a3.set_yticks(y3, [d.replace(":h100-80gb", "") for d in g3.index], fontsize=6)
-a3.set_xlabel("MAPE % against the engine's measured H100 steps")
-a3.legend(fontsize=7, loc="lower right")
+a3.set_xlabel("MAPE % against the engines' measured steps")
+a3.set_title("our H100 profile vs engine steps (H100; H800 = same silicon)", fontsize=8)
+a3.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=1, frameon=False)
 fig.tight_layout()
 
 # %% [markdown]
