@@ -274,3 +274,65 @@ def fit_roofline(prior: RooflineStepTime, df: pd.DataFrame, params: tuple[str, .
     out = prior.with_params(**dict(zip(params, (lo + span * r.x).tolist())))
     out.meta = {"fitted_on_rows": int(len(df)), "fitted_params": list(params), "cost": float(r.cost)}
     return out
+
+
+HOST_PARAMS = ("overhead_s", "seq_overhead_s")  # the host's and engine build's costs, not the GPU's
+GPU_PARAMS = ("eff_compute", "eff_mem", "eff_attn")  # the GPU's achieved fractions of its datasheet
+
+
+def fit_roofline_shared(priors: list[RooflineStepTime], dfs: list[pd.DataFrame],
+                        shared: tuple[str, ...] = HOST_PARAMS,
+                        per_set: tuple[str, ...] = GPU_PARAMS) -> list[RooflineStepTime]:
+    """Calibrate several rooflines at once (one per measurement table, e.g. several models on one
+    machine): the ``shared`` parameters take one value for all of them, the ``per_set`` ones one
+    value per table. The default shares the per-step and per-sequence costs (CPU scheduling,
+    launch, sampling: a property of the host and engine build) and fits the efficiencies per
+    model (they depend on the model's shapes). One table cannot separate a fixed per-step cost
+    from the efficiencies (both shift small steps); several models on the same host can.
+
+    Least squares on relative error within `BOUNDS`, as `fit_roofline` (same starting points);
+    the Jacobian's sparsity (a table's residuals depend on the shared and its own parameters
+    only) keeps the cost of a finite-difference Jacobian at len(shared) + len(per_set) calls."""
+    from scipy.optimize import least_squares
+    from scipy.sparse import lil_matrix
+
+    if len(priors) != len(dfs) or not priors:
+        raise ValueError("fit_roofline_shared: need one prior per table and at least one table")
+    bad = [p for p in (*shared, *per_set) if p not in BOUNDS]
+    if bad or set(shared) & set(per_set):
+        raise ValueError(f"fit_roofline_shared: unknown or repeated parameter(s) {bad or sorted(set(shared) & set(per_set))}; "
+                         f"choose from {PARAMS}")
+    X = [[d[c].to_numpy(float) for c in AGGREGATES] for d in dfs]
+    Y = [d.step_s.to_numpy(float) for d in dfs]
+    ns, nk, n = len(shared), len(per_set), len(dfs)
+    names = list(shared) + [p for _ in range(n) for p in per_set]
+    lo = np.array([BOUNDS[p][0] for p in names])
+    hi = np.array([BOUNDS[p][1] for p in names])
+    span = hi - lo
+    x0 = np.array([getattr(priors[0], p) for p in shared] + [getattr(pr, p) for pr in priors for p in per_set], float)
+    x0 = np.clip(x0, lo + 1e-12, hi)
+    off = np.cumsum([0] + [len(y) for y in Y])
+    S = lil_matrix((int(off[-1]), len(names)), dtype=np.int8)
+    S[:, :ns] = 1
+    for i in range(n):
+        S[off[i]:off[i + 1], ns + i * nk: ns + (i + 1) * nk] = 1
+
+    def models(z):
+        v = (lo + span * z).tolist()
+        common = dict(zip(shared, v[:ns]))
+        return [pr.with_params(**common, **dict(zip(per_set, v[ns + i * nk: ns + (i + 1) * nk])))
+                for i, pr in enumerate(priors)]
+
+    def resid(z):
+        return np.concatenate([m.step_time(*x) / y - 1.0 for m, x, y in zip(models(z), X, Y)])
+
+    best = None
+    for z0 in ((x0 - lo) / span, np.full(len(names), 0.5), np.full(len(names), 0.15)):
+        r = least_squares(resid, z0, bounds=(0.0, 1.0), x_scale="jac", max_nfev=300, jac_sparsity=S)
+        if best is None or r.cost < best.cost:
+            best = r
+    out = models(best.x)
+    for m, d in zip(out, dfs):
+        m.meta = {"fitted_on_rows": int(len(d)), "fitted_params": list(per_set), "shared_params": list(shared),
+                  "shared_over_rows": int(off[-1]), "shared_over_sets": n, "cost": float(best.cost)}
+    return out
