@@ -97,6 +97,36 @@ transfer["prior_mape_pct"] = xa[xa.backend == "roofline-prior"].mape_pct.to_nump
 transfer.round(3)
 
 # %% [markdown]
+# ## Transfer between the GPUs of the Aegaeon profiles, per reading
+#
+# Every ordered pair of Aegaeon sets with the same model on two GPUs (H800, A10, H100; TP 1):
+# calibrated on the source set, scored on all rows of the target set. Three readings
+# (`report.TRANSFER_READINGS`):
+#
+# * **zero-shot** (the default, and the issue's definition): `fit_roofline` on the source set
+#   alone, every parameter moved by the datasheet ratios. Nothing from the target GPU.
+# * **zero-shot-pooled-source**: the source set's efficiencies fitted together with its
+#   machine's other models under one shared per-step and per-sequence cost (one set alone cannot
+#   separate a fixed cost from the efficiencies); the source host's costs move with them.
+#   Nothing from the target GPU.
+# * **host-from-other-models**: the same efficiencies, and the target machine's per-step and
+#   per-sequence costs fitted on the target machine's *other* models (the scored model left
+#   out). It uses the target host's measurements, so it is **not zero-shot**: it says how much
+#   of the transfer error is the host and engine build rather than the GPU.
+#
+# Per (source GPU -> target GPU): median over models of the target-set MAPE (%).
+
+# %%
+tr = report.transfer_by_gpu_pair(report.datasets(include_splitwise=False))
+tr_pair = tr.pivot_table(index="gpu_pair", columns="reading", values="mape_pct", aggfunc="median")
+tr_pair = tr_pair[list(report.TRANSFER_READINGS)]
+tr_pair.loc["all pairs (median over pairs x models)"] = tr.groupby("reading").mape_pct.median()
+tr_pair.round(1)
+
+# %%
+tr.pivot_table(index=["gpu_pair", "model"], columns="reading", values="mape_pct")[list(report.TRANSFER_READINGS)].round(1)
+
+# %% [markdown]
 # ## Our H100 profiles against the engines' H100 measurements
 #
 # `gpu-bench`: the profile table as measured (whole decoder forwards in PyTorch, CUDA graphs for
@@ -159,9 +189,19 @@ fig.tight_layout()
 #   physics (the tables above give the exact numbers for this run).
 # * Transfer works between the HBM data-centre GPUs at the same TP: calibrated on A100 and moved
 #   to H100 by the datasheet ratios (or back), the roofline is 3-4x more accurate than the
-#   uncalibrated prior. It does **not** carry over from H800 to A10 (GDDR6, PCIe-only: no better
-#   than the prior) nor from TP 8 to TP 4 (worse than the prior: a single-TP set cannot separate
+#   uncalibrated prior; it does not carry over from TP 8 to TP 4 (a single-TP set cannot separate
 #   the communication terms from compute). Calibrate on the GPU and TP you simulate.
+# * Between the Aegaeon GPUs (table above), zero-shot transfer is about 8-9 % between the two
+#   Hoppers and 16-62 % to and from the A10 (median about 19 % over all pairs): the issue's
+#   10 % goal is **not met** zero-shot. Most of the A10 error is not the GPU: the A10 machine's
+#   host and engine build spend about twice the H800's time per step (~9 vs ~4.5 ms) and per
+#   sequence (~0.18 vs ~0.11 ms), which no datasheet carries. Pooling the source machine's models
+#   (still zero-shot) takes the median to about 15 % (better from the A10 and from the H800, where
+#   the source set alone confuses host cost with efficiency; worse from the H100, 21 vs 16 % to
+#   the A10, whose machine has only three sets to pool). Taking the target host's costs from its *other* models
+#   (not zero-shot) brings every pair to about 8-14 % (median about 10 %); what is left is the
+#   GPU side: the A10 reaches a lower fraction of its datasheet FLOP/s than the Hoppers (fitted
+#   eff_compute ~0.5 vs ~0.6), which only a microbenchmark on an A10 could supply zero-shot.
 # * The uncalibrated roofline prior is off by 15–60 %: datasheet peaks are not what vLLM reaches,
 #   and CPU-side per-step and per-sequence overheads dominate small batches.
 # * Vidur's operator profiles, composed without calibrating attention and overheads, under-predict
@@ -194,12 +234,20 @@ metrics = {
     **{f"transfer_mape_pct_{i}": float(v) for i, v in enumerate(transfer.mape_pct)},
     "transfer_a100_to_h100_llama2_70b_tp8_mape_pct": float(transfer.mape_pct.iloc[0]),
     "n_datasets": int(res.dataset.nunique()),
+    # transfer between the Aegaeon GPUs: median MAPE over models per (reading, source->target GPU)
+    **{f"transfer_gpu_pair_median_mape_pct[{r}|{p.replace(' ', '')}]": float(v)
+       for (r, p), v in tr.groupby(["reading", "gpu_pair"]).mape_pct.median().items()},
+    **{f"transfer_gpu_median_mape_pct[{r}]": float(v) for r, v in tr.groupby("reading").mape_pct.median().items()},
+    **{f"transfer_gpu_max_pair_median_mape_pct[{r}]": float(g.groupby("gpu_pair").mape_pct.median().max())
+       for r, g in tr.groupby("reading")},
     # gpu_bench_<backend>_mape_pct[<dataset>]: our H100 profiles against the engines' H100 steps
     **{f"gpu_bench_mape_pct[{b}|{d}]": float(v)
        for (d, b), v in gb[gb.regime == "all"].set_index(["dataset", "backend"]).mape_pct.items()},
 }
 out = FigureOutputs("calibration", "perf_models", scale=scale, root=root)
 out.save_figure(fig)
-out.write_data(pd.concat([res, xr, gb], ignore_index=True))
+tr_rows = tr.assign(dataset=tr.target, backend="roofline-transfer:" + tr.reading, scored_on="all", regime="all",
+                   note=tr.note)[["dataset", "backend", "scored_on", "regime", "mape_pct", "r2", "note"]]
+out.write_data(pd.concat([res, xr, gb, tr_rows], ignore_index=True))
 out.write_metrics(metrics)
 pd.Series(metrics).round(3)
