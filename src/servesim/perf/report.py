@@ -118,7 +118,7 @@ def _machine_sets(sets: dict[str, pd.DataFrame], name: str) -> list[str]:
 
 def _pooled_fit(sets, names, cache):
     """`fit_roofline_shared` over ``names`` (host costs shared, efficiencies per set), cached."""
-    from .roofline import GPU_PARAMS, HOST_PARAMS, fit_roofline_shared
+    from .roofline import GPU_PARAMS, fit_roofline_shared
 
     key = tuple(sorted(names))
     if key not in cache:
