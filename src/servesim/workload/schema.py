@@ -91,6 +91,12 @@ def validate(df: pd.DataFrame, source: str = "<workload>") -> pd.DataFrame:
             continue
         if str(s.dtype) == dtype:
             continue
+        if dtype == "int64" and pd.api.types.is_float_dtype(s.dtype):  # 1.5 tokens must not become 1
+            v = s.to_numpy(dtype="float64")
+            frac = ~np.isfinite(v) | (v != np.round(v))
+            if frac.any():
+                i = _first(frac)
+                raise WorkloadError(f"{source}: row {i}: {col}={float(v[i]):g} is not a whole number")
         try:
             out[col] = s.astype(dtype)
         except (TypeError, ValueError) as exc:
@@ -116,6 +122,11 @@ def validate(df: pd.DataFrame, source: str = "<workload>") -> pd.DataFrame:
     if bad.any():
         i = _first(bad)
         raise WorkloadError(f"{source}: row {i}: deadline_s={dl[i]} is infinite (NaN means no deadline)")
+    bad = dl < arr  # NaN compares False: no deadline
+    if bad.any():  # deadlines are absolute times; an offset written as a deadline would always be missed
+        i = _first(bad)
+        raise WorkloadError(f"{source}: row {i}: deadline_s={dl[i]:g} is before arrival_s={arr[i]:g} "
+                            "(deadline_s is an absolute time, not an offset)")
     back = np.diff(arr) < 0
     if back.any():
         raise WorkloadError(f"{source}: row {_first(back) + 1}: arrival_s goes back in time (not sorted)")

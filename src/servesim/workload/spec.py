@@ -175,6 +175,8 @@ def materialise(spec: WorkloadSpec, rng: np.random.Generator, base_dir: str | Pa
             p = Path(base_dir) / p
         try:
             df = read_table(p, WorkloadError, "workload")
+            if len(df) == 0:  # a header without rows: nothing to simulate is an input error, not a 0-request run
+                raise WorkloadError(f"{p}: no requests (the table has no rows)")
             if spec.limit is not None:
                 df = df.iloc[: spec.limit]
             return validate(df, str(p))
