@@ -26,7 +26,7 @@ from ..metrics import summarize
 from ..policies.registry import CONTROLLERS, GLOBAL_ROUTERS
 from ..sim.routers import ROUTERS
 from .core import EndpointConfig, Fleet, LeadTimes, shared_strings
-from .limits import check_sampling
+from .limits import check_period, check_sampling
 from .scenario import Scenario, build_workload, check_workload_names
 
 
@@ -182,19 +182,26 @@ def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = Fals
     if workload is None:  # the scenario's own workload: a row nothing in it can serve is an error
         workload = build_workload(sc, np.random.default_rng(wl_seed))
         check_workload_names(sc, workload)
+    last_arrival = float(workload["arrival_s"].iloc[-1]) if len(workload) else 0.0
+    horizon = sc.duration_s if sc.duration_s is not None else last_arrival + sc.output.drain_limit_s
+    src = sc.source or sc.name
+    what = "" if sc.duration_s is not None else \
+        f" (the last arrival at {last_arrival:g} s + output.drain_limit_s={sc.output.drain_limit_s:g})"
+    check_sampling(sc.output.sample_s, horizon, src, what)  # before any sampling: bounded memory
+    ctl = []
+    if sc.autoscaler is not None:  # any registered controller, by name (servesim.policies.CONTROLLERS)
+        a = sc.autoscaler
+        ctl.append(CONTROLLERS.create(a.name, a.options(), where="autoscaler"))
+        check_period(float(ctl[0].period_s), horizon, "autoscaler.period_s", src, what)
+    for actor in actors or ():
+        check_period(float(actor.period_s), horizon, f"{type(actor).__name__}.period_s", src, what)
     engines = engines(sc, workload, seed)
     fleet = build_fleet(sc, engines.kernel, workload, engines.factory, seed)
     if global_router is not None:
         fleet.global_router = global_router
     engines.attach(fleet)
-    if sc.autoscaler is not None:  # any registered controller, by name (servesim.policies.CONTROLLERS)
-        a = sc.autoscaler
-        fleet.add_actor(CONTROLLERS.create(a.name, a.options(), where="autoscaler"))
-    for actor in actors or ():
+    for actor in [*ctl, *(actors or ())]:
         fleet.add_actor(actor)
-    last_arrival = float(workload["arrival_s"].iloc[-1]) if len(workload) else 0.0
-    horizon = sc.duration_s if sc.duration_s is not None else last_arrival + sc.output.drain_limit_s
-    check_sampling(sc.output.sample_s, horizon, sc.name)  # before any sampling: bounded memory
     samples: list[dict] = []
     fleet.add_sampler(sc.output.sample_s, samples)
     fleet.start()

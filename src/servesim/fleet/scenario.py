@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, ValidationError, model_validator
 
 from ..workload.schema import WorkloadError
 from ..workload.spec import (  # noqa: F401 - re-exported: the schema's names from before the move
@@ -58,6 +58,13 @@ class StepTimeCfg(Strict):
     c_pc: float = Field(0.0, ge=0, allow_inf_nan=False)
     c_ds: float = Field(2e-5, ge=0, allow_inf_nan=False)
     c_dc: float = Field(1e-8, ge=0, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _positive(self):
+        """Every non-empty batch takes time: a 0 s step would stall the simulation clock."""
+        if not (self.c0 > 0 or (self.c_pt > 0 and (self.c_ds > 0 or self.c_dc > 0))):
+            raise ValueError("a non-empty batch would take 0 s: set c0 > 0 (or both c_pt and c_ds/c_dc > 0)")
+        return self
 
     def build(self):
         from ..perf import LinearStepTime
@@ -234,6 +241,12 @@ class Scenario(Strict):
     output: OutputCfg = OutputCfg()
     #: folder that relative workload paths resolve against (set by `load_scenario`)
     base_dir: str = "."
+    _source: str = PrivateAttr("")
+
+    @property
+    def source(self) -> str:
+        """The file (or label) the scenario was read from, for error messages ("" if built in code)."""
+        return self._source
 
     @model_validator(mode="after")
     def _cross_refs(self):
@@ -374,9 +387,11 @@ def parse_scenario(data: dict, source: str = "<scenario>", base_dir: str | Path 
     load_plugins(data.get("plugins") or [], base_dir, source)
     data = {**data, "base_dir": str(base_dir)}
     try:
-        return Scenario.model_validate(data)
+        sc = Scenario.model_validate(data)
     except ValidationError as exc:
         raise ScenarioError(_format(exc, source)) from None
+    sc._source = source if source != "<scenario>" else ""
+    return sc
 
 
 def load_scenario(path: str | Path) -> Scenario:
