@@ -86,6 +86,9 @@ def market(n_models: int = 16, rate: float = 0.1, duration_s: float = 60.0, seed
            rates=None, arrivals: str = "ae", lengths: str | pd.DataFrame = "aegaeon",
            input_scale: float = 1.0, output_scale: float = 1.0, model_prefix: str = "model_") -> pd.DataFrame:
     """A multi-model workload: per-model Poisson arrivals over ``duration_s`` (see the module doc)."""
+    if isinstance(n_models, bool) or int(n_models) != n_models or n_models < 1:
+        raise WorkloadError(f"aegaeon market: n_models={n_models!r} must be a whole number >= 1")
+    n_models = int(n_models)
     rates = np.full(n_models, float(rate)) if rates is None else np.asarray(rates, float)
     if rates.shape != (n_models,) or (rates < 0).any():
         raise WorkloadError(f"aegaeon market: rates must be {n_models} non-negative numbers")
