@@ -22,16 +22,29 @@ HELDOUT_SEED = 1000
 
 def heldout_workload(fit_json: str | Path, load: float, n_requests: int, seed: int = 0) -> pd.DataFrame:
     """``n_requests`` of the profile's mix arriving as a Poisson process at ``load`` x capacity."""
-    fit = json.loads(Path(fit_json).read_text())
+    import math
+
+    from servesim.engine.profile import read_fit
+    from servesim.errors import InputError
+
+    fit = read_fit(fit_json, "prompt_range", "output_range")
     if "capacity_req_s" not in fit:
-        raise ValueError(f"{fit_json}: no capacity_req_s (profile with --capacity-requests > 0)")
-    rate = float(load) * float(fit["capacity_req_s"])
+        raise InputError(f"{fit_json}: no capacity_req_s (profile with --capacity-requests > 0)")
+    try:
+        cap = float(fit["capacity_req_s"])
+        ranges = [tuple(int(x) for x in fit[k]) for k in ("prompt_range", "output_range")]
+    except (TypeError, ValueError):
+        raise InputError(f"{fit_json}: capacity_req_s must be a number and prompt_range / output_range "
+                         "lists of two integers") from None
+    if not (math.isfinite(cap) and cap > 0) or any(len(r) != 2 or not 0 <= r[0] <= r[1] for r in ranges):
+        raise InputError(f"{fit_json}: capacity_req_s={cap!r} must be a finite number > 0 and prompt_range / "
+                         f"output_range [lo, hi] with 0 <= lo <= hi")
+    rate = float(load) * cap
     ss = np.random.SeedSequence([HELDOUT_SEED + seed, int(round(load * 1000))])
     arr_rng = np.random.default_rng(ss.spawn(1)[0])
     arrivals = np.cumsum(arr_rng.exponential(1.0 / rate, n_requests))
     arrivals -= arrivals[0]
-    return request_mix(n_requests, int(ss.generate_state(1)[0]), tuple(fit["prompt_range"]),
-                       tuple(fit["output_range"]), arrival_s=arrivals)
+    return request_mix(n_requests, int(ss.generate_state(1)[0]), ranges[0], ranges[1], arrival_s=arrivals)
 
 
 def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, url: str | None = None, plan=None, loads=(0.3, 0.6, 0.9, 1.2),

@@ -51,7 +51,14 @@ def _config(a):
 
 
 def _cmd_tiny(a) -> int:
+    from pathlib import Path
+
     from servesim.engine.tiny_model import make_tiny_model
+
+    if Path(a.dir).exists() and not Path(a.dir).is_dir():
+        raise InputError(f"{a.dir}: is a file, not a folder")
+    if a.max_model_len < 1:
+        raise InputError(f"--max-model-len {a.max_model_len}: must be >= 1")
 
     info = make_tiny_model(a.dir, size=a.size, seed=a.seed, max_model_len=a.max_model_len)
     print(json.dumps(info.__dict__))
@@ -76,6 +83,27 @@ def _check_engine_args(a) -> None:
         raise InputError(f"--gpu-memory-utilization {a.gpu_memory_utilization}: must be in (0, 1]")
     if getattr(a, "model", None) and not Path(a.model).is_dir():
         raise InputError(f"--model {a.model}: not a model folder")
+    if getattr(a, "vocab_size", None) is not None and a.vocab_size < 1:
+        raise InputError(f"--vocab-size {a.vocab_size}: must be >= 1")
+    if getattr(a, "first_token_id", None) is not None and a.first_token_id < 0:
+        raise InputError(f"--first-token-id {a.first_token_id}: must be >= 0")
+    if getattr(a, "seed", None) is not None and a.seed < 0:
+        raise InputError(f"--seed {a.seed}: must be an integer >= 0")
+
+
+def _check_url(url: str | None) -> None:
+    """A --url server must answer before any work: otherwise every request would end `unfinished`
+    and the run would look like a (very slow) engine rather than a typo."""
+    if not url:
+        return
+    import httpx
+
+    if not url.startswith(("http://", "https://")):
+        raise InputError(f"--url {url}: not an http(s) URL")
+    try:
+        httpx.get(url.rstrip("/") + "/health", timeout=10)
+    except httpx.HTTPError as exc:
+        raise InputError(f"--url {url}: no server answers ({type(exc).__name__}: {exc})") from None
 
 
 def _check_fits_context(wl, source: str, max_model_len: int) -> None:
@@ -98,7 +126,10 @@ def _cmd_replay(a) -> int:
     _check_engine_args(a)
     check_output_dir(a.out, force=a.force)
     wl = read_workload(a.workload)
+    if len(wl) == 0:
+        raise InputError(f"{a.workload}: no requests (the table has no rows)")
     _check_fits_context(wl, str(a.workload), a.max_model_len)
+    _check_url(a.url)
     vocab = _tiny_model_vocab(a.model) or (a.vocab_size, a.first_token_id)
     opts = ReplayOptions(request_timeout_s=a.request_timeout, max_duration_s=a.max_duration,
                          vocab_size=vocab[0], first_token_id=vocab[1], seed=a.seed)
@@ -114,11 +145,19 @@ def _cmd_replay(a) -> int:
 
 def _cmd_profile(a) -> int:
     from servesim.engine.client import ReplayOptions
-    from servesim.engine.profile import SweepPlan, profile_engine
+    from servesim.engine.profile import SweepPlan
     from servesim.engine.replay import _tiny_model_vocab
-    from servesim.engine.server import VLLMServer, vllm_version
+    from servesim.engine.server import vllm_version
     from pathlib import Path
 
+    from servesim.output_dir import check_output_dir, staged_output_dir
+
+    _check_engine_args(a)
+    if a.repeats < 1 or a.capacity_requests < 0:
+        raise InputError(f"--repeats {a.repeats} / --capacity-requests {a.capacity_requests}: "
+                         "need repeats >= 1 and capacity-requests >= 0")
+    check_output_dir(a.out, force=a.force)
+    _check_url(a.url)
     vocab = _tiny_model_vocab(a.model) or (a.vocab_size, a.first_token_id)
     opts = ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1], seed=a.seed)
     plan = SweepPlan(repeats=a.repeats, capacity_requests=a.capacity_requests, seed=a.seed)
@@ -126,8 +165,18 @@ def _cmd_profile(a) -> int:
     meta = {"model": a.model_name or (Path(a.model).name if a.model else "remote"),
             "hardware": a.hardware, "tp": cfg.tensor_parallel_size, "pp": 1,
             "engine": cfg.to_dict(), "vllm_version": vllm_version()}
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
+    with staged_output_dir(a.out, command="servesim profile-engine", force=a.force) as out:
+        res = _profile_into(a, out, plan, opts, cfg, meta)
+    held = {r["regime"]: round(r["mape_pct"], 2) for r in res["heldout_error"]}
+    print(json.dumps({"rows": res["n_rows"], "heldout_mape_pct": held,
+                      "capacity_req_s": res.get("capacity_req_s"), "kv_blocks": res.get("kv_blocks")}))
+    return 0
+
+
+def _profile_into(a, out, plan, opts, cfg, meta) -> dict:
+    from servesim.engine.profile import profile_engine
+    from servesim.engine.server import VLLMServer
+
     if a.url:
         res = profile_engine(a.url, out, plan=plan, opts=opts, max_num_seqs=cfg.max_num_seqs,
                              max_num_batched_tokens=cfg.max_num_batched_tokens, meta=meta)
@@ -136,10 +185,7 @@ def _cmd_profile(a) -> int:
             meta.update(kv_blocks=srv.kv_blocks, kv_tokens=srv.kv_tokens)
             res = profile_engine(srv.url, out, plan=plan, opts=opts, max_num_seqs=cfg.max_num_seqs,
                                  max_num_batched_tokens=cfg.max_num_batched_tokens, meta=meta)
-    held = {r["regime"]: round(r["mape_pct"], 2) for r in res["heldout_error"]}
-    print(json.dumps({"rows": res["n_rows"], "heldout_mape_pct": held,
-                      "capacity_req_s": res.get("capacity_req_s"), "kv_blocks": res.get("kv_blocks")}))
-    return 0
+    return res
 
 
 def _cmd_heldout(a) -> int:
@@ -147,8 +193,13 @@ def _cmd_heldout(a) -> int:
 
     from servesim.output_dir import atomic_file, check_output_file
 
-    if not a.load > 0 or a.n < 1:
-        raise InputError(f"--load {a.load} / -n {a.n}: the load must be > 0 and -n >= 1")
+    import math
+
+    from servesim.workload.schema import MAX_REQUESTS
+
+    if not (math.isfinite(a.load) and a.load > 0) or not 1 <= a.n <= MAX_REQUESTS:
+        raise InputError(f"--load {a.load} / -n {a.n}: the load must be a finite number > 0 and "
+                         f"-n in [1, {MAX_REQUESTS:,}]")
     check_output_file(a.out)
     wl = heldout_workload(a.fit, a.load, a.n, seed=a.seed)
     with atomic_file(a.out) as tmp:
@@ -174,6 +225,8 @@ def _cmd_compare(a) -> int:
 
 
 def _cmd_calibrate(a) -> int:
+    """Writes into ``-o`` in place (not staged): the workflow keeps the engine's model folder inside
+    it; each replay's summary.json says whether it is partial (exit status 3)."""
     from pathlib import Path
 
     _check_engine_args(a)
@@ -186,6 +239,10 @@ def _cmd_calibrate(a) -> int:
                          "need at least one replay and no negative retries")
     if a.max_send_lag_p99 is not None and not a.max_send_lag_p99 > 0:
         raise InputError(f"--max-send-lag-p99 {a.max_send_lag_p99}: must be > 0 seconds")
+    if a.repeats < 1 or a.capacity_requests < 0:
+        raise InputError(f"--repeats {a.repeats} / --capacity-requests {a.capacity_requests}: "
+                         "need repeats >= 1 and capacity-requests >= 0")
+    _check_url(a.url)
     from servesim.engine.calibration import run_calibration
     from servesim.engine.client import ReplayOptions
     from servesim.engine.profile import SweepPlan
@@ -272,10 +329,10 @@ def add_parser(subparsers) -> None:
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--vocab-size", type=int, default=32000, help="token-id range of prompts (non-tiny models)")
         p.add_argument("--first-token-id", type=int, default=1000)
+        p.add_argument("--force", action="store_true",
+                       help="replace a non-empty output folder that holds no servesim results marker")
         if name == "replay":
             p.add_argument("--workload", required=True, help="request table (.parquet or .csv)")
-            p.add_argument("--force", action="store_true",
-                           help="replace a non-empty output folder that holds no servesim results marker")
             p.add_argument("--request-timeout", type=float, default=120.0)
             p.add_argument("--max-duration", type=float, default=3600.0)
         else:

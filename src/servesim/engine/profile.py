@@ -281,9 +281,39 @@ def profile_engine(url: str, out_dir: str | Path, *, plan: SweepPlan = SweepPlan
     return result
 
 
+def read_fit(fit_json: str | Path, *keys: str) -> dict:
+    """A profile's fit.json as a dict holding ``keys``; InputError naming the file and the key
+    when it is missing, not JSON, not an object or lacks one."""
+    from servesim.errors import InputError
+
+    p = Path(fit_json)
+    try:
+        d = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such fit.json (written by servesim profile-engine)") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"{p}: not a readable JSON fit: {' '.join(str(exc).split())}") from None
+    if not isinstance(d, dict):
+        raise InputError(f"{p}: a fit.json is a JSON object, got {type(d).__name__}")
+    missing = [k for k in keys if k not in d]
+    if missing:
+        raise InputError(f"{p}: no {', '.join(missing)} (a fit.json of servesim profile-engine has them)")
+    return d
+
+
 def load_fitted(fit_json: str | Path):
     """The FittedStepTime and frontend overhead stored in a profile's fit.json."""
+    import math
+
+    from servesim.errors import InputError
     from servesim.perf.fitted import FittedStepTime
 
-    d = json.loads(Path(fit_json).read_text())
-    return FittedStepTime(**d["coefficients"], name="vllm-profile"), float(d["frontend_overhead_s"])
+    d = read_fit(fit_json, "coefficients", "frontend_overhead_s")
+    try:
+        fe = float(d["frontend_overhead_s"])
+        model = FittedStepTime(**d["coefficients"], name="vllm-profile")
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{fit_json}: coefficients / frontend_overhead_s: {' '.join(str(exc).split())}") from None
+    if not (math.isfinite(fe) and fe >= 0):
+        raise InputError(f"{fit_json}: frontend_overhead_s={fe!r} must be a finite number >= 0")
+    return model, fe
