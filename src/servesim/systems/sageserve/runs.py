@@ -156,8 +156,12 @@ def check_options(a: argparse.Namespace) -> None:
             raise InputError(f"{opt}: unknown {unknown}; known: {known}")
         if len(set(given)) != len(given):
             raise InputError(f"{opt}: {given} lists one twice")
-    if a.days < 1:
-        raise InputError(f"--days {a.days}: generate at least 1 day")
+    from servesim.workload.schema import MAX_DAYS
+
+    if not 1 <= a.days <= MAX_DAYS:
+        raise InputError(f"--days {a.days}: generate at least 1 day and at most {MAX_DAYS}")
+    if getattr(a, "seed", None) is not None and a.seed < 0:
+        raise InputError(f"--seed {a.seed}: must be an integer >= 0")
     if a.window_h is not None:
         lo, hi = a.window_h
         days = a.days
