@@ -275,6 +275,9 @@ def load_sageserve(path: str | os.PathLike, *, models: dict[str, str] | None = N
     models = models or SAGESERVE_MODELS
     regions = regions or SAGESERVE_REGIONS
     iw_deadline_s = iw_deadline_s or {"IW-F": 1.0, "IW-N": 60.0}
+    for key, v in (("niw_deadline_s", niw_deadline_s), (f"iw_deadline_s[{iw_tier!r}]", iw_deadline_s.get(iw_tier))):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (np.isfinite(v) and v > 0):
+            raise WorkloadError(f"{path}: {key}={v!r} must be a finite number of seconds > 0")
     raw = _read_csv(path, dtype=str, keep_default_na=False, engine="pyarrow")
     _check_header(path, raw.columns, SAGESERVE_COLUMNS)
     t = pd.to_numeric(raw["arrival_timestamp"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)

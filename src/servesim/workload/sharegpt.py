@@ -80,8 +80,15 @@ def iter_conversations(path: str | os.PathLike | None = None, *, stats: ReadStat
     if not path.exists():
         raise WorkloadError(f"{path}: no such ShareGPT file")
     stats = stats if stats is not None else ReadStats(str(path))
+    try:
+        yield from _iter_conversations(path, stats, lenient, chunk_chars)
+    except UnicodeDecodeError as exc:  # the reader decodes chunk by chunk: the offset is within one
+        raise WorkloadError(f"{path}: not UTF-8 text ({exc.reason}; element {stats.conversations + stats.dropped})") from None
+
+
+def _iter_conversations(path: Path, stats: ReadStats, lenient: bool, chunk_chars: int) -> Iterator[dict]:
     dec = json.JSONDecoder()
-    with open(path, encoding="utf-8") as fh:
+    with open(path, encoding="utf-8-sig") as fh:  # a BOM (some editors write one) is not content
         buf = fh.read(chunk_chars)
         eof = len(buf) < chunk_chars
         pos = len(buf) - len(buf.lstrip(_WS))
@@ -209,10 +216,13 @@ def load_sharegpt(path: str | os.PathLike | None = None, *, mode: str = "first",
     ``with_text``). ``df.attrs``: source, conversations read, dropped elements, truncated, tokenizer.
     Arrival times are not part of ShareGPT: build a workload with :func:`servesim.workload.lengths_to_poisson`.
     """
+    if max_conversations is not None and (isinstance(max_conversations, bool) or int(max_conversations) != max_conversations
+                                          or max_conversations < 0):
+        raise WorkloadError(f"ShareGPT: max_conversations={max_conversations!r} must be a whole number >= 0")
     stats = ReadStats(str(path or default_path()))
     it = iter_conversations(path, stats=stats, lenient=lenient)
     if max_conversations is not None:
-        it = itertools.islice(it, max_conversations)
+        it = itertools.islice(it, int(max_conversations))
     df = pairs(it, mode)
     count = token_counter(tokenizer)
     df["prompt_tokens"] = count(df["prompt"].tolist()) if len(df) else np.zeros(0, np.int64)
