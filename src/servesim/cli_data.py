@@ -72,8 +72,15 @@ def _claims(args) -> int:
 
 def _provenance(args) -> int:
     from servesim.analysis.provenance import write_provenance
+    from servesim.errors import InputError
+    from servesim.output_dir import atomic_file, check_output_file
 
-    write_provenance(Path(args.root).resolve(), args.scale, args.seed, args.output)
+    check_output_file(args.output)  # a folder, or a path under a file: before any work
+    root = Path(args.root).resolve()
+    if not (root / "traces" / "MANIFEST").is_file():
+        raise InputError(f"--root {args.root}: not a servesim project (no traces/MANIFEST)")
+    with atomic_file(args.output) as tmp:
+        write_provenance(root, args.scale, args.seed, tmp)
     return 0
 
 
