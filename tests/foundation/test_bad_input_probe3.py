@@ -183,6 +183,9 @@ def test_make_tiny_model_checks_its_folder_and_length(tmp_path, capsys):
 @pytest.mark.parametrize("opts, needle", [
     (["--seed", "-1"], "--seed -1"),            # a numpy traceback
     (["--days", "100000"], "--days 100000"),    # named only the generator's option
+    (["--volume-scale", "1e9"], "--volume-scale 1e+09"),  # named only the generator
+    # a reactive scaler checking every 1e-9 s: refused by the fleet's bound, named by its option
+    (["--strategy", "reactive", "--scaling-interval", "1e-9"], "--scaling-interval 1e-09"),
 ])
 def test_sageserve_run_seed_and_days(tmp_path, capsys, opts, needle):
     window = ["--models", "llama-2-70b", "--regions", "eastus", "--window-h", "36", "37", "--days", "2",

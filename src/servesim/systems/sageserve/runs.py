@@ -168,6 +168,20 @@ def check_options(a: argparse.Namespace) -> None:
         if not (0 <= lo < hi <= 24 * days):
             raise InputError(f"--window-h {lo:g} {hi:g}: need 0 <= FROM_H < TO_H <= {24 * days} "
                              f"(the {days}-day generated trace, --days)")
+        from servesim.fleet.limits import MAX_CONTROL_TICKS
+
+        si = getattr(a, "scaling_interval", None)
+        if si is not None and (hi - lo) * 3600 / si > MAX_CONTROL_TICKS:
+            raise InputError(f"--scaling-interval {si:g}: {(hi - lo) * 3600 / si:.3g} scaler checks over the "
+                             f"window (at most {MAX_CONTROL_TICKS:,}); use a longer interval")
+    if getattr(a, "volume_scale", None) is not None:
+        from servesim.workload import check_generate
+        from servesim.workload.schema import WorkloadError
+
+        try:  # the generated week's size, before it is generated
+            check_generate("sageserve_week", a.volume_scale, 0, {"days": a.days})
+        except WorkloadError as exc:
+            raise InputError(f"--volume-scale {a.volume_scale:g}: {exc}") from None
     check_output_dir(a.out, force=a.force)
 
 
