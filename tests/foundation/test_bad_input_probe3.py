@@ -236,3 +236,12 @@ def test_provenance_output_checked_first(tmp_path, capsys):
     _input_error(capsys, ["provenance", "--root", root, "-o", f / "p.json"], "is a file")
     _input_error(capsys, ["provenance", "--root", tmp_path, "-o", tmp_path / "p.json"], "--root", "traces/MANIFEST")
     assert not (tmp_path / "p.json").exists()
+
+
+def test_step_time_model_file_that_is_not_yaml_is_a_scenario_error(tmp_path, capsys):
+    # a yaml.ScannerError traceback from the perf backend's reader
+    (tmp_path / "m.yaml").write_text("backend: fitted\ncoefficients: [1, 2\n")
+    linear = "step_time: {backend: linear, c0: 5.0e-3, c_pt: 1.0e-4, c_pc: 0.0, c_ds: 2.0e-5, c_dc: 1.0e-8}"
+    text = BASE.replace(linear, f"step_time: {{backend: file, path: {tmp_path / 'm.yaml'}}}")
+    _input_error(capsys, ["simulate", _scenario(tmp_path, text), "-o", tmp_path / "o"], "s.yaml",
+                 "models.llama-2-7b.step_time")

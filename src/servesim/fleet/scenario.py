@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
+import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, ValidationError, model_validator
 
 from ..workload.schema import WorkloadError
@@ -277,8 +278,8 @@ class Scenario(Strict):
         for name, m in self.models.items():
             try:
                 m.build_step_time(name)
-            except (ValueError, KeyError, OSError) as exc:
-                errs.append(f"models.{name}.step_time: {exc}")
+            except (ValueError, KeyError, TypeError, OSError, yaml.YAMLError) as exc:  # a model file that is not YAML too
+                errs.append(f"models.{name}.step_time: {' '.join(str(exc).split())}")
         for i, r in enumerate(self.regions):
             for m in r.pool:
                 if m not in self.models:
