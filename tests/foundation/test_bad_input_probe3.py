@@ -245,3 +245,11 @@ def test_step_time_model_file_that_is_not_yaml_is_a_scenario_error(tmp_path, cap
     text = BASE.replace(linear, f"step_time: {{backend: file, path: {tmp_path / 'm.yaml'}}}")
     _input_error(capsys, ["simulate", _scenario(tmp_path, text), "-o", tmp_path / "o"], "s.yaml",
                  "models.llama-2-7b.step_time")
+
+
+def test_workload_output_must_be_named_parquet(tmp_path, capsys):
+    # `-o out.xlsx` wrote a Parquet file under a spreadsheet's name
+    az = tmp_path / "a.csv"
+    az.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n")
+    _input_error(capsys, ["workload", "convert", "azure", az, "-o", tmp_path / "out.xlsx"], "out.xlsx", ".parquet")
+    assert not (tmp_path / "out.xlsx").exists()

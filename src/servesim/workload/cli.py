@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from servesim.cli_errors import add_debug_flag, run_command
 
@@ -79,6 +80,8 @@ def run(args) -> int:
     from servesim.output_dir import check_output_file
 
     check_output_file(args.output)  # before any work: -o naming a folder fails at once
+    if Path(args.output).suffix != ".parquet":  # the table is Parquet whatever the name says
+        raise InputError(f"-o {args.output}: the workload is written as Parquet; name it <name>.parquet")
     if args.workload_cmd == "generate":
         from . import GENERATORS
 
