@@ -160,6 +160,29 @@ def test_measurement_validation_names_row_and_column(tmp_path):
         M.read(p)
 
 
+def test_measurement_tp_must_be_whole(tmp_path):
+    df = _grid_table()
+    df["tp"] = 1.0
+    df.loc[2, "tp"] = 1.5  # was silently cut to 1
+    with pytest.raises(M.MeasurementError, match=r"x.csv: row 2: column tp must be a whole number"):
+        M.validate(df, "x.csv")
+    df.loc[2, "tp"] = 2.0  # a whole float is fine
+    assert M.validate(df, "x.csv").tp.tolist()[:3] == [1, 1, 2]
+
+
+def test_model_file_syntax_error_and_duplicate_key_name_the_file(tmp_path):
+    import servesim.perf as P
+    from servesim.perf.registry import load_model_file
+
+    bad = tmp_path / "m.yaml"
+    bad.write_text("backend: fitted\ncoefficients: {c0: 1\n")
+    with pytest.raises(P.BackendError, match=r"m.yaml: not valid YAML: line"):
+        load_model_file(bad)
+    bad.write_text("backend: fitted\nbackend: roofline\n")
+    with pytest.raises(P.BackendError, match=r"m.yaml: line 2: duplicate key 'backend'"):
+        load_model_file(bad)
+
+
 def test_metrics():
     assert M.mape([1, 2], [1.1, 1.8]) == pytest.approx(10.0)
     assert M.r2([1, 2, 3], [1, 2, 3]) == 1.0

@@ -129,6 +129,13 @@ def test_decode_attention_matches_repeated_kv_heads():
     (["--plan-out", "p.json", "--models", "llama-2-7b:1:nogrid"], "unknown grid"),
     (["--plan-out", "p.json", "--models", "qwen1.5-moe-a2.7b-chat:1:quick"], "mixture-of-experts"),
     (["--model", "llama-2-7b"], "needs --model and -o"),
+    # checked before any model is built (a 7B build on CPU allocates GBs first)
+    (["--model", "llama-2-7b", "--shrink", "0", "-o", "x.csv"], "--shrink 0"),
+    (["--model", "llama-2-7b", "--reps", "0", "-o", "x.csv"], "--reps 0"),
+    (["--model", "llama-2-7b", "--layers", "0", "-o", "x.csv"], "--layers 0"),
+    (["--model", "llama-2-7b", "--device", "tpu9", "-o", "x.csv"], "--device 'tpu9'"),
+    (["--model", "llama-2-7b", "--dtype", "float7", "-o", "x.csv"], "--dtype 'float7'"),
+    (["--model", "llama-2-7b", "-o", "x.xlsx"], ".csv or .parquet"),
 ])
 def test_profile_gpu_bad_input_is_an_input_error(tmp_path, monkeypatch, argv, match):
     from servesim.errors import InputError

@@ -53,9 +53,12 @@ def validate(df: pd.DataFrame, source: str = "<table>") -> pd.DataFrame:
         raise MeasurementError(f"{source}: row {int(np.flatnonzero((df.step_s <= 0).to_numpy())[0])}: step_s must be > 0")
     for c in ("tp", "pp"):
         if c in df.columns:
-            if (pd.to_numeric(df[c], errors="coerce").fillna(0) < 1).any():
-                raise MeasurementError(f"{source}: column {c} must be integers >= 1")
-            df[c] = df[c].astype(int)
+            v = pd.to_numeric(df[c], errors="coerce").to_numpy(float)
+            bad = ~(np.isfinite(v) & (v >= 1) & (v == np.round(v)))  # 1.5 must not become 1
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise MeasurementError(f"{source}: row {i}: column {c} must be a whole number >= 1, got {df[c].iloc[i]!r}")
+            df[c] = v.astype(int)
     if "regime" not in df.columns:
         df["regime"] = regime(df.prefill_tokens, df.decode_seqs)
     elif not df["regime"].isin(REGIMES).all():

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -131,7 +132,24 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+DTYPES = ("float32", "float16", "bfloat16", "float64")
+
+
+def check_args(args) -> None:
+    """Every option checked before a model is built (a bad one must not first allocate GBs)."""
+    for opt, v in (("--tp", args.tp), ("--shrink", args.shrink), ("--reps", args.reps), ("--layers", args.layers)):
+        if v is not None and v < 1:
+            raise InputError(f"profile-gpu {opt} {v}: must be >= 1")
+    if args.dtype is not None and args.dtype not in DTYPES:
+        raise InputError(f"profile-gpu --dtype {args.dtype!r}: expected one of {', '.join(DTYPES)}")
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", args.device):
+        raise InputError(f"profile-gpu --device {args.device!r}: expected auto, cpu, cuda or cuda:N")
+    if args.output and Path(args.output).suffix not in (".csv", ".parquet"):
+        raise InputError(f"profile-gpu -o {args.output}: must end in .csv or .parquet")
+
+
 def run(args) -> int:
+    check_args(args)
     if args.plan_out:
         if not args.models:
             raise InputError("profile-gpu --plan-out needs --models model:tp:grid[,...]")

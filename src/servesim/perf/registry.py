@@ -265,7 +265,12 @@ def load_model_file(path: str | os.PathLike, tp: int | None = None, pp: int | No
     path = Path(path)
     if not path.exists():
         raise BackendError(f"model file not found: {path}")
-    doc = yaml.safe_load(path.read_text())
+    from .._yaml import StrictYAMLError, strict_yaml_load
+
+    try:  # syntax errors and duplicate keys name the file and line
+        doc = strict_yaml_load(path.read_text(), source=str(path))
+    except StrictYAMLError as e:
+        raise BackendError(str(e)) from None
     if not isinstance(doc, dict) or "backend" not in doc:
         raise BackendError(f"{path}: not a step-time model file (no 'backend' key)")
     b = doc["backend"]
