@@ -7,23 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from servesim.cli import main
-from servesim.errors import EXIT_INPUT
+from tests.foundation.cli_checks import input_error as _input_error
 
 EX = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 BASE = (EX / "one_region.yaml").read_text().replace("duration_s: 15min", "duration_s: 1min")
 COLS = "request_id,arrival_s,prompt_tokens,output_tokens,model,region,tier,app,deadline_s\n"
-
-
-def _input_error(capsys, argv, *needles):
-    """``servesim argv`` exits 2 with one stderr error line (warnings aside) holding every needle."""
-    capsys.readouterr()
-    assert main([str(a) for a in argv]) == EXIT_INPUT
-    err = [line for line in capsys.readouterr().err.strip().splitlines() if ": warning: " not in line]
-    assert len(err) == 1 and "Traceback" not in err[0], err
-    for n in needles:
-        assert str(n) in err[0], (n, err[0])
-    return err[0]
 
 
 def _scenario(tmp_path, text):

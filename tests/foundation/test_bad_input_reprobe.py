@@ -11,20 +11,9 @@ import pytest
 import yaml
 
 from servesim.cli import main
-from servesim.errors import EXIT_INPUT
+from tests.foundation.cli_checks import input_error as _input_error
 
 EX = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
-
-
-def _input_error(capsys, argv, *needles):
-    """``servesim argv`` exits 2 with one stderr error line (warnings aside) holding every needle."""
-    capsys.readouterr()
-    assert main([str(a) for a in argv]) == EXIT_INPUT
-    err = [line for line in capsys.readouterr().err.strip().splitlines() if ": warning: " not in line]
-    assert len(err) == 1 and "Traceback" not in err[0], err
-    for n in needles:
-        assert str(n) in err[0], (n, err[0])
-    return err[0]
 
 
 # ------------------------------------------------------------------ workload convert
@@ -247,7 +236,6 @@ def test_fetch_mirror_that_is_a_file_or_missing(tmp_path, capsys):
     _input_error(capsys, argv, "--mirror", "is a file")
     argv[argv.index("--mirror") + 1] = str(tmp_path / "none")
     _input_error(capsys, argv, "--mirror", "--no-download")
-
 
 
 # ------------------------------------------------------------------ workflow declarations

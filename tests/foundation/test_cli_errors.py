@@ -9,21 +9,11 @@ import pandas as pd
 import pytest
 
 from servesim.cli import main
+from tests.foundation.cli_checks import input_error as _input_error
 from servesim.errors import EXIT_INPUT
 from servesim.output_dir import FAILED_MARKER, MARKER, staged_output_dir
 
 EX = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
-
-
-def _input_error(capsys, argv, *needles):
-    """Run ``servesim argv``: exit status 2 and exactly one stderr line holding every needle."""
-    capsys.readouterr()
-    assert main(argv) == EXIT_INPUT
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "Traceback" not in err[0], err
-    for n in needles:
-        assert str(n) in err[0], (n, err[0])
-    return err[0]
 
 
 def _scenario(tmp_path, text: str) -> Path:
