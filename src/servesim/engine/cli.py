@@ -91,6 +91,13 @@ def _check_engine_args(a) -> None:
         raise InputError(f"--seed {a.seed}: must be an integer >= 0")
 
 
+def _check_sweep_args(a) -> None:
+    """The profiling sweep's options (profile-engine and engine-calibrate share them)."""
+    if a.repeats < 1 or a.capacity_requests < 0:
+        raise InputError(f"--repeats {a.repeats} / --capacity-requests {a.capacity_requests}: "
+                         "need repeats >= 1 and capacity-requests >= 0")
+
+
 def _check_url(url: str | None) -> None:
     """A --url server must answer before any work: otherwise every request would end `unfinished`
     and the run would look like a (very slow) engine rather than a typo."""
@@ -153,9 +160,7 @@ def _cmd_profile(a) -> int:
     from servesim.output_dir import check_output_dir, staged_output_dir
 
     _check_engine_args(a)
-    if a.repeats < 1 or a.capacity_requests < 0:
-        raise InputError(f"--repeats {a.repeats} / --capacity-requests {a.capacity_requests}: "
-                         "need repeats >= 1 and capacity-requests >= 0")
+    _check_sweep_args(a)
     check_output_dir(a.out, force=a.force)
     _check_url(a.url)
     vocab = _tiny_model_vocab(a.model) or (a.vocab_size, a.first_token_id)
@@ -239,9 +244,7 @@ def _cmd_calibrate(a) -> int:
                          "need at least one replay and no negative retries")
     if a.max_send_lag_p99 is not None and not a.max_send_lag_p99 > 0:
         raise InputError(f"--max-send-lag-p99 {a.max_send_lag_p99}: must be > 0 seconds")
-    if a.repeats < 1 or a.capacity_requests < 0:
-        raise InputError(f"--repeats {a.repeats} / --capacity-requests {a.capacity_requests}: "
-                         "need repeats >= 1 and capacity-requests >= 0")
+    _check_sweep_args(a)
     _check_url(a.url)
     from servesim.engine.calibration import run_calibration
     from servesim.engine.client import ReplayOptions

@@ -107,6 +107,11 @@ TRANSFER_READINGS = {
 }
 
 
+def _check_reading(reading: str) -> None:
+    if reading not in TRANSFER_READINGS:
+        raise ValueError(f"unknown transfer reading {reading!r}; choose one of {', '.join(TRANSFER_READINGS)}")
+
+
 def _machine_sets(sets: dict[str, pd.DataFrame], name: str) -> list[str]:
     """The sets measured on the same machine as ``name``: same source (the name's prefix: one
     host and engine build), hardware and TP."""
@@ -152,8 +157,7 @@ def transfer_model(sets: dict[str, pd.DataFrame], a: str, b: str, reading: str =
     """
     from .roofline import HOST_PARAMS
 
-    if reading not in TRANSFER_READINGS:
-        raise ValueError(f"unknown transfer reading {reading!r}; choose one of {', '.join(TRANSFER_READINGS)}")
+    _check_reading(reading)
     cache = {} if cache is None else cache
     A, B = sets[a], sets[b]
     to_b = {"model": B.model.iloc[0], "hardware": B.hardware.iloc[0], "tp": int(B.tp.iloc[0])}
@@ -180,8 +184,7 @@ def cross_hardware(sets: dict[str, pd.DataFrame], pairs: list[tuple[str, str]], 
     """Roofline calibrated on set A, moved to set B's hardware (and TP) under a transfer
     ``reading`` (`TRANSFER_READINGS`, `transfer_model`), scored on all of B: does the datasheet
     scaling carry over to a GPU it was not fitted on?"""
-    if reading not in TRANSFER_READINGS:
-        raise ValueError(f"unknown transfer reading {reading!r}; choose one of {', '.join(TRANSFER_READINGS)}")
+    _check_reading(reading)
     rows, cache = [], {}
     for a, b in pairs:
         B = sets[b]
