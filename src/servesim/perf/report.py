@@ -235,6 +235,7 @@ GPU_BENCH_VS = {  # dataset name (as in `datasets`) -> (aegaeon model folder or 
     "aegaeon:llama-2-7b:h800:tp1": ("llama-2-7b", "h100-80gb", 1),
     "aegaeon:qwen1.5-14b-chat:h800:tp1": ("qwen1.5-14b-chat", "h100-80gb", 1),
     "aegaeon:internlm2.5-7b-chat:h800:tp1": ("internlm2.5-7b-chat", "h100-80gb", 1),
+    "aegaeon:baichuan2-13b-chat:h800:tp1": ("baichuan2-13b-chat", "h100-80gb", 1),
     "splitwise:llama-2-70b:h100-80gb:tp8": ("llama-2-70b", "h100-80gb", 8),
     "splitwise:llama-2-70b:h100-80gb:tp4": ("llama-2-70b", "h100-80gb", 4),
     "splitwise:llama-2-70b:h100-80gb:tp2": ("llama-2-70b", "h100-80gb", 2),
