@@ -43,6 +43,7 @@ loads = [0.3, 0.6, 0.9, 1.2]     # fractions of measured capacity (held-out work
 frontend_overhead = True         # add the measured per-request frontend overhead in the sim
 arrivals = "sent"                # "sent": the sim gets the client's real send times; "scheduled"
 coalesced = "drop"               # "drop": leave out streams that reached the client in one read; "keep"
+shapes = ["bursty", "long-prompt", "long-output", "ramp"]  # held-out shapes (servesim.engine.calibration.SHAPES)
 
 # %%
 import json
@@ -63,7 +64,8 @@ from servesim.metrics import summarize
 apply_style()
 base = run_dir("calibration", "engine", scale, root)  # workflow/runs/calibration.yaml
 fit_json = base / "profile" / "fit.json"
-missing = [p for p in [fit_json] + [base / "replay" / f"load{x}" / "summary.json" for x in loads] if not p.exists()]
+missing = [p for p in [fit_json] + [base / "replay" / c / "summary.json" for c in [f"load{x}" for x in loads] + shapes]
+           if not p.exists()]
 if missing:
     raise FileNotFoundError(
         "engine outputs missing (run `snakemake --cores 2 engine_all --config scale=%s` with the engine "
@@ -98,27 +100,42 @@ pd.Series({**fit["coefficients"], "frontend_overhead_s": overhead, "kv_blocks": 
 # metrics keep the other reading's errors too (`*_rel_err_load{x}_coalesced_keep`).
 
 # %%
-def replay_dirs(x):
-    first = base / "replay" / f"load{x}"
-    return [first] + sorted(base.glob(f"replay/load{x}.rep*"), key=lambda p: int(p.name.rsplit("rep", 1)[1]))
+def replay_dirs(label):
+    """``load0.3`` or a shape's name -> its replay folders (the first, then ``.rep{k}``)."""
+    first = base / "replay" / label
+    return [first] + sorted(base.glob(f"replay/{label}.rep*"), key=lambda p: int(p.name.rsplit("rep", 1)[1]))
+
+
+def compare_case(label):
+    """(this reading's table, the other coalesced reading's, the repeats' summaries) of one case."""
+    other = "keep" if coalesced == "drop" else "drop"  # both readings from one simulation per replay
+    t = compare_repeats(replay_dirs(label), fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals,
+                        label=label, coalesced=(coalesced, other))
+    return (t[t.coalesced == coalesced], t[t.coalesced == other],
+            [json.loads((d / "summary.json").read_text()) for d in replay_dirs(label)])
 
 
 tables, other_tables, summaries, repeat_summaries = [], [], {}, {}
 for x in loads:
-    other = "keep" if coalesced == "drop" else "drop"  # both readings from one simulation per replay
-    t = compare_repeats(replay_dirs(x), fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals,
-                        label=f"load {x}", coalesced=(coalesced, other)).assign(load=x)
-    tables.append(t[t.coalesced == coalesced])
-    other_tables.append(t[t.coalesced == other])
-    repeat_summaries[x] = [json.loads((d / "summary.json").read_text()) for d in replay_dirs(x)]
+    t, o, repeat_summaries[x] = compare_case(f"load{x}")
+    tables.append(t.assign(load=x))
+    other_tables.append(o.assign(load=x))
     summaries[x] = repeat_summaries[x][0]
 cmp = pd.concat(tables, ignore_index=True)
 cmp_other = pd.concat(other_tables, ignore_index=True)  # the other reading of coalesced streams
-partial = {x: any(s["partial"] for s in ss) for x, ss in repeat_summaries.items()}
-lag = pd.DataFrame([{"load": x, "repeat": k, "send_lag_p99_s": s.get("client_send_lag_p99_s", np.nan),
+shape_tables, shape_other, shape_summaries = [], [], {}
+for name in shapes:
+    t, o, shape_summaries[name] = compare_case(name)
+    shape_tables.append(t.assign(shape=name))
+    shape_other.append(o.assign(shape=name))
+cmp_shapes = pd.concat(shape_tables, ignore_index=True) if shapes else pd.DataFrame(columns=[*cmp.columns, "shape"])
+cmp_shapes_other = pd.concat(shape_other, ignore_index=True) if shapes else cmp_shapes
+partial = {x: any(s["partial"] for s in ss) for x, ss in {**repeat_summaries, **shape_summaries}.items()}
+lag = pd.DataFrame([{"case": f"load{x}" if not isinstance(x, str) else x, "repeat": k,
+                     "send_lag_p99_s": s.get("client_send_lag_p99_s", np.nan),
                      "bound_s": s.get("send_lag_bound_s", np.nan), "lag_clean": s.get("lag_clean", True),
                      "attempts": s.get("attempts", 1)}
-                    for x, ss in repeat_summaries.items() for k, s in enumerate(ss)])
+                    for x, ss in {**repeat_summaries, **shape_summaries}.items() for k, s in enumerate(ss)])
 display(lag)
 # engine speed drift: the profile's capacity burst re-run right after each replay
 drift = pd.Series({x: s.get("capacity_after_req_s", np.nan) / fit["capacity_req_s"] - 1.0
@@ -126,6 +143,21 @@ drift = pd.Series({x: s.get("capacity_after_req_s", np.nan) / fit["capacity_req_
 wide = cmp.pivot_table(index="metric", columns="load", values=["engine", "sim", "rel_err", "engine_spread"])
 display(drift.to_frame().T.round(3))
 wide.round(4)
+
+# %% [markdown]
+# ## Held-out shapes
+# Workloads unlike the fit's sweep and the loads above (`servesim.engine.calibration.SHAPES`),
+# replayed on the same server after the loads, with the same repeats, lag check and coalesced
+# reading: bursty arrivals (Gamma inter-arrival times, CV 2), long prompts, long outputs, and a
+# load ramp from 0.3 to 1.2 x capacity (through saturation). Nothing was fitted on them.
+
+# %%
+from servesim.engine.calibration import SHAPES
+
+display(pd.Series({n: SHAPES[n] for n in shapes}, name="shape", dtype=object).to_frame())
+shape_wide = (cmp_shapes.pivot_table(index="metric", columns="shape", values=["engine", "sim", "rel_err", "engine_spread"])
+              if shapes else pd.DataFrame())
+shape_wide.round(4)
 
 # %% [markdown]
 # ## Where the engine's TTFT goes (and the per-request distributions the figure's lower row draws)
@@ -164,7 +196,9 @@ cap_err = sim_capacity / fit["capacity_req_s"] - 1.0
 pd.Series({"engine_req_s": fit["capacity_req_s"], "sim_req_s": sim_capacity, "rel_err": cap_err})
 
 # %%
-fig, grid = plt.subplots(2, 3, figsize=(11, 6.8))
+fig = plt.figure(figsize=(11, 10.2 if shapes else 6.8))
+gs = fig.add_gridspec(3 if shapes else 2, 3)
+grid = [[fig.add_subplot(gs[r, c]) for c in range(3)] for r in range(2)]
 axes = grid[0]
 for ax, (m, title) in zip(axes, (("ttft", "TTFT"), ("tpot", "TBT"), ("e2el", "E2E"))):
     for q, ls in ((50, "-"), (90, "--"), (99, ":")):
@@ -190,12 +224,30 @@ for ax, (col, title) in zip(grid[1], cdf_cols):
     ax.set_xlabel(f"{title} (ms)")
     ax.set_ylabel("fraction of requests")
 grid[1][0].legend(fontsize=6, ncol=2)
+# third row: the held-out shapes' errors (median over repeats), the engine's spread as a whisker
+bar_metrics = (("p50_ttft_s", "TTFT P50"), ("p90_ttft_s", "TTFT P90"), ("p50_tpot_s", "TBT P50"),
+               ("p50_e2el_s", "E2E P50"), ("p90_e2el_s", "E2E P90"))
+if shapes:
+    ax = fig.add_subplot(gs[2, :])
+    w = 0.8 / len(bar_metrics)
+    for j, (key, name) in enumerate(bar_metrics):
+        sub = cmp_shapes[cmp_shapes.metric == key].set_index("shape").reindex(shapes)
+        xs = np.arange(len(shapes)) + (j - (len(bar_metrics) - 1) / 2) * w
+        ax.bar(xs, sub.rel_err * 100, w, color=f"C{j}", label=name)
+        ax.errorbar(xs, np.zeros(len(xs)), yerr=sub.engine_spread.to_numpy(float) * 100, fmt="none",
+                    ecolor="0.4", lw=0.8, capsize=2)
+    ax.axhspan(-10, 10, color="0.9", zorder=0)
+    ax.axhline(0, color="k", lw=0.6)
+    ax.set_xticks(np.arange(len(shapes)), shapes)
+    ax.set_ylabel("sim error (%)")
+    ax.set_title("held-out shapes: simulator error (bars), the engine's repeat spread (whiskers), ±10 % band")
+    ax.legend(fontsize=7, ncol=len(bar_metrics))
 fig.tight_layout()
 
 # %%
 out = FigureOutputs("calibration", "sim_vs_vllm", scale=scale, root=root)
 out.save_figure(fig)
-out.write_data(cmp)
+out.write_data(pd.concat([cmp, cmp_shapes], ignore_index=True))
 metrics = {
     "capacity_engine_req_s": fit["capacity_req_s"],
     "capacity_sim_req_s": sim_capacity,
@@ -207,12 +259,13 @@ metrics = {
     "arrivals": arrivals,
     "coalesced": coalesced,
     "client_send_lag_mean_s": float(np.nanmean([s.get("client_send_lag_mean_s", np.nan)
-                                                for ss in repeat_summaries.values() for s in ss])),
+                                                for ss in {**repeat_summaries, **shape_summaries}.values()
+                                                for s in ss])),
     "client_send_lag_p99_max_s": float(lag.send_lag_p99_s.max()),
     "replays": int(len(lag)),
     "lagged_replays": int((~lag.lag_clean.astype(bool)).sum()),
     "every_load_has_a_lag_clean_replay": bool(cmp.groupby("load").lag_clean.all().all()),
-    "replay_repeats_min": int(cmp.n_replays.min()),
+    "replay_repeats_min": int(pd.concat([cmp.n_replays, cmp_shapes.n_replays]).min()),
     "engine_side_ttft_share_lowest_load": float(ttft_parts.loc[loads[0], "engine_queue_plus_prefill_mean"]
                                             / ttft_parts.loc[loads[0], "client_ttft_mean"]),
     "max_abs_capacity_drift": float(np.nanmax(np.abs(drift.to_numpy()))) if drift.notna().any() else float("nan"),
@@ -244,6 +297,21 @@ spreads = [metrics[f"{k}_engine_spread_load{x}"] for x, k in target if k != "tbt
 metrics["max_engine_spread_p50_p90_ttft_e2e_below_saturation"] = (float(np.nanmax(spreads)) if np.isfinite(spreads).any()
                                                                   else float("nan"))  # NaN: one replay per load
 metrics["meets_15pct_capacity_target"] = abs(cap_err) <= 0.15
+# the held-out shapes, judged the same way (every one, the ramp through saturation included)
+for name in shapes:
+    for k, key in named.items():
+        r = cmp_shapes[(cmp_shapes["shape"] == name) & (cmp_shapes.metric == key)].iloc[0]
+        metrics[f"{k}_rel_err_{name}"] = r.rel_err
+        metrics[f"{k}_engine_spread_{name}"] = r.engine_spread
+        o = cmp_shapes_other[(cmp_shapes_other["shape"] == name) & (cmp_shapes_other.metric == key)].iloc[0]
+        metrics[f"{k}_rel_err_{name}_coalesced_{o.coalesced}"] = o.rel_err
+    metrics[f"coalesced_share_{name}"] = float(cmp_shapes[cmp_shapes["shape"] == name].coalesced_share.iloc[0])
+if shapes:
+    judged = [(n, k) for n in shapes for k in ("ttft_p50", "ttft_p90", "e2e_p50", "e2e_p90", "tbt_p50")]
+    metrics["shapes_max_abs_rel_err_p50_p90_ttft_e2e_tbt"] = max(abs(metrics[f"{k}_rel_err_{n}"]) for n, k in judged)
+    metrics["every_shape_has_a_lag_clean_replay"] = bool(cmp_shapes.groupby("shape").lag_clean.all().all())
+    ok = [abs(metrics[f"{k}_rel_err_{n}"]) <= np.nanmax([0.10, metrics[f"{k}_engine_spread_{n}"]]) for n, k in judged]
+    metrics["shapes_meet_10pct_or_spread"] = bool(all(ok)) if metrics["every_shape_has_a_lag_clean_replay"] else None
 out.write_metrics(metrics)
 pd.Series(metrics)
 

@@ -125,6 +125,59 @@ def test_send_lag_bound_and_replay_names(tmp_path):
     with pytest.raises(ValueError, match="must be > 0"):
         send_lag_bound(tmp_path, 0.0)
     assert replay_name(0.3, 0) == "load0.3" and replay_name(0.3, 2) == "load0.3.rep2"
+    assert replay_name("bursty", 0) == "bursty" and replay_name("bursty", 1) == "bursty.rep1"
+
+
+def _shape_fit(tmp_path, max_model_len=2048):
+    fit = {"capacity_req_s": 20.0, "prompt_range": [16, 512], "output_range": [8, 128],
+           "engine": {"max_model_len": max_model_len}}
+    (tmp_path / "fit.json").write_text(json.dumps(fit))
+    return tmp_path / "fit.json"
+
+
+def test_heldout_shapes_are_what_they_say(tmp_path):
+    """Each held-out shape (`SHAPES`) is deterministic in its seed, a valid request table, and has
+    the property its name promises; prompt + output always fits the engine's context."""
+    from servesim.engine.calibration import RAMP_LOADS, SHAPES, heldout_shape, heldout_workload
+    from servesim.workload import schema as S
+
+    fit = _shape_fit(tmp_path)
+    n, cap = 2000, 20.0
+    base = heldout_workload(fit, 0.6, n)
+    got = {}
+    for name in SHAPES:
+        a, b = heldout_shape(fit, name, n, seed=0), heldout_shape(fit, name, n, seed=0)
+        pd.testing.assert_frame_equal(a, b)
+        assert not a.equals(heldout_shape(fit, name, n, seed=1))
+        S.validate(a, name)
+        assert len(a) == n and a.arrival_s.iloc[0] == 0.0 and a.arrival_s.is_monotonic_increasing
+        assert (a.prompt_tokens + a.output_tokens <= 2048).all()
+        got[name] = a
+    gaps = lambda w: np.diff(w.arrival_s.to_numpy())  # noqa: E731
+    # bursty: inter-arrival CV about 2 (Poisson: 1), same mean rate as load 0.6
+    cv = lambda g: g.std() / g.mean()  # noqa: E731
+    assert cv(gaps(got["bursty"])) == pytest.approx(2.0, rel=0.15) and cv(gaps(base)) == pytest.approx(1.0, rel=0.1)
+    assert 1 / gaps(got["bursty"]).mean() == pytest.approx(0.6 * cap, rel=0.15)
+    # ramp: the rate in the last tenth of the run is about 1.2 x capacity, the first about 0.3 x
+    t = got["ramp"].arrival_s.to_numpy()
+    T = t[-1]
+    first, last = (t < 0.1 * T).sum() / (0.1 * T), (t > 0.9 * T).sum() / (0.1 * T)
+    lo, hi = (x * cap for x in RAMP_LOADS)
+    assert first == pytest.approx(lo + 0.05 * (hi - lo), rel=0.2) and last == pytest.approx(hi - 0.05 * (hi - lo), rel=0.2)
+    # long shapes: the lengths moved past the mix's longest; the token load kept at half of capacity's
+    lp, lo_ = got["long-prompt"], got["long-output"]
+    assert lp.prompt_tokens.between(512, 1536).all() and lp.output_tokens.between(8, 128).all()
+    assert lo_.output_tokens.between(128, 512).all() and lo_.prompt_tokens.between(16, 512).all()
+    mix_tok_rate = cap * (264 + 68)  # the mix's mean prompt + output tokens at capacity
+    for w in (lp, lo_):
+        tok_rate = (w.prompt_tokens + w.output_tokens).mean() / gaps(w).mean()
+        assert tok_rate == pytest.approx(0.5 * mix_tok_rate, rel=0.1)
+    # a short context caps the long shapes
+    (tmp_path / "short").mkdir()
+    tight = heldout_shape(_shape_fit(tmp_path / "short", max_model_len=1024), "long-prompt", 200)
+    assert (tight.prompt_tokens + tight.output_tokens <= 1024).all() and tight.prompt_tokens.max() > 512
+    with pytest.raises(ValueError, match="unknown held-out shape 'spiky'"):
+        heldout_shape(fit, "spiky", 10)
 
 
 def test_coalesced_streams_are_flagged_and_can_be_left_out(tmp_path):

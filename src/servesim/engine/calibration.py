@@ -2,7 +2,9 @@
 
 The profiling sweep (:mod:`.profile`) measures the engine's saturation throughput on a request
 mix; the comparison workloads use the same length mix with different seeds (so they are not the
-sweep's requests) and Poisson arrivals at ``load x capacity`` requests per second.
+sweep's requests) and Poisson arrivals at ``load x capacity`` requests per second. Besides these
+loads, *held-out shapes* (`SHAPES`: bursty arrivals, long prompts, long outputs, a load ramp
+through saturation) are workloads unlike anything the fit or the loads saw.
 """
 
 from __future__ import annotations
@@ -14,14 +16,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from servesim.engine.profile import request_mix
-
 #: seed offset of held-out workloads: far from the sweep's seeds (plan.seed, plan.seed + 1)
 HELDOUT_SEED = 1000
 
 
-def heldout_workload(fit_json: str | Path, load: float, n_requests: int, seed: int = 0) -> pd.DataFrame:
-    """``n_requests`` of the profile's mix arriving as a Poisson process at ``load`` x capacity."""
+def _read_mix(fit_json: str | Path) -> tuple[float, tuple[int, int], tuple[int, int], int | None]:
+    """(capacity req/s, prompt range, output range, the engine's max_model_len or None) of a fit."""
     import math
 
     from servesim.engine.profile import read_fit
@@ -39,23 +39,92 @@ def heldout_workload(fit_json: str | Path, load: float, n_requests: int, seed: i
     if not (math.isfinite(cap) and cap > 0) or any(len(r) != 2 or not 0 <= r[0] <= r[1] for r in ranges):
         raise InputError(f"{fit_json}: capacity_req_s={cap!r} must be a finite number > 0 and prompt_range / "
                          f"output_range [lo, hi] with 0 <= lo <= hi")
+    max_len = (fit.get("engine") or {}).get("max_model_len")
+    return cap, ranges[0], ranges[1], (int(max_len) if max_len else None)
+
+
+def heldout_workload(fit_json: str | Path, load: float, n_requests: int, seed: int = 0) -> pd.DataFrame:
+    """``n_requests`` of the profile's mix arriving as a Poisson process at ``load`` x capacity."""
+    from servesim.engine.profile import request_mix
+
+    cap, prompt, output, _ = _read_mix(fit_json)
     rate = float(load) * cap
     ss = np.random.SeedSequence([HELDOUT_SEED + seed, int(round(load * 1000))])
     arr_rng = np.random.default_rng(ss.spawn(1)[0])
     arrivals = np.cumsum(arr_rng.exponential(1.0 / rate, n_requests))
     arrivals -= arrivals[0]
-    return request_mix(n_requests, int(ss.generate_state(1)[0]), ranges[0], ranges[1], arrival_s=arrivals)
+    return request_mix(n_requests, int(ss.generate_state(1)[0]), prompt, output, arrival_s=arrivals)
+
+
+#: held-out shapes: name -> what it is (the generator is `heldout_shape`). Rates are set from the
+#: profile's measured capacity on its mix; the long shapes keep the offered *token* load (prompt +
+#: output tokens per second) at the stated fraction of the mix's at capacity.
+SHAPES = {
+    "bursty": "the mix, renewal arrivals with Gamma inter-arrival times of CV 2 at 0.6 x capacity",
+    "long-prompt": "prompts 1-3 x the mix's longest (capped by max_model_len), the mix's outputs; 0.5 x capacity's token load",
+    "long-output": "the mix's prompts, outputs 1-4 x the mix's longest (capped by max_model_len); 0.5 x capacity's token load",
+    "ramp": "the mix, Poisson arrivals whose rate rises linearly from 0.3 to 1.2 x capacity (through saturation)",
+}
+BURSTY_CV, BURSTY_LOAD, LONG_LOAD, RAMP_LOADS = 2.0, 0.6, 0.5, (0.3, 1.2)
+
+
+def _check_shape(name: str) -> None:
+    if name not in SHAPES:
+        raise ValueError(f"unknown held-out shape {name!r}; choose from {', '.join(SHAPES)}")
+
+
+def heldout_shape(fit_json: str | Path, name: str, n_requests: int, seed: int = 0) -> pd.DataFrame:
+    """``n_requests`` of the held-out shape ``name`` (`SHAPES`), deterministic in ``seed``."""
+    import zlib
+
+    from servesim.engine.profile import request_mix
+
+    _check_shape(name)
+    cap, prompt, output, max_len = _read_mix(fit_json)
+    ss = np.random.SeedSequence([HELDOUT_SEED + seed, zlib.crc32(name.encode())])
+    arr_rng, len_rng = (np.random.default_rng(s) for s in ss.spawn(2))
+    n = int(n_requests)
+    room = (max_len or 10**9) - 1  # a prompt plus its output must fit the engine's context
+    mean = lambda r: 0.5 * (r[0] + r[1])  # noqa: E731
+    mix_tokens = mean(prompt) + mean(output)
+    if name == "long-prompt":
+        hi = max(prompt[1], min(3 * prompt[1], room - output[1]))
+        prompt = (prompt[1], hi)
+    elif name == "long-output":
+        hi = max(output[1], min(4 * output[1], room - prompt[1]))
+        output = (output[1], hi)
+    lengths = request_mix(n, int(len_rng.integers(2**31)), prompt, output)
+    if name == "bursty":
+        k = 1.0 / BURSTY_CV**2  # Gamma shape: CV = 1/sqrt(k); mean 1/rate
+        gaps = arr_rng.gamma(k, 1.0 / (k * BURSTY_LOAD * cap), n)
+    elif name == "ramp":
+        # time-rescaled Poisson: unit-rate arrivals E_i mapped through the inverse of
+        # Lambda(t) = r0 t + (r1 - r0) t^2 / (2T), with T so that Lambda(T) = n
+        r0, r1 = (x * cap for x in RAMP_LOADS)
+        T = 2.0 * n / (r0 + r1)
+        e = np.cumsum(arr_rng.exponential(1.0, n))
+        a = (r1 - r0) / (2.0 * T)
+        t = (-r0 + np.sqrt(r0 * r0 + 4.0 * a * e)) / (2.0 * a) if a > 0 else e / r0
+        gaps = np.diff(t, prepend=t[0])
+    else:  # the long shapes: the token load of LONG_LOAD x capacity on the mix
+        rate = LONG_LOAD * cap * mix_tokens / (mean(prompt) + mean(output))
+        gaps = arr_rng.exponential(1.0 / rate, n)
+    arrivals = np.cumsum(gaps)
+    arrivals -= arrivals[0]
+    return lengths.assign(arrival_s=arrivals)
 
 
 def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, url: str | None = None, plan=None, loads=(0.3, 0.6, 0.9, 1.2),
                     n_requests: int = 150, seed: int = 0, opts=None, meta: dict | None = None,
                     start_timeout_s: float = 300.0, request_timeout_s: float = 300.0,
                     max_duration_s: float = 1800.0, replay_repeats: int = 1,
-                    max_send_lag_p99_s: float | None = None, lag_retries: int = 1) -> dict:
-    """Profile, then replay held-out workloads at each load, on ONE server start.
+                    max_send_lag_p99_s: float | None = None, lag_retries: int = 1, shapes=()) -> dict:
+    """Profile, then replay held-out workloads at each load and each held-out shape (`SHAPES`),
+    on ONE server start.
 
-    Writes ``profile/`` (steps.csv, fit.json, ...), ``workloads/load{x}.parquet`` and
-    ``replay/load{x}/`` (requests.parquet, tokens.parquet, summary.json) under ``out_dir``.
+    Writes ``profile/`` (steps.csv, fit.json, ...), ``workloads/load{x}.parquet`` (and
+    ``workloads/{shape}.parquet``) and ``replay/load{x}/`` (``replay/{shape}/``; each with
+    requests.parquet, tokens.parquet, summary.json) under ``out_dir``.
     The server is configured like the simulated instance and is always stopped at the end;
     with ``url`` (and ``model=None``) an already running server is used instead.
 
@@ -73,6 +142,8 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
     from servesim.engine.replay import _tiny_model_vocab, replay
     from servesim.engine.server import VLLMServer, vllm_version
 
+    for name in shapes:  # before a server starts
+        _check_shape(name)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plan = plan or SweepPlan(seed=seed)
@@ -98,11 +169,14 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
                              max_num_batched_tokens=config.max_num_batched_tokens, meta=meta)
         (out / "workloads").mkdir(exist_ok=True)
         bound = send_lag_bound(out / "profile", max_send_lag_p99_s)
-        for x in loads:
-            wl = heldout_workload(out / "profile" / "fit.json", x, n_requests, seed=seed)
-            wl.to_parquet(out / "workloads" / f"load{x}.parquet", index=False)
+        cases = [(f"load{x}", x, heldout_workload(out / "profile" / "fit.json", x, n_requests, seed=seed))
+                 for x in loads]
+        cases += [(name, name, heldout_shape(out / "profile" / "fit.json", name, n_requests, seed=seed))
+                  for name in shapes]
+        for label, key, wl in cases:
+            wl.to_parquet(out / "workloads" / f"{label}.parquet", index=False)
             for rep in range(replay_repeats):
-                d = out / "replay" / replay_name(x, rep)
+                d = out / "replay" / replay_name(label, rep)
                 for attempt in range(lag_retries + 1):
                     s = replay(wl, d, url=url, config=config, opts=opts, warmup=2)
                     lag = s.get("client_send_lag_p99_s", float("nan"))
@@ -115,21 +189,24 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
                     d.rename(rejected)
                 # record the server's real KV capacity (read at start-up)
                 s.update(kv_blocks=meta.get("kv_blocks"), kv_tokens=meta.get("kv_tokens"), model=str(model or url),
-                         load=x, repeat=rep, capacity_req_s=fit["capacity_req_s"], send_lag_bound_s=bound,
-                         lag_clean=clean, attempts=attempt + 1)
+                         repeat=rep, capacity_req_s=fit["capacity_req_s"], send_lag_bound_s=bound,
+                         lag_clean=clean, attempts=attempt + 1,
+                         **({"shape": key} if isinstance(key, str) else {"load": key}))
                 if plan.capacity_requests:
                     # the same capacity burst again: how far the engine's speed drifted since the
                     # profile (on a shared host other work changes it; the simulator cannot know)
                     s["capacity_after_req_s"] = measure_capacity(url, plan.capacity_requests, opts,
                                                                  plan.seed + 1)["capacity_req_s"]
                 (d / "summary.json").write_text(json.dumps(s, indent=1, default=str) + "\n")
-                results.setdefault(x, []).append(s)
+                results.setdefault(key, []).append(s)
     return {"fit": fit, "replays": results}
 
 
-def replay_name(load: float, repeat: int) -> str:
-    """The folder of one replay under ``replay/``: ``load{x}`` for the first, ``load{x}.rep{k}`` after."""
-    return f"load{load}" if repeat == 0 else f"load{load}.rep{repeat}"
+def replay_name(case: float | str, repeat: int) -> str:
+    """The folder of one replay under ``replay/``: ``load{x}`` (a load given as a number) or the
+    case's label (``load0.3``, ``bursty``) for the first, ``<label>.rep{k}`` after."""
+    label = f"load{case}" if not isinstance(case, str) else case
+    return label if repeat == 0 else f"{label}.rep{repeat}"
 
 
 def send_lag_bound(profile_dir: str | Path, explicit_s: float | None = None) -> float:

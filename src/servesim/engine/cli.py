@@ -262,7 +262,7 @@ def _cmd_calibrate(a) -> int:
                           seed=a.seed, opts=opts, meta={"hardware": a.hardware},
                           start_timeout_s=a.start_timeout, request_timeout_s=a.request_timeout,
                           max_duration_s=a.max_duration, replay_repeats=a.replay_repeats,
-                          max_send_lag_p99_s=a.max_send_lag_p99, lag_retries=a.lag_retries)
+                          max_send_lag_p99_s=a.max_send_lag_p99, lag_retries=a.lag_retries, shapes=a.shapes)
     reps = [s for runs in res["replays"].values() for s in runs]
     print(json.dumps({"capacity_req_s": res["fit"]["capacity_req_s"], "kv_blocks": res["fit"].get("kv_blocks"),
                       "partial": {str(x): [s["partial"] for s in runs] for x, runs in res["replays"].items()},
@@ -272,6 +272,8 @@ def _cmd_calibrate(a) -> int:
 
 def add_parser(subparsers) -> None:
     """Register the engine subcommands on ``servesim``'s subparsers."""
+    from servesim.engine.calibration import SHAPES
+
     p = subparsers.add_parser("make-tiny-model", help="build a random-weight Llama model + tokenizer locally")
     p.add_argument("dir")
     p.add_argument("--size", default="tiny", choices=["tiny", "small", "base"])
@@ -284,7 +286,9 @@ def add_parser(subparsers) -> None:
     _engine_args(p)
     p.add_argument("-o", "--out", required=True)
     p.add_argument("--loads", type=float, nargs="+", default=[0.3, 0.6, 0.9, 1.2])
-    p.add_argument("-n", type=int, default=150, help="requests per load")
+    p.add_argument("-n", type=int, default=150, help="requests per load (and per held-out shape)")
+    p.add_argument("--shapes", nargs="*", default=[], metavar="SHAPE", choices=sorted(SHAPES),
+                   help="held-out shapes replayed after the loads: " + "; ".join(f"{k}: {v}" for k, v in SHAPES.items()))
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--capacity-requests", type=int, default=96)
     p.add_argument("--tiny", action="store_true", help="a minimal sweep (pipeline tests)")
