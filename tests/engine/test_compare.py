@@ -180,6 +180,14 @@ def test_heldout_shapes_are_what_they_say(tmp_path):
         heldout_shape(fit, "spiky", 10)
 
 
+def test_an_unknown_shape_stops_run_calibration_before_a_server_starts(tmp_path):
+    from servesim.engine.calibration import run_calibration
+
+    with pytest.raises(ValueError, match="unknown held-out shape 'spiky'"):
+        run_calibration(tmp_path / "no-model", tmp_path / "out", EngineConfig(), shapes=["bursty", "spiky"])
+    assert not (tmp_path / "out").exists()
+
+
 def test_coalesced_streams_are_flagged_and_can_be_left_out(tmp_path):
     """A request whose tokens all reached the client in one read (mean gap far below any decode
     step) has its first-token time at the stream's end: `coalesced="drop"` leaves it out."""
