@@ -1,6 +1,7 @@
 """Simulator-vs-engine comparison plumbing (the simulator side is the real servesim.sim)."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -217,3 +218,63 @@ def test_coalesced_streams_are_flagged_and_can_be_left_out(tmp_path):
     assert dr.loc["completed", "engine"] == 30 and (dropped.coalesced_share == 0.25).all()
     with pytest.raises(ValueError, match="coalesced must be"):
         compare_run(d, tmp_path / "fit.json", coalesced="maybe")
+
+
+class _FakeServer:
+    """Stands in for VLLMServer in run_calibration: records starts and stops; says whether vLLM
+    logged a signal from outside (``sig``)."""
+
+    def __init__(self, model, config, log_path, start_timeout_s, sig):
+        self.log_path, self.sig, self.events = Path(log_path), sig, []
+        self.url, self.kv_blocks, self.kv_tokens, self.startup_s = "http://127.0.0.1:1", 100, 3200, 1.0
+
+    def start(self):
+        self.events.append("start")
+        self.log_path.write_text(f"start {self.events.count('start')}\n")
+        return self
+
+    def stop(self):
+        self.events.append("stop")
+
+    def signalled_from_outside(self):
+        return self.sig
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", None])
+def test_run_calibration_restarts_only_a_server_killed_from_outside(tmp_path, monkeypatch, sig):
+    import servesim.engine.profile as P
+    import servesim.engine.server as S
+    from servesim.engine.calibration import run_calibration
+    from servesim.engine.client import ReplayOptions
+
+    servers, calls = [], []
+
+    def fake_server(model, config, log_path, start_timeout_s):
+        servers.append(_FakeServer(model, config, log_path, start_timeout_s, sig))
+        return servers[-1]
+
+    def fake_profile(url, out_dir, **kw):
+        calls.append(dict(kw["meta"]))
+        if len(calls) == 1:
+            raise S.ServerLostError("profiling lost the server")
+        return {"capacity_req_s": 10.0, **kw["meta"]}
+
+    monkeypatch.setattr(S, "VLLMServer", fake_server)
+    monkeypatch.setattr(P, "profile_engine", fake_profile)
+    run = lambda: run_calibration("model", tmp_path, S.EngineConfig(), loads=(), opts=ReplayOptions())  # noqa: E731
+    if sig is None:  # a server that died by itself: no restart, the error is raised
+        with pytest.raises(S.ServerLostError):
+            run()
+        assert servers[0].events == ["start", "stop"] and len(calls) == 1
+        return
+    fit = run()["fit"]
+    assert servers[0].events == ["start", "stop", "start", "stop"] and len(calls) == 2
+    assert fit["server_restarts"] == 1 and fit["server_restart_reason"] == "SIGTERM from outside mid-profile"
+    assert (tmp_path / "server.log.lost1").read_text() == "start 1\n"
+    assert (tmp_path / "server.log").read_text() == "start 2\n"

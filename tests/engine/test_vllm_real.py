@@ -136,3 +136,47 @@ def test_bogus_model_dir_fails_with_log_tail(tmp_path):
     assert len(str(err.value).splitlines()) > 3  # the log tail is in the message
     assert time.monotonic() - t < 120
     assert _procs_with(str(bogus)) == []
+
+
+def test_calibration_restarts_a_server_killed_from_outside_mid_profile(tiny_model, tmp_path):
+    """A SIGTERM to the server's process group from outside while it is being profiled (seen twice
+    on shared hosts, sender unknown): the server is started once more and the profile redone; the
+    restart is recorded in fit.json and the lost server's log is kept."""
+    import json
+
+    from servesim.engine.calibration import run_calibration
+    from servesim.engine.client import ReplayOptions
+    from servesim.engine.profile import SweepPlan
+    from servesim.engine.server import EngineConfig
+
+    cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=256, block_size=32, kv_blocks=128,
+                       max_model_len=1024, enforce_eager=True)
+    plan = SweepPlan(decode_batches=(1, 4), decode_contexts=(32, 128), decode_tokens=8, prefill_lengths=(32, 128),
+                     mixed_batches=(4,), repeats=1, capacity_requests=8)
+    out, killed, done = tmp_path / "cal", [], threading.Event()
+
+    def kill_once_profiling_began():
+        log = out / "server.log"
+        while not done.is_set():
+            if log.exists() and log.read_text(errors="replace").count("POST /v1/completions") >= 3:
+                api = [p for p in _procs_with(str(tiny_model)) if b"api_server" in Path(f"/proc/{p}/cmdline").read_bytes()]
+                if api:
+                    os.killpg(os.getpgid(api[0]), signal.SIGTERM)
+                    killed.append(api[0])
+                    return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_once_profiling_began, daemon=True)
+    killer.start()
+    try:
+        res = run_calibration(tiny_model, out, cfg, plan=plan, loads=(0.5,), n_requests=5,
+                              opts=ReplayOptions(vocab_size=512, first_token_id=3), lag_retries=0)
+    finally:
+        done.set()
+        killer.join()
+    assert killed, "the profile never started"
+    fit = json.loads((out / "profile" / "fit.json").read_text())
+    assert fit["server_restarts"] == 1 and "SIGTERM" in fit["server_restart_reason"]
+    assert "received signal=SIGTERM" in (out / "server.log.lost1").read_text(errors="replace")
+    assert res["replays"][0.5][0]["all"]["states"] == {"finished": 5}
+    assert _procs_with(str(tiny_model)) == []

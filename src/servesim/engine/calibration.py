@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -140,7 +141,7 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
     from servesim.engine.client import ReplayOptions
     from servesim.engine.profile import SweepPlan, measure_capacity, profile_engine
     from servesim.engine.replay import _tiny_model_vocab, replay
-    from servesim.engine.server import VLLMServer, vllm_version
+    from servesim.engine.server import ServerLostError, VLLMServer, vllm_version
 
     for name in shapes:  # before a server starts
         _check_shape(name)
@@ -165,8 +166,27 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
         else:
             from servesim.engine.replay import _remote_kv_blocks
             meta.update(kv_blocks=_remote_kv_blocks(url))
-        fit = profile_engine(url, out / "profile", plan=plan, opts=opts, max_num_seqs=config.max_num_seqs,
-                             max_num_batched_tokens=config.max_num_batched_tokens, meta=meta)
+        for attempt in range(2):
+            try:
+                fit = profile_engine(url, out / "profile", plan=plan, opts=opts, max_num_seqs=config.max_num_seqs,
+                                     max_num_batched_tokens=config.max_num_batched_tokens, meta=meta)
+                break
+            except ServerLostError as exc:
+                # a server killed from outside mid-profile (vLLM logs the signal it got; nothing in
+                # servesim sends one while profiling) is started once more and the profile redone;
+                # a server that crashed by itself is not. Both logs are kept.
+                sig = srv.signalled_from_outside() if srv is not None else None
+                if sig is None or attempt == 1:
+                    raise
+                srv.stop()
+                lost = out / f"server.log.lost{attempt + 1}"
+                (out / "server.log").replace(lost)
+                print(f"servesim: {exc.args[0]}: the server got {sig} from outside; starting it again "
+                      f"and profiling anew (its log kept as {lost})", file=sys.stderr)
+                srv.start()
+                url = srv.url
+                meta.update(kv_blocks=srv.kv_blocks, kv_tokens=srv.kv_tokens, startup_s=srv.startup_s,
+                            server_restarts=attempt + 1, server_restart_reason=f"{sig} from outside mid-profile")
         (out / "workloads").mkdir(exist_ok=True)
         bound = send_lag_bound(out / "profile", max_send_lag_p99_s)
         cases = [(f"load{x}", x, heldout_workload(out / "profile" / "fit.json", x, n_requests, seed=seed))

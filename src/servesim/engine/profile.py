@@ -250,8 +250,10 @@ def profile_engine(url: str, out_dir: str | Path, *, plan: SweepPlan = SweepPlan
     try:
         steps, lone, overhead = asyncio.run(sweep_async(url, plan, opts, max_num_seqs, max_num_batched_tokens))
     except httpx.HTTPError as exc:
-        raise RuntimeError(f"profiling lost the server at {url} ({type(exc).__name__}: {exc}); "
-                           f"did it exit? (see its log)") from exc
+        from servesim.engine.server import ServerLostError
+
+        raise ServerLostError(f"profiling lost the server at {url} ({type(exc).__name__}: {exc}); "
+                              f"did it exit? (see its log)") from exc
     for k, v in (meta or {}).items():
         if k in ("model", "hardware", "tp", "pp"):
             steps[k] = v

@@ -31,6 +31,10 @@ class _ExitedDuringStartup(EngineStartError):
     """The server process ended before /health answered (retried by ``VLLMServer.start``)."""
 
 
+class ServerLostError(RuntimeError):
+    """A healthy server stopped answering in the middle of a measurement (it exited or was killed)."""
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     """vLLM engine settings that mirror the simulator's instance configuration.
@@ -307,6 +311,20 @@ class VLLMServer:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def signalled_from_outside(self) -> str | None:
+        """The signal name vLLM logged as the reason it shut down (``received signal=SIGTERM``) when
+        this object did not stop it, else None: a kill from outside, not a crash of the server."""
+        import re
+
+        if self.proc is None:
+            return None
+        try:  # a killed server is on its way down: let it finish writing its log
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return None
+        m = re.search(r"received signal=(SIG[A-Z]+)", log_tail(self.log_path, 100000))
+        return m.group(1) if m else None
 
     def stop(self, grace_s: float = 10.0) -> None:
         """Terminate the whole process group (engine core and workers included)."""
