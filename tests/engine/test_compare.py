@@ -221,11 +221,10 @@ def test_coalesced_streams_are_flagged_and_can_be_left_out(tmp_path):
 
 
 class _FakeServer:
-    """Stands in for VLLMServer in run_calibration: records starts and stops; says whether vLLM
-    logged a signal from outside (``sig``)."""
+    """Stands in for VLLMServer in run_calibration: records starts and stops."""
 
-    def __init__(self, model, config, log_path, start_timeout_s, sig):
-        self.log_path, self.sig, self.events = Path(log_path), sig, []
+    def __init__(self, model, config, log_path, start_timeout_s):
+        self.log_path, self.events = Path(log_path), []
         self.url, self.kv_blocks, self.kv_tokens, self.startup_s = "http://127.0.0.1:1", 100, 3200, 1.0
 
     def start(self):
@@ -236,8 +235,8 @@ class _FakeServer:
     def stop(self):
         self.events.append("stop")
 
-    def signalled_from_outside(self):
-        return self.sig
+    def loss_reason(self):
+        return "SIGTERM from outside"
 
     def __enter__(self):
         return self.start()
@@ -246,8 +245,8 @@ class _FakeServer:
         self.stop()
 
 
-@pytest.mark.parametrize("sig", ["SIGTERM", None])
-def test_run_calibration_restarts_only_a_server_killed_from_outside(tmp_path, monkeypatch, sig):
+@pytest.mark.parametrize("losses", [1, 2])
+def test_run_calibration_restarts_a_server_lost_mid_profile_once(tmp_path, monkeypatch, losses):
     import servesim.engine.profile as P
     import servesim.engine.server as S
     from servesim.engine.calibration import run_calibration
@@ -256,25 +255,25 @@ def test_run_calibration_restarts_only_a_server_killed_from_outside(tmp_path, mo
     servers, calls = [], []
 
     def fake_server(model, config, log_path, start_timeout_s):
-        servers.append(_FakeServer(model, config, log_path, start_timeout_s, sig))
+        servers.append(_FakeServer(model, config, log_path, start_timeout_s))
         return servers[-1]
 
     def fake_profile(url, out_dir, **kw):
         calls.append(dict(kw["meta"]))
-        if len(calls) == 1:
+        if len(calls) <= losses:
             raise S.ServerLostError("profiling lost the server")
         return {"capacity_req_s": 10.0, **kw["meta"]}
 
     monkeypatch.setattr(S, "VLLMServer", fake_server)
     monkeypatch.setattr(P, "profile_engine", fake_profile)
     run = lambda: run_calibration("model", tmp_path, S.EngineConfig(), loads=(), opts=ReplayOptions())  # noqa: E731
-    if sig is None:  # a server that died by itself: no restart, the error is raised
+    if losses == 2:  # lost again after the restart: the run fails
         with pytest.raises(S.ServerLostError):
             run()
-        assert servers[0].events == ["start", "stop"] and len(calls) == 1
+        assert servers[0].events == ["start", "stop", "start", "stop"] and len(calls) == 2
         return
     fit = run()["fit"]
     assert servers[0].events == ["start", "stop", "start", "stop"] and len(calls) == 2
-    assert fit["server_restarts"] == 1 and fit["server_restart_reason"] == "SIGTERM from outside mid-profile"
+    assert fit["server_restarts"] == 1 and fit["server_restart_reason"] == "lost mid-profile: SIGTERM from outside"
     assert (tmp_path / "server.log.lost1").read_text() == "start 1\n"
     assert (tmp_path / "server.log").read_text() == "start 2\n"

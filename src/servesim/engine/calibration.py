@@ -172,21 +172,21 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
                                      max_num_batched_tokens=config.max_num_batched_tokens, meta=meta)
                 break
             except ServerLostError as exc:
-                # a server killed from outside mid-profile (vLLM logs the signal it got; nothing in
-                # servesim sends one while profiling) is started once more and the profile redone;
-                # a server that crashed by itself is not. Both logs are kept.
-                sig = srv.signalled_from_outside() if srv is not None else None
-                if sig is None or attempt == 1:
+                # a server lost mid-profile is started once more and the profile redone (twice on
+                # shared hosts a SIGTERM from outside, sender unknown, ended a healthy server here);
+                # a second loss fails the run. Both logs are kept; fit.json records the restart.
+                if srv is None or attempt == 1:
                     raise
+                reason = srv.loss_reason()
                 srv.stop()
                 lost = out / f"server.log.lost{attempt + 1}"
                 (out / "server.log").replace(lost)
-                print(f"servesim: {exc.args[0]}: the server got {sig} from outside; starting it again "
-                      f"and profiling anew (its log kept as {lost})", file=sys.stderr)
+                print(f"servesim: {exc.args[0]} ({reason}); starting it again and profiling anew "
+                      f"(its log kept as {lost})", file=sys.stderr)
                 srv.start()
                 url = srv.url
                 meta.update(kv_blocks=srv.kv_blocks, kv_tokens=srv.kv_tokens, startup_s=srv.startup_s,
-                            server_restarts=attempt + 1, server_restart_reason=f"{sig} from outside mid-profile")
+                            server_restarts=attempt + 1, server_restart_reason=f"lost mid-profile: {reason}")
         (out / "workloads").mkdir(exist_ok=True)
         bound = send_lag_bound(out / "profile", max_send_lag_p99_s)
         cases = [(f"load{x}", x, heldout_workload(out / "profile" / "fit.json", x, n_requests, seed=seed))

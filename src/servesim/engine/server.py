@@ -312,19 +312,21 @@ class VLLMServer:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def signalled_from_outside(self) -> str | None:
-        """The signal name vLLM logged as the reason it shut down (``received signal=SIGTERM``) when
-        this object did not stop it, else None: a kill from outside, not a crash of the server."""
+    def loss_reason(self) -> str:
+        """Why a server stopped answering, for the record: the signal vLLM logged (``received
+        signal=SIGTERM``: a kill this object did not send), else its exit code, else "still running"."""
         import re
 
-        if self.proc is None:
-            return None
-        try:  # a killed server is on its way down: let it finish writing its log
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            return None
+        code = None
+        if self.proc is not None:
+            try:  # a dying server is on its way down: let it finish writing its log
+                code = self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
         m = re.search(r"received signal=(SIG[A-Z]+)", log_tail(self.log_path, 100000))
-        return m.group(1) if m else None
+        if m:
+            return f"{m.group(1)} from outside"
+        return "still running" if code is None else f"exited with code {code}"
 
     def stop(self, grace_s: float = 10.0) -> None:
         """Terminate the whole process group (engine core and workers included)."""
