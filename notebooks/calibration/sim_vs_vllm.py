@@ -130,12 +130,13 @@ for name in shapes:
     shape_other.append(o.assign(shape=name))
 cmp_shapes = pd.concat(shape_tables, ignore_index=True) if shapes else pd.DataFrame(columns=[*cmp.columns, "shape"])
 cmp_shapes_other = pd.concat(shape_other, ignore_index=True) if shapes else cmp_shapes
-partial = {x: any(s["partial"] for s in ss) for x, ss in {**repeat_summaries, **shape_summaries}.items()}
+all_summaries = {**repeat_summaries, **shape_summaries}  # every case's repeats: loads, then shapes
+partial = {x: any(s["partial"] for s in ss) for x, ss in all_summaries.items()}
 lag = pd.DataFrame([{"case": f"load{x}" if not isinstance(x, str) else x, "repeat": k,
                      "send_lag_p99_s": s.get("client_send_lag_p99_s", np.nan),
                      "bound_s": s.get("send_lag_bound_s", np.nan), "lag_clean": s.get("lag_clean", True),
                      "attempts": s.get("attempts", 1)}
-                    for x, ss in {**repeat_summaries, **shape_summaries}.items() for k, s in enumerate(ss)])
+                    for x, ss in all_summaries.items() for k, s in enumerate(ss)])
 display(lag)
 # engine speed drift: the profile's capacity burst re-run right after each replay
 drift = pd.Series({x: s.get("capacity_after_req_s", np.nan) / fit["capacity_req_s"] - 1.0
@@ -259,8 +260,7 @@ metrics = {
     "arrivals": arrivals,
     "coalesced": coalesced,
     "client_send_lag_mean_s": float(np.nanmean([s.get("client_send_lag_mean_s", np.nan)
-                                                for ss in {**repeat_summaries, **shape_summaries}.values()
-                                                for s in ss])),
+                                                for ss in all_summaries.values() for s in ss])),
     "client_send_lag_p99_max_s": float(lag.send_lag_p99_s.max()),
     "replays": int(len(lag)),
     "lagged_replays": int((~lag.lag_clean.astype(bool)).sum()),
@@ -274,14 +274,19 @@ metrics = {
 named = {"ttft_p50": "p50_ttft_s", "ttft_p90": "p90_ttft_s", "ttft_p99": "p99_ttft_s", "tbt_p50": "p50_tpot_s",
          "e2e_p50": "p50_e2el_s", "e2e_p90": "p90_e2el_s", "e2e_p99": "p99_e2el_s",
          "throughput_req_s": "request_throughput_per_s"}
-for x in loads:
+def case_metrics(table, other, col, value, suffix):
+    """Error, engine spread and the other coalesced reading's error per named metric of one case."""
     for k, key in named.items():
-        r = cmp[(cmp.load == x) & (cmp.metric == key)].iloc[0]
-        metrics[f"{k}_rel_err_load{x}"] = r.rel_err
-        metrics[f"{k}_engine_spread_load{x}"] = r.engine_spread
-        o = cmp_other[(cmp_other.load == x) & (cmp_other.metric == key)].iloc[0]
-        metrics[f"{k}_rel_err_load{x}_coalesced_{o.coalesced}"] = o.rel_err
-    metrics[f"coalesced_share_load{x}"] = float(cmp[cmp.load == x].coalesced_share.iloc[0])
+        r = table[(table[col] == value) & (table.metric == key)].iloc[0]
+        metrics[f"{k}_rel_err_{suffix}"] = r.rel_err
+        metrics[f"{k}_engine_spread_{suffix}"] = r.engine_spread
+        o = other[(other[col] == value) & (other.metric == key)].iloc[0]
+        metrics[f"{k}_rel_err_{suffix}_coalesced_{o.coalesced}"] = o.rel_err
+    metrics[f"coalesced_share_{suffix}"] = float(table[table[col] == value].coalesced_share.iloc[0])
+
+
+for x in loads:
+    case_metrics(cmp, cmp_other, "load", x, f"load{x}")
 below = [x for x in loads if x < 1.0]
 target = [(x, k) for x in below for k in ("ttft_p50", "ttft_p90", "e2e_p50", "e2e_p90", "tbt_p50")]
 metrics["max_abs_rel_err_p50_p90_ttft_e2e_below_saturation"] = max(
@@ -299,13 +304,7 @@ metrics["max_engine_spread_p50_p90_ttft_e2e_below_saturation"] = (float(np.nanma
 metrics["meets_15pct_capacity_target"] = abs(cap_err) <= 0.15
 # the held-out shapes, judged the same way (every one, the ramp through saturation included)
 for name in shapes:
-    for k, key in named.items():
-        r = cmp_shapes[(cmp_shapes["shape"] == name) & (cmp_shapes.metric == key)].iloc[0]
-        metrics[f"{k}_rel_err_{name}"] = r.rel_err
-        metrics[f"{k}_engine_spread_{name}"] = r.engine_spread
-        o = cmp_shapes_other[(cmp_shapes_other["shape"] == name) & (cmp_shapes_other.metric == key)].iloc[0]
-        metrics[f"{k}_rel_err_{name}_coalesced_{o.coalesced}"] = o.rel_err
-    metrics[f"coalesced_share_{name}"] = float(cmp_shapes[cmp_shapes["shape"] == name].coalesced_share.iloc[0])
+    case_metrics(cmp_shapes, cmp_shapes_other, "shape", name, name)
 if shapes:
     judged = [(n, k) for n in shapes for k in ("ttft_p50", "ttft_p90", "e2e_p50", "e2e_p90", "tbt_p50")]
     metrics["shapes_max_abs_rel_err_p50_p90_ttft_e2e_tbt"] = max(abs(metrics[f"{k}_rel_err_{n}"]) for n, k in judged)
