@@ -119,3 +119,84 @@ def test_signal_stops_server_and_its_workers(tmp_path, sig):
     finally:
         if drv.poll() is None:
             drv.kill()
+
+
+def _fake_server(tmp_path):
+    from servesim.engine.server import EngineConfig, VLLMServer
+
+    model = tmp_path / "model"
+    model.mkdir(exist_ok=True)
+    cfg = EngineConfig(extra_args=("--pidfile", str(tmp_path / "worker.pid")))
+    return VLLMServer(model, cfg, log_path=tmp_path / "server.log", python=str(_fake_python(tmp_path)),
+                      start_timeout_s=30)
+
+
+def _wait_for(cond, timeout_s=15.0):
+    deadline = time.monotonic() + timeout_s
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return cond()
+
+
+def test_a_kill_from_outside_names_its_sender_in_the_server_log(tmp_path):
+    """The signal watcher (the group's leader) logs a group kill's sender: pid, command line and
+    parents. The sender stays alive a moment so that /proc still describes it."""
+    srv = _fake_server(tmp_path).start()
+    try:
+        worker = int((tmp_path / "worker.pid").read_text())
+        sender = subprocess.Popen(["sh", "-c", f"kill -TERM -{srv.proc.pid}; sleep 3"])
+        assert _wait_for(lambda: not srv.alive())
+        reason = srv.loss_reason()
+        log = (tmp_path / "server.log").read_text()
+        assert "servesim-sigwatch:" in log and f"pid {sender.pid} 'sh -c kill -TERM" in log
+        assert reason.startswith(time.strftime("%Y-")) and "SIGTERM" in reason and f"{sender.pid}" in reason
+        assert f"<- {os.getpid()} " in reason  # the sender's parent chain names this test process
+    finally:
+        srv.stop()
+        sender.wait()
+    assert _wait_for(lambda: not _alive(worker)), "server's worker survived"
+
+
+def test_a_dead_server_stays_unreaped_until_stop_so_its_group_id_cannot_name_another(tmp_path, monkeypatch):
+    """alive() and the start-up check look without reaping: the leader stays a zombie, its pid
+    (the group id) is not reused, and stop() signals the group only while that holds."""
+    from servesim.engine import server as server_mod
+
+    srv = _fake_server(tmp_path).start()
+    leader = srv.proc.pid
+    os.killpg(leader, signal.SIGKILL)
+    assert _wait_for(lambda: not srv.alive())
+    assert Path(f"/proc/{leader}/stat").read_text().split()[2] == "Z"  # unreaped: pid still taken
+    sent = []
+    real = os.killpg
+    monkeypatch.setattr(server_mod.os, "killpg", lambda pgid, sig: (sent.append(pgid), real(pgid, sig)))
+    srv.stop()
+    assert set(sent) == {leader} and not Path(f"/proc/{leader}").exists()  # signalled, then reaped
+
+    # a server whose leader was reaped elsewhere (its pid may already name another process) is
+    # not signalled at all
+    srv2 = _fake_server(tmp_path).start()
+    os.killpg(srv2.proc.pid, signal.SIGKILL)
+    srv2.proc.wait(timeout=10)
+    sent.clear()
+    srv2.stop()
+    assert sent == []
+
+
+@pytest.mark.parametrize("script, code", [("exit 3", 3), ("kill -KILL $$", -9), ("exit 0", 0)])
+def test_sigwatch_ends_as_its_server_does(tmp_path, script, code):
+    res = subprocess.run([sys.executable, "-m", "servesim.engine.sigwatch", str(tmp_path / "log"), "--",
+                          "sh", "-c", script], timeout=30)
+    assert res.returncode == code
+
+
+def test_sigwatch_passes_a_signal_aimed_at_it_alone_to_the_server(tmp_path):
+    log, started = tmp_path / "log", tmp_path / "started"
+    # the server starts only after the watcher has blocked the signals it reads: `started` says so
+    p = subprocess.Popen([sys.executable, "-m", "servesim.engine.sigwatch", str(log), "--", "sh", "-c",
+                          f"trap 'exit 7' TERM; touch {started}; while :; do sleep 0.05; done"])
+    assert _wait_for(started.exists, 60)
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=30) == 7  # the server got the signal, trapped it, and ended with its code
+    assert f"SIGTERM to the server (process group {os.getpgrp()}) from uid {os.getuid()}, pid {os.getpid()} " \
+        in log.read_text()

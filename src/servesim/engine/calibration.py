@@ -172,9 +172,10 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
                                      max_num_batched_tokens=config.max_num_batched_tokens, meta=meta)
                 break
             except ServerLostError as exc:
-                # a server lost mid-profile is started once more and the profile redone (twice on
-                # shared hosts a SIGTERM from outside, sender unknown, ended a healthy server here);
-                # a second loss fails the run. Both logs are kept; fit.json records the restart.
+                # a server lost mid-profile is started once more and the profile redone (three
+                # times on shared hosts a SIGTERM from outside ended a healthy server here; the
+                # signal watcher's line in the log names the sender); a second loss fails the run.
+                # Both logs are kept; fit.json records the restart and its reason.
                 if srv is None or attempt == 1:
                     raise
                 reason = srv.loss_reason()

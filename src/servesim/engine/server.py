@@ -1,7 +1,9 @@
 """Start, watch and stop a ``vllm serve`` child process configured like a simulator instance.
 
 The server runs in its own process group so that stopping it (normally, on an exception, on
-Ctrl-C / SIGTERM, or at interpreter exit) also ends vLLM's engine-core and worker processes.
+Ctrl-C / SIGTERM, or at interpreter exit) also ends vLLM's engine-core and worker processes. The
+group's leader is a signal watcher (:mod:`.sigwatch`) that logs the sender of any signal the
+group gets to the server's log.
 """
 
 from __future__ import annotations
@@ -268,8 +270,13 @@ class VLLMServer:
     def _launch_and_wait(self, t0: float) -> None:
         env = self.environment()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+        self.log_path.write_bytes(b"")
+        # appending, so that the signal watcher's lines and vLLM's output never overwrite each other
+        log = open(self.log_path, "ab")
+        # through the signal watcher (the group's leader and the server's parent), which logs the
+        # sender of any signal the group gets: a kill from outside names its sender in the log
+        watched = [sys.executable, "-m", "servesim.engine.sigwatch", str(self.log_path), "--", *self.command()]
+        self.proc = subprocess.Popen(watched, stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         log.close()
         _LIVE.add(self)
@@ -283,7 +290,7 @@ class VLLMServer:
     def _wait_healthy(self, t0: float) -> None:
         with httpx.Client(timeout=2.0) as client:
             while True:
-                code = self.proc.poll()
+                code = _exit_code(self.proc)
                 if code is not None:
                     raise _ExitedDuringStartup(
                         f"vllm server exited with code {code} during start-up "
@@ -310,42 +317,45 @@ class VLLMServer:
             self.kv_blocks = self.kv_tokens // self.config.block_size
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.proc is not None and _exit_code(self.proc) is None
 
     def loss_reason(self) -> str:
-        """Why a server stopped answering, for the record: the signal vLLM logged (``received
-        signal=SIGTERM``: a kill this object did not send), else its exit code, else "still running"."""
-        import re
-
+        """Why a server stopped answering, for the record: the sender the signal watcher logged
+        (``servesim.engine.sigwatch``), else the signal vLLM logged (``received signal=SIGTERM``: a
+        kill this object did not send), else its exit code, else "still running"."""
         code = None
-        if self.proc is not None:
-            try:  # a dying server is on its way down: let it finish writing its log
-                code = self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
-        m = re.search(r"received signal=(SIG[A-Z]+)", log_tail(self.log_path, 100000))
+        if self.proc is not None:  # a dying server is on its way down: let it finish writing its log
+            deadline = time.monotonic() + 10
+            while (code := _exit_code(self.proc)) is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+        log = log_tail(self.log_path, 100000)
+        from servesim.engine.sigwatch import PREFIX
+
+        sender = [line for line in log.splitlines() if line.startswith(PREFIX)]
+        if sender:
+            return sender[-1][len(PREFIX):].strip()
+        m = re.search(r"received signal=(SIG[A-Z]+)", log)
         if m:
             return f"{m.group(1)} from outside"
         return "still running" if code is None else f"exited with code {code}"
 
     def stop(self, grace_s: float = 10.0) -> None:
-        """Terminate the whole process group (engine core and workers included)."""
+        """Terminate the whole process group (signal watcher, engine core and workers).
+
+        The group is signalled only while its leader is unreaped (``alive`` and the start-up
+        check look without reaping): a reaped leader's pid, and with it the group id, can be given
+        to an unrelated process, and a stale ``killpg`` would end some other program's group."""
         proc, self.proc = self.proc, None
         _LIVE.discard(self)
         if proc is None:
             return
-        try:
-            pgid = os.getpgid(proc.pid)
-        except ProcessLookupError:
-            pgid = None
-        if pgid is not None:
-            _killpg(pgid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                pass
+        if proc.returncode is None:  # not reaped: proc.pid (= its session's group id) is still ours
+            _killpg(proc.pid, signal.SIGTERM)
+            deadline = time.monotonic() + grace_s
+            while _exit_code(proc) is None and time.monotonic() < deadline:
+                time.sleep(0.05)
             # workers may outlive the API server: always sweep the group
-            _killpg(pgid, signal.SIGKILL)
+            _killpg(proc.pid, signal.SIGKILL)
         try:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -356,6 +366,20 @@ class VLLMServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _exit_code(proc: subprocess.Popen) -> int | None:
+    """``proc``'s exit code (negative: the signal) once it has ended, else None; it is left
+    unreaped (a zombie keeps its pid, so the group id stays this server's until ``stop``)."""
+    if proc.returncode is not None:
+        return proc.returncode
+    try:
+        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # reaped by someone else: ask Popen, which knows the code
+        return proc.poll()
+    if info is None or info.si_pid == 0:
+        return None
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
 
 
 def _killpg(pgid: int, sig: int) -> None:
