@@ -121,6 +121,10 @@ def test_signal_stops_server_and_its_workers(tmp_path, sig):
             drv.kill()
 
 
+#: the signal watcher reads siginfo (not on macOS, where the server is started directly)
+needs_sigwatch = pytest.mark.skipif(not hasattr(signal, "sigwaitinfo"), reason="no sigwaitinfo on this platform")
+
+
 def _fake_server(tmp_path):
     from servesim.engine.server import EngineConfig, VLLMServer
 
@@ -138,6 +142,7 @@ def _wait_for(cond, timeout_s=15.0):
     return cond()
 
 
+@needs_sigwatch
 def test_a_kill_from_outside_names_its_sender_in_the_server_log(tmp_path):
     """The signal watcher (the group's leader) logs a group kill's sender: pid, command line and
     parents. The sender stays alive a moment so that /proc still describes it."""
@@ -183,6 +188,7 @@ def test_a_dead_server_stays_unreaped_until_stop_so_its_group_id_cannot_name_ano
     assert sent == []
 
 
+@needs_sigwatch
 @pytest.mark.parametrize("script, code", [("exit 3", 3), ("kill -KILL $$", -9), ("exit 0", 0)])
 def test_sigwatch_ends_as_its_server_does(tmp_path, script, code):
     res = subprocess.run([sys.executable, "-m", "servesim.engine.sigwatch", str(tmp_path / "log"), "--",
@@ -190,6 +196,7 @@ def test_sigwatch_ends_as_its_server_does(tmp_path, script, code):
     assert res.returncode == code
 
 
+@needs_sigwatch
 def test_sigwatch_passes_a_signal_aimed_at_it_alone_to_the_server(tmp_path):
     log, started = tmp_path / "log", tmp_path / "started"
     # the server starts only after the watcher has blocked the signals it reads: `started` says so

@@ -275,8 +275,10 @@ class VLLMServer:
         log = open(self.log_path, "ab")
         # through the signal watcher (the group's leader and the server's parent), which logs the
         # sender of any signal the group gets: a kill from outside names its sender in the log
-        watched = [sys.executable, "-m", "servesim.engine.sigwatch", str(self.log_path), "--", *self.command()]
-        self.proc = subprocess.Popen(watched, stdout=log, stderr=subprocess.STDOUT,
+        cmd = self.command()
+        if hasattr(signal, "sigwaitinfo"):  # not on macOS: there the server leads its group itself
+            cmd = [sys.executable, "-m", "servesim.engine.sigwatch", str(self.log_path), "--", *cmd]
+        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         log.close()
         _LIVE.add(self)
@@ -371,8 +373,8 @@ class VLLMServer:
 def _exit_code(proc: subprocess.Popen) -> int | None:
     """``proc``'s exit code (negative: the signal) once it has ended, else None; it is left
     unreaped (a zombie keeps its pid, so the group id stays this server's until ``stop``)."""
-    if proc.returncode is not None:
-        return proc.returncode
+    if proc.returncode is not None or not hasattr(os, "waitid"):
+        return proc.poll()
     try:
         info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
     except ChildProcessError:  # reaped by someone else: ask Popen, which knows the code
