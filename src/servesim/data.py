@@ -99,6 +99,8 @@ def _parse_manifest(path: Path, rows) -> list[Entry]:
             raise DataError(f"{path}:{lineno}: {e.key} is listed twice")
         seen.add(e.key)
         entries.append(e)
+    if not entries:  # a cut-off or emptied MANIFEST would otherwise "fetch" nothing and succeed
+        raise DataError(f"{path}: MANIFEST lists no files (only its header)")
     return entries
 
 

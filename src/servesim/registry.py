@@ -138,19 +138,31 @@ def _pydantic_lines(exc: Exception, at: str, where: str) -> list[str]:
     lines = []
     for e in errors():
         loc = ".".join(str(p) for p in e["loc"])
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            msg = "unknown option (not allowed here)"
+        msg = pydantic_message(e, unknown="unknown option (not allowed here)")
         lines.append(f"{at}{loc}: {msg}" if loc else f"{where}: {msg}")
     return lines
 
 
+def pydantic_message(e: Mapping[str, Any], unknown: str) -> str:
+    """One pydantic error's message, in the project's words (``unknown``: for a key not allowed)."""
+    if e["type"] == "extra_forbidden":
+        return unknown
+    if e["type"] == "bool_type":  # a StrictBool given "yes", 1, ...: no YAML 1.1 or truthy reading
+        return f"expected true or false, got {e.get('input')!r}"
+    return e["msg"].removeprefix("Value error, ")
+
+
 def _check_keywords(obj: Any, opts: dict, context: dict, kind: str, name: str, at: str) -> None:
-    """Options against the constructor's keyword parameters (no ``Options`` model)."""
+    """Options against the constructor's keyword parameters (no ``Options`` model): names, and
+    the type of every option annotated ``bool``, ``int``, ``float`` or ``str``."""
     try:
         sig = inspect.signature(obj)
     except (TypeError, ValueError):  # a builtin without a signature: let the call decide
         return
+    try:  # string annotations (``from __future__ import annotations``) evaluated
+        sig = inspect.signature(obj, eval_str=True)
+    except Exception:  # noqa: BLE001 (an annotation that does not evaluate: names are still checked)
+        pass
     params = {p.name: p for p in sig.parameters.values()
               if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in context
               and not p.name.startswith("_")}
@@ -160,8 +172,25 @@ def _check_keywords(obj: Any, opts: dict, context: dict, kind: str, name: str, a
             for k in opts if k not in params]
     errs += [f"{at}{p.name}: required option of {kind} {name!r} is missing"
              for p in params.values() if p.default is p.empty and p.name not in opts]
+    errs += [f"{at}{k}: {problem}" for k, v in opts.items() if k in params
+             if (problem := _type_problem(params[k].annotation, v))]
     if errs:
         raise OptionsError("\n".join(errs))
 
 
-__all__ = ["OptionsError", "Registry", "UnknownName"]
+def _type_problem(annotation: Any, value: Any) -> str | None:
+    """Why ``value`` does not fit a plain ``bool``/``int``/``float``/``str`` annotation, else None.
+
+    No coercion: ``"no"`` for a bool would be truthy, ``True`` for a number would be 1."""
+    if annotation is bool and not isinstance(value, bool):
+        return f"expected true or false, got {value!r}"
+    if annotation in (int, float) and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        return f"expected a number, got {value!r}"
+    if annotation is int and isinstance(value, float) and not value.is_integer():
+        return f"expected a whole number, got {value!r}"
+    if annotation is str and not isinstance(value, str):
+        return f"expected a string, got {value!r}"
+    return None
+
+
+__all__ = ["OptionsError", "Registry", "UnknownName", "pydantic_message"]

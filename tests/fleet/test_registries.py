@@ -162,3 +162,31 @@ def test_global_router_named_with_options_and_workload_optional():
 
     with pytest.raises(ScenarioError, match="has no workload"):
         run_scenario(sc)
+
+
+def test_options_without_a_model_are_type_checked_without_coercion():
+    """A component without an ``Options`` model: its annotated bool/int/float/str options are
+    checked as given (``"no"`` for a bool would be truthy; ``True`` for a number would be 1)."""
+    from dataclasses import dataclass
+
+    reg = Registry("widget")
+
+    @reg.register("w")
+    @dataclass
+    class W:
+        on: bool = True
+        n: int = 1
+        rate: float = 1.0
+        label: str = "x"
+        anything: object = None
+
+    assert reg.create("w", {"on": False, "n": 3, "rate": 2, "label": "y", "anything": "no"}).rate == 2
+    assert reg.create("w", {"n": 4.0}).n == 4.0  # a whole number written as a float
+    for opts, needle in [({"on": "no"}, "widget.on: expected true or false, got 'no'"),
+                         ({"n": True}, "widget.n: expected a number, got True"),
+                         ({"n": 2.5}, "widget.n: expected a whole number, got 2.5"),
+                         ({"rate": "0.7"}, "widget.rate: expected a number, got '0.7'"),
+                         ({"label": 3}, "widget.label: expected a string, got 3")]:
+        with pytest.raises(OptionsError) as e:
+            reg.create("w", opts, where="widget")
+        assert needle in str(e.value)

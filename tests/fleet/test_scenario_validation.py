@@ -50,6 +50,11 @@ def test_base_is_valid_and_durations_parse():
     (lambda d: d.update(latency_s={"r": {"mars": 1}}), "latency_s.r.mars: unknown region 'mars'"),
     (lambda d: d.update(workload={"file": "x.parquet", "limt": 3}), "workload.limt: unknown key"),
     (lambda d: d.update(colour="blue"), "s.yaml: colour: unknown key"),
+    # no truthy or YAML 1.1 reading of a boolean: "no" would be true in Python, "yes" is not YAML 1.2
+    (lambda d: d.update(pool_conversions="yes"), "s.yaml: pool_conversions: expected true or false, got 'yes'"),
+    (lambda d: d.update(requeue_on_drain=1), "requeue_on_drain: expected true or false, got 1"),
+    (lambda d: d.update(autoscaler={"name": "reactive", "count_starting": "no"}),
+     "autoscaler.count_starting: expected true or false, got 'no'"),
     (lambda d: d["regions"].__setitem__(0, {"name": "r", "capacity": 1}), "regions.0.capacity: 1 is below the 2 instances"),
     (lambda d: (d["regions"].append({"name": "q"}),
                 d.update(global_router={"name": "preference", "preferences": {"r": ["r", "q"]}})),

@@ -54,6 +54,9 @@ def test_unknown_dataset_and_malformed_manifest(tmp_path):
     (tmp_path / "traces" / "MANIFEST").write_text(HEADER + "ds\tf\tabc\n")
     with pytest.raises(DataError, match=r"MANIFEST:2: expected 7"):
         read_manifest(tmp_path / "traces" / "MANIFEST")
+    (tmp_path / "traces" / "MANIFEST").write_text(HEADER)  # cut off after its header
+    with pytest.raises(DataError, match=r"MANIFEST lists no files"):
+        fetch(root=tmp_path, mirror=mirror, allow_download=False)
 
 
 def test_project_manifest_matches_mirror(project_root, mirror):

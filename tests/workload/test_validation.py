@@ -115,3 +115,21 @@ def test_unbounded_sampling_is_refused_before_the_run():
     with pytest.raises(ScenarioError, match="not finite"):
         check_sampling(1.0, float("inf"))
     assert MAX_SAMPLES >= 7 * 86400  # a week at 1 s still runs
+
+
+def test_a_files_rows_out_of_arrival_order_are_put_in_order_but_a_built_table_must_be_sorted(tmp_path):
+    """A hand-edited workload file may list rows in any order (read sorts them, stably, and a
+    scenario's ``limit`` keeps the first arrivals); a table a generator built out of order is a bug."""
+    from servesim.workload.schema import read
+    from servesim.workload.spec import FileWorkload, materialise
+
+    df = make(np.array([0.0, 1.0, 1.0, 2.0]), [11, 12, 13, 10], [5, 5, 5, 5]).iloc[[3, 0, 1, 2]]
+    path = tmp_path / "w.csv"
+    df.to_csv(path, index=False)
+    got = read(path)
+    assert got.arrival_s.tolist() == [0.0, 1.0, 1.0, 2.0]
+    assert got.prompt_tokens.tolist() == [11, 12, 13, 10]  # each row kept whole; the tie keeps its order
+    two = materialise(FileWorkload(file=str(path), limit=2), np.random.default_rng(0))
+    assert two.arrival_s.tolist() == [0.0, 1.0] and two.prompt_tokens.tolist() == [11, 12]
+    with pytest.raises(WorkloadError, match="row 1: arrival_s goes back in time"):
+        validate(df.astype({"arrival_s": "float64", "deadline_s": "float64"}), "<generated>")

@@ -28,8 +28,9 @@ from typing import Annotated, Any, Literal
 import numpy as np
 import pandas as pd
 import yaml
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, StrictBool, Tag, ValidationError, model_validator
 
+from ..registry import pydantic_message
 from ..workload.schema import WorkloadError
 from ..workload.spec import (  # noqa: F401 - re-exported: the schema's names from before the move
     FileWorkload,
@@ -230,13 +231,13 @@ class Scenario(Strict):
     autoscaler: AutoscalerCfg | None = None
     scale_in_to: Literal["release", "pool"] = "release"
     #: a draining instance hands its not-yet-admitted requests back for re-routing
-    requeue_on_drain: bool = True
+    requeue_on_drain: StrictBool = True
     #: tiers whose requests end ``timeout`` (with a reason) when their ``deadline_s`` passes
     #: while they still wait: deferred, at/to their endpoint, or queued in an engine and never
     #: admitted to a batch (started requests run on). Empty (default): deadlines are reported only.
     enforce_deadlines: list[Literal["IW-F", "IW-N", "NIW"]] = []
     #: a scale-up may convert a pooled instance of another model (state ``converting``)
-    pool_conversions: bool = True
+    pool_conversions: StrictBool = True
     #: servesim.sim Instance mode: "fast" (decode runs in one event) or "reference" (per iteration)
     mode: Literal["fast", "reference"] = "fast"
     output: OutputCfg = OutputCfg()
@@ -336,9 +337,7 @@ def _format(exc: ValidationError, source: str) -> str:
     lines = []
     for e in exc.errors():
         loc = ".".join(str(p) for p in e["loc"])
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            msg = "unknown key (not allowed here)"
+        msg = pydantic_message(e, unknown="unknown key (not allowed here)")
         # the workload union's tag (file / generator) is not a key: drop it from the path
         loc = re.sub(r"^workload\.(file|poisson|named)\b", "workload", loc)
         loc = re.sub(r"\.step_time\.(linear|other)\b", ".step_time", loc)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictBool, model_validator
 
 from ..fleet.control import Action, FleetView, Scale
 from ..fleet.lifecycle import State
@@ -23,8 +23,8 @@ class ReactiveOptions(Strict):
     step: int = Field(1, ge=1)
     metric: Literal["kv", "outstanding"] = "kv"
     target_outstanding: float = Field(16.0, gt=0)
-    count_starting: bool = True
-    kv_count_starting: bool = False
+    count_starting: StrictBool = True
+    kv_count_starting: StrictBool = False
     down_for_s: Seconds = 0.0
 
     @model_validator(mode="after")

@@ -69,11 +69,12 @@ def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
-def validate(df: pd.DataFrame, source: str = "<workload>") -> pd.DataFrame:
+def validate(df: pd.DataFrame, source: str = "<workload>", *, unsorted_ok: bool = False) -> pd.DataFrame:
     """Check a request table against the schema; return it with canonical dtypes.
 
     Raises WorkloadError naming ``source`` and the first offending row or column. Memory-light:
     no deep copy of a column that already has its canonical dtype (pandas copy-on-write).
+    ``unsorted_ok``: rows out of arrival order pass (a file's rows; :func:`read` sorts them).
     """
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
@@ -128,7 +129,7 @@ def validate(df: pd.DataFrame, source: str = "<workload>") -> pd.DataFrame:
         raise WorkloadError(f"{source}: row {i}: deadline_s={dl[i]:g} is before arrival_s={arr[i]:g} "
                             "(deadline_s is an absolute time, not an offset)")
     back = np.diff(arr) < 0
-    if back.any():
+    if back.any() and not unsorted_ok:
         raise WorkloadError(f"{source}: row {_first(back) + 1}: arrival_s goes back in time (not sorted)")
     tier = out["tier"]
     if isinstance(tier.dtype, pd.CategoricalDtype):
@@ -180,8 +181,16 @@ def write(df: pd.DataFrame, path: str | os.PathLike) -> Path:
 
 def read(path: str | os.PathLike) -> pd.DataFrame:
     """Read a request table written by :func:`write` (or any Parquet with the schema's columns)
-    and validate it; errors name the file."""
+    and validate it; errors name the file and its row. Rows out of arrival order (a hand-edited
+    file) are put in order, stably: a row's place carries nothing but its arrival."""
     path = Path(path)
     from servesim.tables import read_table
 
-    return validate(read_table(path, WorkloadError, "workload"), str(path))
+    return in_arrival_order(validate(read_table(path, WorkloadError, "workload"), str(path), unsorted_ok=True))
+
+
+def in_arrival_order(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its rows in arrival order (stable: ties keep their order); itself if they are."""
+    if (np.diff(df["arrival_s"].to_numpy()) < 0).any():
+        return df.sort_values("arrival_s", kind="stable").reset_index(drop=True)
+    return df
