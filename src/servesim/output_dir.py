@@ -72,11 +72,34 @@ def _replace(staging: Path, out: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: a liveness check, nothing is sent
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def _sweep_stale_staging(out: Path) -> None:
+    """Remove ``<out>.part-<pid>`` / ``.part-old-<pid>`` folders of runs that were killed outright
+    (SIGKILL, power loss: no handler ran); a folder whose process is still running is left alone."""
+    prefix = f"{out.name}{_STAGING}"
+    if not out.parent.is_dir():
+        return
+    for d in out.parent.iterdir():
+        tail = d.name[len(prefix):].removeprefix("old-") if d.name.startswith(prefix) else ""
+        if tail.isdigit() and d.is_dir() and not _pid_alive(int(tail)):
+            shutil.rmtree(d, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def staged_output_dir(out: str | os.PathLike, *, command: str = "servesim", force: bool = False) -> Iterator[Path]:
     """Yield a fresh staging folder beside ``out``; see the module doc for what happens after."""
     out = check_output_dir(out, force=force)
     out.parent.mkdir(parents=True, exist_ok=True)
+    _sweep_stale_staging(out)
     staging = out.with_name(f"{out.name}{_STAGING}{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()

@@ -133,6 +133,32 @@ def test_staged_output_dir_success_failure_and_rerun(tmp_path):
     assert not list(tmp_path.glob("*.part-*"))  # no staging leftovers
 
 
+def test_staging_left_by_a_killed_run_is_removed_by_the_next_run(tmp_path):
+    """SIGKILL runs no handler: its ``<out>.part-<pid>`` stays. The next run removes it (its
+    process is gone) and keeps one whose process still runs."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "o"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    dead_pid = int(dead.stdout)
+    (tmp_path / f"o.part-{dead_pid}").mkdir()
+    (tmp_path / f"o.part-{dead_pid}" / "requests.parquet").write_bytes(b"half")
+    (tmp_path / f"o.part-old-{dead_pid}").mkdir()
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / f"o.part-{running.pid}").mkdir()
+        (tmp_path / "o.part-notes").mkdir()  # not a staging name: not ours to remove
+        with staged_output_dir(out) as tmp:
+            (tmp / "a.txt").write_text("x")
+        left = sorted(d.name for d in tmp_path.iterdir())
+        assert left == sorted(["o", f"o.part-{running.pid}", "o.part-notes"])
+    finally:
+        running.kill()
+        running.wait()
+
+
 def test_staged_output_dir_refuses_foreign_folder_unless_forced(tmp_path):
     from servesim.errors import InputError
 
