@@ -215,6 +215,8 @@ def test_number_check_refuses_a_boolean_or_string(tmp_path):
     ({"kind": None}, "'kind' is a required property"),
     ({"kind": "echo"}, "is not one of"),
     ({"diagnosis": {"kind": "bug", "why": "long enough reason"}}, "diagnosis: must be"),
+    # the error of the branch the entry was meant for, not "'kind', 'why' were unexpected"
+    ({"diagnosis": {"kind": "open", "why": "short"}}, r"diagnosis: must be .*\('short' is too short\)"),
     ({"id": "other-01-x"}, "must start with the paper key"),
     ({"id": "demo-1"}, "does not match"),
     ({"metric": ["x", "y"]},

@@ -118,6 +118,20 @@ def _label(path: Path, claims: object, i: int | None) -> str:
     return f"{path}: claim {cid}" if isinstance(cid, str) and cid else f"{path}: claims[{i}]"
 
 
+def _closest_branch_error(context) -> object | None:
+    """The error of the oneOf branch the entry was meant for: one whose keys it uses (no
+    additionalProperties error in it), else jsonschema's best match over all branches. For
+    ``diagnosis: {kind: open, why: short}`` that is why's minimum length, not "'kind', 'why'
+    were unexpected" from the {quick, full} branch."""
+    if not context:
+        return None
+    branches: dict = {}
+    for e in context:
+        branches.setdefault(e.relative_schema_path[0] if e.relative_schema_path else None, []).append(e)
+    fitting = [errs for errs in branches.values() if not any(e.validator == "additionalProperties" for e in errs)]
+    return best_match([e for errs in fitting for e in errs] or context)
+
+
 def _schema_message(err, path: Path, doc: object) -> str:
     loc = list(err.absolute_path)
     claims = doc.get("claims") if isinstance(doc, dict) else None
@@ -126,7 +140,7 @@ def _schema_message(err, path: Path, doc: object) -> str:
     msg = err.message
     top = str(loc[2]) if i is not None and len(loc) > 2 else None
     if err.validator in ("oneOf", "type") and top in _FRIENDLY and len(loc) == 3:
-        deeper = best_match(err.context) if err.context else None
+        deeper = _closest_branch_error(err.context)
         msg = f"{_FRIENDLY[top]}, got {err.instance!r}" + (f" ({deeper.message})" if deeper else "")
     if top in ("check",) and isinstance(err.instance, bool):
         msg += ' (write check: "true" in quotes: an unquoted true is a YAML boolean)'
