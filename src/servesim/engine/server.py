@@ -22,6 +22,8 @@ from pathlib import Path
 
 import httpx
 
+from servesim.engine import sigwatch
+
 SERVED_NAME = "servesim"
 
 
@@ -331,11 +333,9 @@ class VLLMServer:
             while (code := _exit_code(self.proc)) is None and time.monotonic() < deadline:
                 time.sleep(0.1)
         log = log_tail(self.log_path, 100000)
-        from servesim.engine.sigwatch import PREFIX
-
-        sender = [line for line in log.splitlines() if line.startswith(PREFIX)]
+        sender = [line for line in log.splitlines() if line.startswith(sigwatch.PREFIX)]
         if sender:
-            return sender[-1][len(PREFIX):].strip()
+            return sender[-1][len(sigwatch.PREFIX):].strip()
         m = re.search(r"received signal=(SIG[A-Z]+)", log)
         if m:
             return f"{m.group(1)} from outside"

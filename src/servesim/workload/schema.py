@@ -186,11 +186,7 @@ def read(path: str | os.PathLike) -> pd.DataFrame:
     path = Path(path)
     from servesim.tables import read_table
 
-    return in_arrival_order(validate(read_table(path, WorkloadError, "workload"), str(path), unsorted_ok=True))
-
-
-def in_arrival_order(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with its rows in arrival order (stable: ties keep their order); itself if they are."""
+    df = validate(read_table(path, WorkloadError, "workload"), str(path), unsorted_ok=True)
     if (np.diff(df["arrival_s"].to_numpy()) < 0).any():
-        return df.sort_values("arrival_s", kind="stable").reset_index(drop=True)
+        df = df.sort_values("arrival_s", kind="stable").reset_index(drop=True)
     return df

@@ -17,9 +17,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, model_validator
 
-from servesim.tables import read_table
 
-from .schema import MAX_REQUESTS as MAX_POISSON_REQUESTS, MAX_TOKENS, WorkloadError, in_arrival_order, make, validate
+from .schema import MAX_REQUESTS as MAX_POISSON_REQUESTS, MAX_TOKENS, WorkloadError, make, read, validate
 
 _UNITS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, "hr": 3600.0, "d": 86400.0}
 _DUR = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
@@ -174,10 +173,9 @@ def materialise(spec: WorkloadSpec, rng: np.random.Generator, base_dir: str | Pa
         if not p.is_absolute():
             p = Path(base_dir) / p
         try:
-            df = read_table(p, WorkloadError, "workload")
+            df = read(p)  # validated, rows in arrival order
             if len(df) == 0:  # a header without rows: nothing to simulate is an input error, not a 0-request run
                 raise WorkloadError(f"{p}: no requests (the table has no rows)")
-            df = in_arrival_order(validate(df, str(p), unsorted_ok=True))  # a hand-edited file's rows
             return df if spec.limit is None else df.iloc[: spec.limit]  # the first `limit` arrivals
         except WorkloadError as exc:
             raise WorkloadError(f"workload.file: {exc}") from None
