@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, model_validator
 
-
 from .schema import MAX_REQUESTS as MAX_POISSON_REQUESTS, MAX_TOKENS, WorkloadError, make, read, validate
 
 _UNITS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, "hr": 3600.0, "d": 86400.0}
