@@ -3,6 +3,8 @@
 #   snakemake --cores N full       paper scale
 #   snakemake --cores N test       the small scale the test suite runs (every job, in minutes)
 #   snakemake --cores N <paper>    one paper (or group) at config["scale"] (default quick)
+#   snakemake --cores N full_<paper> / publish_<paper>   one paper at paper scale / and publish it
+#                                  into results-full/ (stamped with the commit)
 #   snakemake --cores N fetch      fetch and verify every dataset of traces/MANIFEST
 #   snakemake -n                   what would run
 # Rules live in workflow/rules/, one file per concern; figures are discovered from notebooks/, the
@@ -67,6 +69,35 @@ for _group in GROUPS:
             _group
         input:
             all_figure_outputs(config["scale"], [_group]),
+
+
+# Paper scale one paper at a time (resumable: a paper's finished jobs are kept), and its part of
+# the published snapshot `results-full/` (copied and stamped with the commit by `servesim snapshot`).
+for _paper in config["papers"]:
+
+    rule:
+        name:
+            f"full_{_paper}"
+        input:
+            all_figure_outputs("full", [_paper]),
+
+    rule:
+        name:
+            f"publish_{_paper}"
+        input:
+            all_figure_outputs("full", [_paper]),
+        output:
+            f"results-full/{_paper}/STAMP.json",
+        params:
+            env=RUN_ENV,
+            py=PY,
+            root=str(ROOT),
+            paper=_paper,
+        log:
+            f"logs/full/publish_{_paper}.log",
+        shell:
+            "{params.env} {params.py} -m servesim.cli snapshot --paper {params.paper}"
+            " --root {params.root:q} > {log} 2>&1"
 
 
 # Every rule file, listed (a new concern adds its file here).

@@ -58,15 +58,50 @@ def _claims(args) -> int:
     csv = check_output_file(args.csv or root / "results" / args.scale / "claims_report.csv", option="--csv")
     if args.readme and not Path(args.readme).is_file():
         raise InputError(f"--readme {args.readme}: no such file")
-    rows = check_claims(root, args.scale)  # a ClaimsError: one line, exit status 2 (servesim.cli_errors)
+    rows = check_claims(root, args.scale, papers=args.paper)  # a ClaimsError: one line, exit status 2 (servesim.cli_errors)
     s = write_report(root, args.scale, md, csv, rows=rows)
     if args.readme:
-        update_readme(args.readme, rows, args.scale)
+        from servesim.analysis import snapshot
+
+        if args.paper:
+            raise InputError("--readme counts every paper: drop --paper")
+        full_rows = snapshot.read_report(root)
+        sources = {p: f"`{snapshot.SNAPSHOT}/` at {st.get('commit', '?')[:10]}"
+                   for p, st in snapshot.stamps(root).items()}
+        update_readme(args.readme, rows, args.scale, full_rows, sources)
     print(json.dumps({k: v for k, v in s.items() if k not in ("per_paper", "per_kind")}))
     if args.fail_undiagnosed and s["undiagnosed"]:
         print(f"servesim claims: {s['undiagnosed']} measured FAIL(s) without a diagnosis (listed in {md})",
               file=sys.stderr)
         return 2
+    return 0
+
+
+def _snapshot(args) -> int:
+    from servesim.analysis import snapshot
+    from servesim.errors import InputError
+
+    root = Path(args.root).resolve()
+    if not (root / "workflow" / "claims").is_dir():
+        raise InputError(f"--root {args.root}: not a servesim project (no workflow/claims)")
+    if not args.paper and not args.recheck:
+        raise InputError("name a paper to publish (--paper P, repeatable) or --recheck")
+    for p in args.paper or []:
+        try:
+            st = snapshot.publish(root, p)
+        except snapshot.SnapshotError as exc:
+            raise InputError(str(exc)) from None
+        print(f"published {p}: {len(st['figures'])} figure(s) at {st['commit']}"
+              + (f", {len(st['missing'])} not run: {st['missing']}" if st["missing"] else "")
+              + (f"; dirty: {st['dirty']}" if st["dirty"] else ""))
+    try:
+        rows = snapshot.recheck(root)
+    except snapshot.SnapshotError as exc:
+        raise InputError(str(exc)) from None
+    from servesim.analysis.claims import summary
+
+    s = summary(rows)
+    print(json.dumps({k: v for k, v in s.items() if k not in ("per_paper", "per_kind")}))
     return 0
 
 
@@ -102,10 +137,18 @@ def add_parser(sub) -> None:
     p.add_argument("--root", default=".")
     p.add_argument("--md")
     p.add_argument("--csv")
+    p.add_argument("--paper", action="append", help="check only this paper's claims (repeatable)")
     p.add_argument("--readme", help="also rewrite the claims table of this README (maintainers)")
     p.add_argument("--fail-undiagnosed", action="store_true",
                    help="exit with status 2 when a measured claim FAILs without a diagnosis")
     p.set_defaults(func=_claims)
+
+    p = sub.add_parser("snapshot", help="publish a paper's full-scale results into results-full/ (stamped with "
+                                        "the commit) and re-check the snapshot's claims report")
+    p.add_argument("--paper", action="append", help="copy this paper's results/full outputs in (repeatable)")
+    p.add_argument("--recheck", action="store_true", help="only re-check the snapshot against today's claims")
+    p.add_argument("--root", default=".")
+    p.set_defaults(func=_snapshot)
 
     p = sub.add_parser("provenance", help="write provenance.json (git, packages, machine, data, config, seed)")
     p.add_argument("--scale", choices=["quick", "full", "test"], default="quick")

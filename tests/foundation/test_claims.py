@@ -43,10 +43,17 @@ def notebook(tmp: Path, paper: str, fig: str, metrics: dict | None, scale="quick
         m.write_text(json.dumps(metrics))
 
 
+NO_NULL = {"none": "a plain measurement of the demo figure"}
+
+
 def claim(**kw):
+    """A demo claim; a measured one says `null_system: none` unless the test gives its own."""
     base = {"id": "demo-01-x", "source": "paper", "kind": "measured", "where": "§1", "claim": "x is 10",
-            "figure": "fig01_x", "metric": "x", "check": "approx", "expected": 10, "tolerance": {"rel": 0.1}}
+            "figure": "fig01_x", "metric": "x", "check": "approx", "expected": 10, "tolerance": {"rel": 0.1},
+            "null_system": NO_NULL}
     base.update(kw)
+    if base["kind"] != "measured" and base["null_system"] is NO_NULL:
+        base["null_system"] = None
     return {k: v for k, v in base.items() if v is not None}
 
 
@@ -154,7 +161,7 @@ def test_cli_fails_on_undiagnosed_only_when_asked(tmp_path, capsys):
     notebook(tmp_path, "demo", "fig01_x", {"x": 10.0})
 
     class Args:
-        scale, root, md, csv, readme, fail_undiagnosed = "quick", str(tmp_path), None, None, None, False
+        scale, root, md, csv, readme, fail_undiagnosed, paper = "quick", str(tmp_path), None, None, None, False, None
 
     assert _claims(Args) == 0
     Args.fail_undiagnosed = True
@@ -297,7 +304,8 @@ def test_report_files(tmp_path):
     assert s["PASS"] == 1 and s["NOT-REPRODUCIBLE"] == 1 and s["CONSISTENT"] == 1 and s["total"] == 3
     assert s["per_kind"]["stated"]["CONSISTENT"] == 1
     header = (tmp_path / "r.csv").read_text().splitlines()[0]
-    assert header == "id,paper,kind,where,claim,expected,observed,tolerance,status,diagnosis,reason"
+    assert header == ("id,paper,kind,where,claim,expected,observed,tolerance,status,null_system,null_observed,"
+                      "null_status,diagnosis,reason")
     md = (tmp_path / "r.md").read_text()
     assert "needs production telemetry" in md and "| demo |" in md
 
@@ -311,7 +319,8 @@ def test_project_claims_files_load(project_root):
     assert to_markdown([], "quick").startswith("# Claims report")
 
 
-def _readme_rows(section: str, title_start: str) -> dict[str, list[str]]:
+def _readme_rows(section: str, title_start: str) -> dict[tuple[str, str], list[str]]:
+    """{(paper, scale): cells after those two} of the first table after `title_start`."""
     if title_start not in section:
         return {}
     part = section.split(title_start, 1)[1]
@@ -322,12 +331,16 @@ def _readme_rows(section: str, title_start: str) -> dict[str, list[str]]:
                 break
             continue
         cells = [c.strip() for c in line.strip("|").split("|")]
-        rows[cells[0]] = cells[1:]
+        rows[(cells[0], cells[1])] = cells[2:]
     return rows
 
 
+NR_COL_MEASURED = 1 + 3 + 4  # after the count, PASS / WEAK / FAIL and the 4 diagnosis columns
+NR_COL_ECHO = 3 + 2  # after the 3 echo kinds and CONSISTENT / INCONSISTENT
+
+
 def test_readme_claims_table_agrees_with_claims_files(project_root):
-    """The README's generated tables count every claim of each kind, and list every
+    """The README's generated tables count every claim of each kind at both scales, and list every
     NOT-REPRODUCIBLE claim with its reason."""
     from servesim.analysis.claims import README_BEGIN, README_END
 
@@ -336,28 +349,31 @@ def test_readme_claims_table_agrees_with_claims_files(project_root):
     claims = load_all_claims(project_root / "workflow" / "claims")
     measured = _readme_rows(section, "Measured claims")
     echo = _readme_rows(section, "Stated settings")
-    assert "**all**" in measured and "**all**" in echo, \
-        "README claims tables have no totals row: run `servesim claims --readme README.md`"
     stale = "README claims table is stale: regenerate it with `servesim claims --readme README.md`"
-    assert int(measured["**all**"][0]) == sum(c.kind == "measured" for c in claims), stale
-    for i, k in enumerate(KINDS[1:]):
-        assert int(echo["**all**"][i]) == sum(c.kind == k for c in claims), stale
-    nr = [c for c in claims if c.not_reproducible]
-    nr_col_m, nr_col_e = 2 + 4 + 1, 3 + 2  # after PASS, FAIL, the 4 diagnosis columns / kinds and statuses
-    assert int(measured["**all**"][nr_col_m]) + int(echo["**all**"][nr_col_e]) == len(nr), stale
-    for c in nr:
+    for scale in ("quick", "full"):
+        assert ("**all**", scale) in measured and ("**all**", scale) in echo, \
+            f"README claims tables have no {scale} totals row: run `servesim claims --readme README.md`"
+        m, e = measured[("**all**", scale)], echo[("**all**", scale)]
+        assert int(m[0]) == sum(c.kind == "measured" for c in claims), stale
+        for i, k in enumerate(KINDS[1:]):
+            assert int(e[i]) == sum(c.kind == k for c in claims), stale
+        nr = [c for c in claims if c.not_reproducible]
+        assert int(m[NR_COL_MEASURED]) + int(e[NR_COL_ECHO]) == len(nr), stale
+    for c in (c for c in claims if c.not_reproducible):
         assert f"`{c.id}`" in section, f"{c.id} (NOT-REPRODUCIBLE) missing from the README table"
 
 
 def test_readme_section_round_trips_through_the_parser(tmp_path):
-    """The parser the README test uses reads what readme_section writes."""
+    """The parser the README test uses reads what readme_section writes, quick beside full."""
     write(tmp_path, [claim(), claim(id="demo-02-x", kind="arithmetic"),
                      claim(id="demo-03-x", not_reproducible="needs production telemetry")])
     notebook(tmp_path, "demo", "fig01_x", {"x": 10})
-    sec = readme_section(check_claims(tmp_path, "quick"), "quick")
+    rows = check_claims(tmp_path, "quick")
+    sec = readme_section(rows, "quick", full_rows=[], full_sources={"demo": "snapshot at abc"})
     m, e = _readme_rows(sec, "Measured claims"), _readme_rows(sec, "Stated settings")
-    assert m["**all**"][:3] == ["2", "1", "0"] and m["**all**"][7] == "1"
-    assert e["**all**"][:3] == ["0", "1", "0"] and e["**all**"][3] == "1"
+    assert m[("**all**", "quick")][:4] == ["2", "1", "0", "0"] and m[("**all**", "quick")][NR_COL_MEASURED] == "1"
+    assert e[("**all**", "quick")][:3] == ["0", "1", "0"] and e[("**all**", "quick")][3] == "1"
+    assert m[("**all**", "full")][0] == "0" and m[("demo", "full")][-1] == "snapshot at abc"
 
 
 def test_not_reproducible_claim_needs_no_metric(tmp_path):
@@ -423,7 +439,7 @@ def test_generated_malformed_yaml_gives_a_clear_error(tmp_path, text):
 
 
 def test_statuses_constant():
-    assert STATUSES == ("PASS", "FAIL", "CONSISTENT", "INCONSISTENT", "NOT-REPRODUCIBLE", "PENDING", "NOT-CHECKED")
+    assert STATUSES == ("PASS", "WEAK", "FAIL", "CONSISTENT", "INCONSISTENT", "NOT-REPRODUCIBLE", "PENDING", "NOT-CHECKED")
 
 
 _CHECKS = [claim(), claim(check="range", expected=[1, 2], tolerance=None),
@@ -440,7 +456,10 @@ def test_generated_metric_values_give_a_status_or_a_clear_error(tmp_path, which,
     import shutil
 
     shutil.rmtree(tmp_path / "results", ignore_errors=True)
-    f = write(tmp_path, [{**_CHECKS[which], "kind": kind}])
+    c = {**_CHECKS[which], "kind": kind}
+    if kind != "measured":
+        c.pop("null_system")
+    f = write(tmp_path, [c])
     notebook(tmp_path, "demo", "fig01_x", {"x": x, "y": y})
     try:
         [row] = check_claims(tmp_path, "quick")
@@ -452,3 +471,100 @@ def test_generated_metric_values_give_a_status_or_a_clear_error(tmp_path, which,
         vals = [x, y] if which == 4 else [x]
         assert all(v is True if which == 3 else (isinstance(v, (int, float)) and not isinstance(v, bool)
                                                   and math.isfinite(v)) for v in vals)
+
+
+# ---- nulls (issue 26): a PASS must be able to fail ----------------------------------------------
+
+def _null(metric="x_null", system="the naive demo system"):
+    return {"system": system, "metric": metric}
+
+
+@pytest.mark.parametrize("x,x_null,status,null_status", [
+    (10.5, 30.0, "PASS", "FAIL"),      # the claim holds and its null does not: a reproduction
+    (10.5, 9.5, "WEAK", "PASS"),       # the null passes the same check: WEAK
+    (10.5, None, "WEAK", "NOT-MEASURED"),
+    (30.0, 10.0, "FAIL", "PASS"),      # a FAIL stays a FAIL whatever the null does
+])
+def test_null_decides_pass_or_weak(tmp_path, x, x_null, status, null_status):
+    write(tmp_path, [claim(null_system=_null(), diagnosis={"kind": "open", "why": "a demo failure reason"})])
+    notebook(tmp_path, "demo", "fig01_x", {"x": x, "x_null": x_null})
+    [row] = check_claims(tmp_path, "quick")
+    assert (row["status"], row["null_status"]) == (status, null_status)
+    assert row["null_system"] == "the naive demo system"
+    if status == "WEAK":
+        assert row["reason"].startswith("WEAK:")
+    assert summary([row])[status] == 1
+
+
+def test_undeclared_null_is_weak_and_none_keeps_pass(tmp_path):
+    write(tmp_path, [claim(null_system=None), claim(id="demo-02-x")])
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10.0})
+    rows = {r["id"]: r for r in check_claims(tmp_path, "quick")}
+    assert rows["demo-01-x"]["status"] == "WEAK" and rows["demo-01-x"]["null_status"] == "MISSING"
+    assert rows["demo-02-x"]["status"] == "PASS" and rows["demo-02-x"]["null_status"] == "NONE"
+    assert rows["demo-02-x"]["null_system"].startswith("none: a plain measurement")
+
+
+def test_ordering_null_replaces_the_system_under_test(tmp_path):
+    c = claim(check="ordering", expected="ascending", metric=["ours", "baseline"], tolerance=None,
+              null_system=_null(["naive", "baseline"]))
+    write(tmp_path, [c])
+    notebook(tmp_path, "demo", "fig01_x", {"ours": 1.0, "baseline": 2.0, "naive": 1.5})
+    [row] = check_claims(tmp_path, "quick")
+    assert row["status"] == "WEAK" and row["null_observed"] == "[1.5, 2]"
+    notebook(tmp_path, "demo", "fig01_x", {"ours": 1.0, "baseline": 2.0, "naive": 2.5})
+    [row] = check_claims(tmp_path, "quick")
+    assert row["status"] == "PASS" and row["null_status"] == "FAIL"
+
+
+def test_null_in_another_figure(tmp_path):
+    write(tmp_path, [claim(null_system={**_null(), "figure": "fig02_naive"})])
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10.0})
+    with pytest.raises(ClaimsError, match="demo-01-x.*null's figure fig02_naive"):
+        check_claims(tmp_path, "quick")
+    notebook(tmp_path, "demo", "fig02_naive", {"x_null": 50.0})
+    [row] = check_claims(tmp_path, "quick")
+    assert row["status"] == "PASS"
+
+
+def test_null_metric_is_checked_even_where_the_claim_is_not(tmp_path):
+    """A missing null key is an error whenever the claim's own metrics exist (so a test-scale run
+    proves every null is written), also where the quick scale skips the check."""
+    write(tmp_path, [claim(null_system=_null(), quick="skip")])
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10.0})
+    with pytest.raises(ClaimsError, match=r"demo-01-x.*no null metric\(s\) \['x_null'\]"):
+        check_claims(tmp_path, "quick")
+
+
+@pytest.mark.parametrize("edit,msg", [
+    ({"null_system": {"system": "a naive demo system", "metric": ["a", "b"]}}, "null_system.metric must have"),
+    ({"check": "ordering", "expected": "ascending", "metric": ["a", "b"], "tolerance": None,
+      "null_system": {"system": "a naive demo system", "metric": "a"}}, "a list of 2 keys"),
+    ({"kind": "stated", "null_system": {"none": "a stated setting of the demo"}}, "null_system is for measured"),
+    ({"tolerance": {"rel": 0.5}}, "needs a written reason: add tolerance_why"),
+    ({"quick": {"check": "approx", "expected": 10, "tolerance": {"rel": 1.0}}}, "quick.tolerance rel 1.0"),
+    ({"null_system": {"none": "short"}}, "null_system"),
+    ({"null_system": {"system": "a naive demo system"}}, "null_system"),
+])
+def test_malformed_nulls_and_loose_tolerances(tmp_path, edit, msg):
+    f = write(tmp_path, [claim(**edit)])
+    with pytest.raises(ClaimsError, match=msg) as e:
+        load_claims(f)
+    assert "demo-01-x" in str(e.value)
+
+
+def test_loose_tolerance_with_its_reason_loads(tmp_path):
+    f = write(tmp_path, [claim(tolerance={"rel": 0.6}, tolerance_why="the paper reads it off a log-scale plot")])
+    [c] = load_claims(f)
+    assert c.tolerance_why.startswith("the paper")
+
+
+def test_paper_filter_reads_only_that_file(tmp_path):
+    write(tmp_path, [claim()])
+    write(tmp_path, [claim(id="other-01-x", tolerance={"rel": 0.9})], paper="other")  # malformed
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10.0})
+    assert [r["id"] for r in check_claims(tmp_path, "quick", papers=["demo"])] == ["demo-01-x"]
+    with pytest.raises(ClaimsError, match="other-01-x"):
+        check_claims(tmp_path, "quick")
+    with pytest.raises(ClaimsError, match="no claims file for paper"):
+        check_claims(tmp_path, "quick", papers=["nope"])

@@ -20,6 +20,8 @@ rule report_pages:
         provenance="results/{scale}/provenance.json",
         notebooks=[f"notebooks/{g}/{f}.ipynb" for g, figs in FIGURES.items() for f in figs],
         claims_yaml=sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workflow/claims").glob("*.yaml")),
+        # the published paper scale, shown beside this scale's figures and claims where it exists
+        snapshot=[str(p.relative_to(ROOT)) for p in (ROOT / "results-full").glob("claims_report.csv")],
     output:
         captions=directory("results/{scale}/report/captions"),
         claims=report("results/{scale}/report/claims.html", caption="../report/claims.rst", category="Claims"),

@@ -26,13 +26,19 @@ SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "cl
 CHECKS = ("approx", "range", "lt", "le", "gt", "ge", "ordering", "true")
 KINDS = ("measured", "stated", "arithmetic", "calibration")
 DIAGNOSES = ("paper-inconsistent", "substitute-data", "open")
-MEASURED_STATUSES = ("PASS", "FAIL")
+# WEAK: a measured claim whose check holds, but holds for its null too (the simplest system
+# without the paper's idea), or whose null is not declared or not measured: never a reproduction
+MEASURED_STATUSES = ("PASS", "WEAK", "FAIL")
 ECHO_STATUSES = ("CONSISTENT", "INCONSISTENT")  # stated, arithmetic, calibration
 OPEN_STATUSES = ("NOT-REPRODUCIBLE", "PENDING", "NOT-CHECKED")
 STATUSES = MEASURED_STATUSES + ECHO_STATUSES + OPEN_STATUSES
 UNDIAGNOSED = "UNDIAGNOSED"  # the diagnosis column of a measured FAIL that declares none
 REPORT_COLUMNS = ("id", "paper", "kind", "where", "claim", "expected", "observed", "tolerance", "status",
-                  "diagnosis", "reason")
+                  "null_system", "null_observed", "null_status", "diagnosis", "reason")
+# null_status: PASS / FAIL (the claim's check applied to the null's value), NONE (the claim says no
+# naive system applies), MISSING (no null declared), NOT-MEASURED (the null's value is NaN/null)
+NULL_STATUSES = ("PASS", "FAIL", "NONE", "MISSING", "NOT-MEASURED")
+REL_TOLERANCE_NEEDS_WHY = 0.5  # a tolerance this loose (or looser) must say why
 SCALES = ("quick", "full")
 # the workflow's `test` scale (tiny runs the test suite drives) is checked as the quick scale is
 CHECKED_AS = {"quick": "quick", "full": "full", "test": "quick"}
@@ -63,6 +69,16 @@ class Diagnosis:
 
 
 @dataclass(frozen=True)
+class NullSystem:
+    """The claim's null: `system` with its value(s) `metric` in `figure`'s metrics.json, or
+    `none` (why no naive system applies)."""
+    system: str = ""
+    metric: object = None  # str, or list[str] (same length as the claim's ordering metrics)
+    figure: str = ""
+    none: str = ""
+
+
+@dataclass(frozen=True)
 class Claim:
     id: str
     paper: str
@@ -79,6 +95,8 @@ class Claim:
     file: str
     kind: str = "measured"
     diagnosis: dict = field(default_factory=dict)  # scale -> Diagnosis
+    null_system: NullSystem | None = None
+    tolerance_why: str = ""
 
     def check_for(self, scale: str) -> Check | None:
         if CHECKED_AS.get(scale, scale) == "quick":
@@ -172,6 +190,18 @@ def _semantic_errors(d: dict, paper: str, label: str) -> list[str]:
             errs.append(f"{label}: {pre}check ordering needs a list of >= 2 metrics")
         if t.get("check") not in (None, "ordering") and isinstance(d["metric"], list):
             errs.append(f"{label}: {pre}check {t['check']} needs one metric, not a list")
+        if isinstance(tol, dict) and tol.get("rel", 0) >= REL_TOLERANCE_NEEDS_WHY and not d.get("tolerance_why"):
+            errs.append(f"{label}: {pre}tolerance rel {tol['rel']} (>= {REL_TOLERANCE_NEEDS_WHY}) needs a "
+                        "written reason: add tolerance_why")
+    ns = d.get("null_system")
+    if isinstance(ns, dict) and "metric" in ns:
+        want = len(d["metric"]) if isinstance(d["metric"], list) else None
+        got = len(ns["metric"]) if isinstance(ns["metric"], list) else None
+        if want != got:
+            errs.append(f"{label}: null_system.metric must have the claim's shape (" + (
+                f"a list of {want} keys" if want else "one key") + f"), got {ns['metric']!r}")
+    if ns is not None and d.get("kind") != "measured":
+        errs.append(f"{label}: null_system is for measured claims (this one is {d.get('kind')})")
     return errs
 
 
@@ -181,6 +211,14 @@ def _diagnoses(raw) -> dict:
     if "kind" in raw:
         return {s: Diagnosis(raw["kind"], raw["why"]) for s in SCALES}
     return {s: Diagnosis(v["kind"], v["why"]) for s, v in raw.items()}
+
+
+def _null_system(raw, figure: str) -> NullSystem | None:
+    if raw is None:
+        return None
+    if "none" in raw:
+        return NullSystem(none=raw["none"])
+    return NullSystem(raw["system"], raw["metric"], raw.get("figure", figure))
 
 
 def load_claims(path: str | Path, schema_path: str | Path | None = None) -> list[Claim]:
@@ -216,7 +254,8 @@ def load_claims(path: str | Path, schema_path: str | Path | None = None) -> list
         quick = Check(q["check"], q.get("expected"), q.get("tolerance")) if isinstance(q, dict) else None
         out.append(Claim(d["id"], paper, d["source"], d["where"], d["claim"], d["figure"], d["metric"], full, quick,
                          q == "skip", d.get("not_reproducible"), d.get("note", ""), str(path), d["kind"],
-                         _diagnoses(d.get("diagnosis"))))
+                         _diagnoses(d.get("diagnosis")), _null_system(d.get("null_system"), d["figure"]),
+                         d.get("tolerance_why", "")))
     if errs:
         raise ClaimsError("\n".join(errs))
     return out
@@ -273,55 +312,124 @@ def _fmt(v) -> str:
     return "" if v is None else str(v)
 
 
-def check_claims(root: str | Path, scale: str, claims_dir: str | Path | None = None) -> list[dict]:
-    """One report row per claim, in file then claim order."""
+def check_claims(root: str | Path, scale: str, claims_dir: str | Path | None = None,
+                 results_dir: str | Path | None = None, papers: list[str] | None = None) -> list[dict]:
+    """One report row per claim, in file then claim order. `results_dir` holds
+    `<paper>/<figure>/metrics.json` (default `<root>/results/<scale>`; a published snapshot's
+    folder to re-check it against today's claims files)."""
     root = Path(root)
     claims_dir = Path(claims_dir) if claims_dir else root / "workflow" / "claims"
-    return [_row(root, scale, c) for c in load_all_claims(claims_dir)]
+    results_dir = Path(results_dir) if results_dir else root / "results" / scale
+    cache: dict[Path, dict] = {}
+    if papers:  # only these papers' files are read (another file's error does not stop them)
+        unknown = sorted(p for p in set(papers) if not (claims_dir / f"{p}.yaml").is_file())
+        if unknown:
+            raise ClaimsError(f"{claims_dir}: no claims file for paper(s) {unknown}")
+        claims = [c for p in sorted(set(papers)) for c in load_claims(claims_dir / f"{p}.yaml")]
+    else:
+        claims = load_all_claims(claims_dir)
+    return [_row(root, results_dir, scale, c, cache) for c in claims]
 
 
 def _is_null(v) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
-def _read_metrics(mfile: Path, c: Claim) -> dict:
+def _read_metrics(mfile: Path, c: Claim, cache: dict | None = None) -> dict:
+    if cache is not None and mfile in cache:
+        return cache[mfile]
     try:
         metrics = json.loads(mfile.read_text())
     except (OSError, ValueError) as exc:
         raise ClaimsError(f"{c.file}: claim {c.id}: {mfile} is not readable JSON: {exc}") from None
     if not isinstance(metrics, dict):
         raise ClaimsError(f"{c.file}: claim {c.id}: {mfile} must hold a JSON object of metrics")
+    if cache is not None:
+        cache[mfile] = metrics
     return metrics
 
 
-def _row(root: Path, scale: str, c: Claim) -> dict:
+def _values(metrics: dict, keys, c: Claim, check: Check | None, rel: str, what: str):
+    """The value (or list of values) of `keys`, the keys whose value is null/NaN, and the keys
+    that are missing; a value of the wrong type for the check is an error naming the claim."""
+    names = keys if isinstance(keys, list) else [keys]
+    missing = [k for k in names if k not in metrics]
+    if missing:
+        return None, [], missing
+    nulls = [k for k in names if _is_null(metrics[k])]
+    if check is not None and not c.not_reproducible:
+        want_bool = check.kind == "true"
+        bad = [k for k in names if not _is_null(metrics[k])
+               and (isinstance(metrics[k], bool) != want_bool or not (want_bool or _is_number(metrics[k])))]
+        if bad:
+            need = "a JSON boolean" if want_bool else "a number"
+            raise ClaimsError(f"{c.file}: claim {c.id}: {rel}: check {check.kind!r} needs {need} for {what}"
+                              + ", ".join(f"{k} (got {metrics[k]!r})" for k in bad))
+    return ([metrics[k] for k in names] if isinstance(keys, list) else metrics[keys]), nulls, []
+
+
+def _null_values(results_dir: Path, root: Path, c: Claim, check: Check | None, cache: dict):
+    """The null's value(s) and whether any is null/NaN; a declared null metric that its figure's
+    metrics.json lacks is an error naming the claim (checked whenever the claim's own metrics
+    exist, so a test-scale run proves every null is written)."""
+    ns = c.null_system
+    mfile = results_dir / c.paper / ns.figure / "metrics.json"
+    rel = _rel(mfile, root)
+    if not mfile.exists():
+        raise ClaimsError(f"{c.file}: claim {c.id}: the null's figure {ns.figure} has no {rel}")
+    value, nulls, missing = _values(_read_metrics(mfile, c, cache), ns.metric, c, check, rel, "the null's ")
+    if missing:
+        raise ClaimsError(f"{c.file}: claim {c.id}: {rel} has no null metric(s) {missing} (null_system.metric)")
+    return value, bool(nulls)
+
+
+def _null_status(c: Claim, check: Check, null_value, null_unmeasured: bool) -> tuple[str, str, str]:
+    """(null_system, null_observed, null_status) of a measured claim whose check was evaluated."""
+    ns = c.null_system
+    if ns is None:
+        return "", "", "MISSING"
+    if ns.none:
+        return f"none: {ns.none}", "", "NONE"
+    if null_unmeasured:
+        return ns.system, _fmt(null_value), "NOT-MEASURED"
+    return ns.system, _fmt(null_value), "PASS" if evaluate(check, null_value) else "FAIL"
+
+
+def _rel(p: Path, root: Path) -> Path:
+    try:
+        return p.relative_to(root)
+    except ValueError:
+        return p
+
+
+_WEAK_REASON = {
+    "PASS": "WEAK: its null ({system}) passes the same check ({value}), so the check cannot tell the paper's "
+            "idea from a system without it",
+    "MISSING": "WEAK: no null declared (null_system), so nothing shows the check can fail",
+    "NOT-MEASURED": "WEAK: its null ({system}) could not be measured at this scale, so nothing shows the check "
+                    "can fail",
+}
+
+
+def _row(root: Path, results_dir: Path, scale: str, c: Claim, cache: dict) -> dict:
     check = c.check_for(scale)
     row = {"id": c.id, "paper": c.paper if c.source in ("paper", "") else f"{c.paper} ({c.source})", "kind": c.kind,
            "where": c.where, "claim": c.claim, "expected": _fmt(c.full.expected if check is None else check.expected),
            "observed": "", "tolerance": "" if check is None else check.describe_tolerance(), "status": "",
-           "diagnosis": "", "reason": ""}
+           "null_system": "", "null_observed": "", "null_status": "", "diagnosis": "", "reason": ""}
     nb = root / "notebooks" / c.paper / f"{c.figure}.ipynb"
-    mfile = root / "results" / scale / c.paper / c.figure / "metrics.json"
-    rel = mfile.relative_to(root)
-    observed, nulls = None, []
+    mfile = results_dir / c.paper / c.figure / "metrics.json"
+    rel = _rel(mfile, root)
+    observed, nulls, null_value, null_unmeasured = None, [], None, False
     if mfile.exists():
-        metrics = _read_metrics(mfile, c)
-        keys = c.metric if isinstance(c.metric, list) else [c.metric]
-        missing = [k for k in keys if k not in metrics]
+        observed, nulls, missing = _values(_read_metrics(mfile, c, cache), c.metric, c, check, rel, "")
         if missing and not c.not_reproducible:  # a NOT-REPRODUCIBLE claim may have no metric at all
             raise ClaimsError(f"{c.file}: claim {c.id}: {rel} has no metric(s) {missing}")
         if not missing:
-            observed = [metrics[k] for k in keys] if isinstance(c.metric, list) else metrics[c.metric]
             row["observed"] = _fmt(observed)
-            nulls = [k for k in keys if _is_null(metrics[k])]
-            if check is not None and not c.not_reproducible:
-                want_bool = check.kind == "true"
-                bad = [k for k in keys if not _is_null(metrics[k])
-                       and (isinstance(metrics[k], bool) != want_bool or not (want_bool or _is_number(metrics[k])))]
-                if bad:
-                    need = "a JSON boolean" if want_bool else "a number"
-                    raise ClaimsError(f"{c.file}: claim {c.id}: {rel}: check {check.kind!r} needs {need} for "
-                                      + ", ".join(f"{k} (got {metrics[k]!r})" for k in bad))
+        if c.null_system is not None and c.null_system.metric is not None and not c.not_reproducible:
+            null_value, null_unmeasured = _null_values(results_dir, root, c, check, cache)
+            row.update(null_system=c.null_system.system, null_observed=_fmt(null_value))
     if c.not_reproducible:
         row.update(status="NOT-REPRODUCIBLE", reason=str(c.not_reproducible))
     elif not nb.exists():
@@ -337,6 +445,11 @@ def _row(root: Path, scale: str, c: Claim) -> dict:
         ok = evaluate(check, observed)
         measured = c.kind == "measured"
         row["status"] = ("PASS" if ok else "FAIL") if measured else ("CONSISTENT" if ok else "INCONSISTENT")
+        if measured:
+            system, value, nstat = _null_status(c, check, null_value, null_unmeasured)
+            row.update(null_system=system, null_observed=value, null_status=nstat)
+            if ok and nstat in _WEAK_REASON:
+                row.update(status="WEAK", reason=_WEAK_REASON[nstat].format(system=system, value=value))
         if not ok:
             d = c.diagnosis_for(scale)
             row["diagnosis"] = d.kind if d else (UNDIAGNOSED if measured else "")
@@ -386,34 +499,41 @@ def _by_paper(rows: list[dict]) -> dict[str, list[dict]]:
     return dict(sorted(out.items()))
 
 
-def _count_tables(rows: list[dict]) -> list[str]:
-    """Two tables: measured claims (PASS / FAIL by diagnosis), then the echo kinds apart."""
+def _count_tables(sets: list[tuple[str, list[dict], dict]]) -> list[str]:
+    """Two tables: measured claims (PASS / WEAK / FAIL by diagnosis), then the echo kinds apart.
+    `sets` are (scale, rows, source per paper): one row per paper and scale, side by side."""
     fail_cols = (*DIAGNOSES, UNDIAGNOSED)
-    head_m = ["paper", "measured", "PASS", "FAIL", *(f"FAIL {d}" for d in fail_cols), *OPEN_STATUSES]
-    head_e = ["paper", *KINDS[1:], *ECHO_STATUSES, *OPEN_STATUSES]
+    head_m = ["paper", "scale", "measured", *MEASURED_STATUSES, *(f"FAIL {d}" for d in fail_cols), *OPEN_STATUSES,
+              "results"]
+    head_e = ["paper", "scale", *KINDS[1:], *ECHO_STATUSES, *OPEN_STATUSES]
     lines_m = ["| " + " | ".join(head_m) + " |", "|" + "---|" * len(head_m)]
     lines_e = ["| " + " | ".join(head_e) + " |", "|" + "---|" * len(head_e)]
 
-    def row_m(name, rs):
+    def row_m(name, scale, rs, source):
         m = [r for r in rs if r["kind"] == "measured"]
-        st = [sum(r["status"] == s for r in m) for s in ("PASS", "FAIL")]
+        st = [sum(r["status"] == s for r in m) for s in MEASURED_STATUSES]
         dg = [sum(r["status"] == "FAIL" and (r["diagnosis"] or UNDIAGNOSED) == d for r in m) for d in fail_cols]
         op = [sum(r["status"] == s for r in m) for s in OPEN_STATUSES]
-        return "| " + " | ".join(map(str, [name, len(m), *st, *dg, *op])) + " |"
+        return "| " + " | ".join(map(str, [name, scale, len(m), *st, *dg, *op, source])) + " |"
 
-    def row_e(name, rs):
+    def row_e(name, scale, rs):
         e = [r for r in rs if r["kind"] != "measured"]
         kinds = [sum(r["kind"] == k for r in e) for k in KINDS[1:]]
         st = [sum(r["status"] == s for r in e) for s in (*ECHO_STATUSES, *OPEN_STATUSES)]
-        return "| " + " | ".join(map(str, [name, *kinds, *st])) + " |"
+        return "| " + " | ".join(map(str, [name, scale, *kinds, *st])) + " |"
 
-    for p, rs in _by_paper(rows).items():
-        lines_m.append(row_m(p, rs))
-        lines_e.append(row_e(p, rs))
-    lines_m.append(row_m("**all**", rows))
-    lines_e.append(row_e("**all**", rows))
+    papers = sorted({p for _, rows, _ in sets for p in _by_paper(rows)})
+    for p in papers:
+        for scale, rows, source in sets:
+            rs = _by_paper(rows).get(p, [])
+            lines_m.append(row_m(p, scale, rs, source.get(p, "")))
+            lines_e.append(row_e(p, scale, rs))
+    for scale, rows, _ in sets:
+        lines_m.append(row_m("**all**", scale, rows, ""))
+        lines_e.append(row_e("**all**", scale, rows))
     return ["Measured claims (an output of a simulation, training, replay or data analysis of this artifact; "
-            "only these are reproductions):", "", *lines_m, "",
+            "only these are reproductions; WEAK: the check holds, but also for the claim's null, the simplest "
+            "system without the paper's idea, or no null shows it can fail):", "", *lines_m, "",
             "Stated settings, the paper's own arithmetic and calibration targets (checked for consistency; "
             "not reproductions):", "", *lines_e]
 
@@ -424,7 +544,7 @@ def to_markdown(rows: list[dict], scale: str) -> str:
     buf.write(f"# Claims report ({scale} scale)\n\n")
     buf.write(f"{s['total']} claims: " + ", ".join(f"{s[k]} {k}" for k in STATUSES)
               + f"; {s['undiagnosed']} measured FAIL(s) without a diagnosis.\n\n")
-    buf.write("\n".join(_count_tables(rows)) + "\n")
+    buf.write("\n".join(_count_tables([(scale, rows, {})])) + "\n")
     und = [r for r in rows if r["diagnosis"] == UNDIAGNOSED]
     if und:
         buf.write("\n## Measured FAILs without a diagnosis\n\n")
@@ -450,15 +570,23 @@ README_BEGIN = "<!-- claims-table:begin (generated by `servesim claims --readme 
 README_END = "<!-- claims-table:end -->"
 
 
-def readme_section(rows: list[dict], scale: str) -> str:
-    """The README's claims tables (measured apart from the other kinds), every measured FAIL
-    without a diagnosis, and every NOT-REPRODUCIBLE claim with its reason."""
+def readme_section(rows: list[dict], scale: str, full_rows: list[dict] | None = None,
+                   full_sources: dict | None = None) -> str:
+    """The README's claims tables (measured apart from the other kinds; `scale`'s rows beside the
+    published full-scale snapshot's where given), every measured FAIL without a diagnosis, and
+    every NOT-REPRODUCIBLE claim with its reason."""
     s = summary(rows)
-    lines = [README_BEGIN, "", f"Status of every claim at {scale} scale (`results/{scale}/claims_report.md`). "
-             "PASS / FAIL are given to measured claims only; a stated setting, the paper's arithmetic or a "
+    sets = [(scale, rows, {p: f"this checkout's `results/{scale}/`" for p in _by_paper(rows)})]
+    if full_rows is not None:
+        sets.append(("full", full_rows, full_sources or {}))
+    lines = [README_BEGIN, "", f"Status of every claim at {scale} scale (`results/{scale}/claims_report.md`, "
+             "from a run of this checkout)" + (" and at paper scale (the published snapshot "
+             "`results-full/claims_report.md`; each paper's part names the commit that produced it)"
+             if full_rows is not None else "") + ". "
+             "PASS / WEAK / FAIL are given to measured claims only; a stated setting, the paper's arithmetic or a "
              "calibration target is CONSISTENT or INCONSISTENT with the paper. Each measured FAIL carries a "
              "diagnosis: paper-inconsistent, substitute-data (our synthetic or proxy input cannot carry the "
-             "claim) or open (format: `workflow/claims/README.md`).", "", *_count_tables(rows)]
+             "claim) or open (format: `workflow/claims/README.md`).", "", *_count_tables(sets)]
     und = [r for r in rows if r["diagnosis"] == UNDIAGNOSED]
     if und:
         lines += ["", f"Measured FAILs without a diagnosis ({s['undiagnosed']}):", ""]
@@ -471,10 +599,11 @@ def readme_section(rows: list[dict], scale: str) -> str:
     return "\n".join(lines)
 
 
-def update_readme(readme: str | Path, rows: list[dict], scale: str) -> None:
+def update_readme(readme: str | Path, rows: list[dict], scale: str, full_rows: list[dict] | None = None,
+                  full_sources: dict | None = None) -> None:
     text = Path(readme).read_text()
     if README_BEGIN not in text or README_END not in text:
         raise ClaimsError(f"{readme}: markers {README_BEGIN!r} ... {README_END!r} not found")
     head, rest = text.split(README_BEGIN, 1)
     _, tail = rest.split(README_END, 1)
-    Path(readme).write_text(head + readme_section(rows, scale) + tail)
+    Path(readme).write_text(head + readme_section(rows, scale, full_rows, full_sources) + tail)

@@ -10,6 +10,7 @@ and the per-job runtimes, as HTML pages the report shows.
 
 from __future__ import annotations
 
+import base64
 import csv
 import html
 import json
@@ -22,10 +23,11 @@ GROUP_TITLES = {"sageserve": "SageServe", "preserve": "PreServe", "oserve": "OSe
                 "calibration": "Calibration", "workload": "Workload"}
 # claims-report columns shown in a figure's caption, in this order (any other column the report has
 # is shown after them, so new columns need no change here)
-CAPTION_CLAIM_COLUMNS = ("id", "where", "claim", "expected", "observed", "tolerance", "status", "reason")
+CAPTION_CLAIM_COLUMNS = ("id", "where", "claim", "expected", "observed", "tolerance", "status", "null_system",
+                         "null_observed", "null_status", "reason")
 COLUMN_TITLES = {"expected": "paper's value", "observed": "ours"}
-STATUS_ORDER = ("PASS", "FAIL", "NOT-REPRODUCIBLE", "PENDING", "NOT-CHECKED")
-STATUS_COLOURS = {"PASS": "#d9f2d9", "FAIL": "#f9d6d5", "NOT-REPRODUCIBLE": "#e8e8e8", "PENDING": "#fff2cc",
+STATUS_ORDER = ("PASS", "WEAK", "FAIL", "NOT-REPRODUCIBLE", "PENDING", "NOT-CHECKED")
+STATUS_COLOURS = {"PASS": "#d9f2d9", "WEAK": "#f3ead0", "FAIL": "#f9d6d5", "NOT-REPRODUCIBLE": "#e8e8e8", "PENDING": "#fff2cc",
                   "NOT-CHECKED": "#e6eefb"}
 MAX_METRICS = 300  # a caption lists at most this many metrics (the rest are in metrics.json)
 _MD = MarkdownIt("commonmark").enable("table")
@@ -120,9 +122,35 @@ def _metric_value(v) -> str:
     return s if len(s) <= 200 else s[:200] + " …"
 
 
-def caption_html(root: str | Path, scale: str, group: str, fig: str, claim_rows: list[dict]) -> str:
+SNAPSHOT = "results-full"  # the published paper-scale results (servesim.analysis.snapshot)
+
+
+def _snapshot_html(root: Path, group: str, fig: str, full_rows: list[dict]) -> str:
+    """The figure at paper scale from the published snapshot, where it has been published: its PNG
+    (embedded: the report is one file), the commit that produced it and its claims there."""
+    png = root / SNAPSHOT / group / fig / f"{fig}.png"
+    if not png.is_file():
+        return ""
+    try:
+        stamp = json.loads((root / SNAPSHOT / group / "STAMP.json").read_text())
+    except (OSError, ValueError):
+        stamp = {}
+    img = base64.b64encode(png.read_bytes()).decode()
+    parts = [f"<details><summary>At paper scale (published in {SNAPSHOT}/{_ESC(group)}/, commit "
+             f"<code>{_ESC(str(stamp.get('commit', '?'))[:10])}</code>, {_ESC(str(stamp.get('published_utc', '')))})"
+             f"</summary><img alt=\"{_ESC(fig)} at paper scale\" style=\"max-width:100%\" "
+             f"src=\"data:image/png;base64,{img}\">"]
+    if full_rows:
+        parts.append(_table(full_rows, _columns(full_rows, CAPTION_CLAIM_COLUMNS)))
+    parts.append("</details>")
+    return "".join(parts)
+
+
+def caption_html(root: str | Path, scale: str, group: str, fig: str, claim_rows: list[dict],
+                 full_rows: list[dict] | None = None) -> str:
     """The caption of one figure, as HTML: its notebook's markdown, the claims it checks, the parameters
-    it ran with and its metrics."""
+    it ran with and its metrics; at quick scale also the figure and claims at paper scale where the
+    snapshot has them."""
     root = Path(root)
     nb = root / "notebooks" / group / f"{fig}.ipynb"
     parts = ['<div class="servesim-caption">']
@@ -132,6 +160,8 @@ def caption_html(root: str | Path, scale: str, group: str, fig: str, claim_rows:
         parts.append(_table(claim_rows, _columns(claim_rows, CAPTION_CLAIM_COLUMNS)))
     else:
         parts.append("<p><em>No numbered claim of workflow/claims/ reads this figure's metrics.</em></p>")
+    if scale != "full":
+        parts.append(_snapshot_html(root, group, fig, full_rows or []))
     params = injected_parameters(root / "logs" / scale / group / f"{fig}.ipynb")
     if params:
         parts.append(f"<h4>Parameters of this run</h4><pre>{_ESC(params)}</pre>")
@@ -161,16 +191,22 @@ def write_captions(root: str | Path, scale: str, figures: dict[str, list[str]], 
     """results/<scale>/report/captions/<group>/<fig>.rst for every figure of ``figures``."""
     root, out_dir = Path(root), Path(out_dir)
     by_id = {r["id"]: r for r in read_claims_report(claims_csv)}
+    full_csv = root / SNAPSHOT / "claims_report.csv"
+    full_by_id = {r["id"]: r for r in read_claims_report(full_csv)} if full_csv.is_file() else {}
     per_figure: dict[tuple[str, str], list[dict]] = {}
+    full_per_figure: dict[tuple[str, str], list[dict]] = {}
     for cid, key in claim_figures(root / "workflow" / "claims").items():
         if cid in by_id:
             per_figure.setdefault(key, []).append(by_id[cid])
+        if cid in full_by_id:
+            full_per_figure.setdefault(key, []).append(full_by_id[cid])
     written = []
     for group, figs in figures.items():
         for fig in figs:
             path = out_dir / group / f"{fig}.rst"
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(as_raw_rst(caption_html(root, scale, group, fig, per_figure.get((group, fig), []))))
+            path.write_text(as_raw_rst(caption_html(root, scale, group, fig, per_figure.get((group, fig), []),
+                                                    full_per_figure.get((group, fig), []))))
             written.append(path)
     return written
 
@@ -256,6 +292,11 @@ def write_report_pages(root: str | Path, scale: str, figures: dict[str, list[str
     root = Path(root)
     res = root / "results" / scale
     write_captions(root, scale, figures, captions_dir, res / "claims_report.csv")
-    Path(claims_html).write_text(claims_page(res / "claims_report.csv", scale))
+    page = claims_page(res / "claims_report.csv", scale)
+    full_csv = root / SNAPSHOT / "claims_report.csv"
+    if scale != "full" and full_csv.is_file():  # the published paper scale beside this scale's
+        full = claims_page(full_csv, "full (published snapshot)")
+        page = page.replace("</body>", full.split("<body>", 1)[1].split("</body>", 1)[0] + "</body>", 1)
+    Path(claims_html).write_text(page)
     Path(provenance_html).write_text(provenance_page(res / "provenance.json", scale))
     Path(runtimes_html).write_text(runtimes_page(res / "benchmarks", scale))

@@ -1,0 +1,145 @@
+"""The published paper-scale results: `results-full/`, committed so a reviewer sees them without
+running hours of simulation.
+
+One part per paper, refreshed one paper at a time (`servesim snapshot --paper P`, or the
+workflow's `publish_<paper>` target): each figure's `metrics.json`, `data.csv` and PNG copied from
+`results/full/` and `figures/full/`, and `<paper>/STAMP.json` naming the commit that produced them,
+whether the tree was dirty, the date, the machine and the wall time of every job. The claims report
+of the snapshot (`claims_report.{csv,md}`) is re-checked against today's claims files after every
+refresh (`servesim snapshot --recheck`), so a claims edit never leaves it stale.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import time
+from pathlib import Path
+
+from servesim.analysis.claims import REPORT_COLUMNS, ClaimsError, check_claims, to_markdown, write_csv
+from servesim.analysis.provenance import _git, _machine, _versions
+
+SNAPSHOT = "results-full"
+SCALE = "full"
+STAMP = "STAMP.json"
+FILES = ("metrics.json", "data.csv")
+
+
+class SnapshotError(ValueError):
+    """A snapshot that cannot be published or read; the message names the paper or file."""
+
+
+def figures_of(root: Path, paper: str) -> list[str]:
+    return sorted(p.stem for p in (root / "notebooks" / paper).glob("*.ipynb"))
+
+
+def _wall_times(root: Path, paper: str) -> dict[str, float]:
+    """Seconds per job of the paper at full scale, from Snakemake's benchmark files (runs and
+    notebooks both write `results/full/benchmarks/<paper>/<job>.tsv`)."""
+    out = {}
+    bdir = root / "results" / SCALE / "benchmarks" / paper
+    for f in sorted(bdir.rglob("*.tsv")):
+        rows = f.read_text().splitlines()
+        if len(rows) >= 2:
+            try:
+                out[str(f.relative_to(bdir).with_suffix(""))] = round(float(rows[-1].split("\t")[0]), 1)
+            except ValueError:
+                continue
+    return out
+
+
+def publish(root: str | Path, paper: str, out: str | Path | None = None) -> dict:
+    """Copy one paper's full-scale outputs into the snapshot and stamp them. Figures the full run
+    has not written are listed in the stamp as missing (their claims then read PENDING); a paper
+    with no full-scale output at all is an error."""
+    root = Path(root)
+    out = Path(out) if out else root / SNAPSHOT
+    figs = figures_of(root, paper)
+    if not figs:
+        raise SnapshotError(f"notebooks/{paper}: no notebooks (is {paper!r} a paper of this project?)")
+    res, fig_dir = root / "results" / SCALE / paper, root / "figures" / SCALE / paper
+    have = [f for f in figs if (res / f / "metrics.json").is_file()]
+    if not have:
+        raise SnapshotError(f"results/{SCALE}/{paper}: no figure has been run at full scale "
+                            f"(run `snakemake --cores N full_{paper}` first)")
+    part = out / paper
+    staging = out / f".{paper}.part"
+    shutil.rmtree(staging, ignore_errors=True)
+    for f in have:
+        (staging / f).mkdir(parents=True)
+        for name in FILES:
+            if (res / f / name).is_file():
+                shutil.copy2(res / f / name, staging / f / name)
+        if (fig_dir / f"{f}.png").is_file():
+            shutil.copy2(fig_dir / f"{f}.png", staging / f / f"{f}.png")
+    dirty = _git(root, "status", "--porcelain", "--", "src", "workflow", f"notebooks/{paper}", "pyproject.toml")
+    walls = _wall_times(root, paper)
+    stamp = {
+        "paper": paper, "scale": SCALE,
+        "commit": _git(root, "rev-parse", "HEAD"),
+        # what differed from that commit in the code, notebooks and workflow when published
+        "dirty": sorted(line[3:] for line in (dirty or "").splitlines()),
+        "published_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "results_newest_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(
+            max((res / f / "metrics.json").stat().st_mtime for f in have))),
+        "machine": _machine(), "packages": _versions(),
+        "wall_s_total": round(sum(walls.values()), 1), "wall_s": walls,
+        "figures": have, "missing": [f for f in figs if f not in have],
+    }
+    (staging / STAMP).write_text(json.dumps(stamp, indent=1, sort_keys=True) + "\n")
+    shutil.rmtree(part, ignore_errors=True)
+    staging.rename(part)
+    return stamp
+
+
+def stamps(root: str | Path, out: str | Path | None = None) -> dict[str, dict]:
+    out = Path(out) if out else Path(root) / SNAPSHOT
+    found = {}
+    for f in sorted(out.glob(f"*/{STAMP}")):
+        try:
+            found[f.parent.name] = json.loads(f.read_text())
+        except (OSError, ValueError) as exc:
+            raise SnapshotError(f"{f}: not readable JSON: {exc}") from None
+    return found
+
+
+def _header(st: dict[str, dict]) -> str:
+    parts = [f"{p} at {s.get('commit', '?')[:10]}{' (dirty)' if s.get('dirty') else ''}, "
+             f"published {s.get('published_utc', '?')}, {s.get('wall_s_total', 0) / 60:.0f} min of jobs"
+             + (f", {len(s['missing'])} figure(s) not run" if s.get("missing") else "")
+             for p, s in st.items()]
+    return ("Parts: " + "; ".join(parts) + ".") if parts else "No paper has been published yet."
+
+
+def recheck(root: str | Path, out: str | Path | None = None) -> list[dict]:
+    """The snapshot's claims report, checked with today's claims files against its metrics; a
+    paper not yet published reads PENDING. Writes `claims_report.{csv,md}` into the snapshot."""
+    root = Path(root)
+    out = Path(out) if out else root / SNAPSHOT
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        rows = check_claims(root, SCALE, results_dir=out)
+    except ClaimsError as exc:
+        raise SnapshotError(f"{out}: the snapshot does not fit today's claims files: {exc}") from None
+    st = stamps(root, out)
+    for r in rows:  # a paper never published: say so rather than "not run at full scale"
+        if r["status"] == "PENDING" and r["paper"].split(" ", 1)[0] not in st:
+            r["reason"] = f"not yet published in {SNAPSHOT}/ (servesim snapshot --paper ...)"
+    write_csv(rows, out / "claims_report.csv")
+    md = to_markdown(rows, SCALE).replace("\n\n", f"\n\n{_header(st)}\n\n", 1)
+    (out / "claims_report.md").write_text(md)
+    return rows
+
+
+def read_report(root: str | Path, out: str | Path | None = None) -> list[dict] | None:
+    """The snapshot's claims rows as published (None where there is no snapshot)."""
+    f = (Path(out) if out else Path(root) / SNAPSHOT) / "claims_report.csv"
+    if not f.is_file():
+        return None
+    with open(f, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    if rows and tuple(rows[0]) != REPORT_COLUMNS:
+        raise SnapshotError(f"{f}: columns {list(rows[0])} are not the report's {list(REPORT_COLUMNS)}; "
+                            "re-check it with `servesim snapshot --recheck`")
+    return rows

@@ -1,0 +1,105 @@
+"""The published paper-scale snapshot (`results-full/`): publishing a paper, its stamp, the
+re-checked claims report, and the committed snapshot agreeing with its own CSV and the README."""
+
+import csv
+import json
+import re
+import subprocess
+
+import pytest
+
+from servesim.analysis import snapshot
+from servesim.analysis.claims import README_BEGIN, README_END, REPORT_COLUMNS, check_claims
+from tests.foundation.test_claims import _readme_rows, claim, notebook, write
+
+
+def _project(tmp_path):
+    write(tmp_path, [claim(), claim(id="demo-02-x", figure="fig02_y", metric="y")])
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10.0}, scale="full")
+    notebook(tmp_path, "demo", "fig02_y", None, scale="full")  # a figure the full run has not written
+    (tmp_path / "results/full/demo/fig01_x/data.csv").write_text("a\n1\n")
+    png = tmp_path / "figures/full/demo/fig01_x.png"
+    png.parent.mkdir(parents=True)
+    png.write_bytes(b"\x89PNG demo")
+    bench = tmp_path / "results/full/benchmarks/demo/fig01_x.tsv"
+    bench.parent.mkdir(parents=True)
+    bench.write_text("s\th:m:s\n12.5\t0:00:12\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "x"],
+                   cwd=tmp_path, check=True)
+    return tmp_path
+
+
+def test_publish_copies_stamps_and_rechecks(tmp_path):
+    root = _project(tmp_path)
+    st = snapshot.publish(root, "demo")
+    part = root / "results-full" / "demo"
+    assert (part / "fig01_x" / "metrics.json").is_file() and (part / "fig01_x" / "data.csv").is_file()
+    assert (part / "fig01_x" / "fig01_x.png").read_bytes() == b"\x89PNG demo"
+    assert re.fullmatch(r"[0-9a-f]{40}", st["commit"]) and st["figures"] == ["fig01_x"]
+    assert st["missing"] == ["fig02_y"] and st["wall_s"] == {"fig01_x": 12.5} and st["wall_s_total"] == 12.5
+    assert json.loads((part / "STAMP.json").read_text()) == st
+    rows = {r["id"]: r for r in snapshot.recheck(root)}
+    assert rows["demo-01-x"]["status"] == "PASS" and rows["demo-02-x"]["status"] == "PENDING"
+    assert snapshot.read_report(root) == [{k: r[k] for k in REPORT_COLUMNS} for r in rows.values()]
+    md = (root / "results-full" / "claims_report.md").read_text()
+    assert f"demo at {st['commit'][:10]}" in md and "1 figure(s) not run" in md
+
+
+def test_republish_replaces_the_part_and_unpublished_papers_say_so(tmp_path):
+    root = _project(tmp_path)
+    snapshot.publish(root, "demo")
+    (root / "results-full/demo/stale.txt").write_text("from an older run")
+    snapshot.publish(root, "demo")
+    assert not (root / "results-full/demo/stale.txt").exists()
+    write(root, [claim(id="later-01-x")], paper="later")
+    notebook(root, "later", "fig01_x", None)
+    rows = {r["id"]: r for r in snapshot.recheck(root)}
+    assert rows["later-01-x"]["status"] == "PENDING" and "not yet published" in rows["later-01-x"]["reason"]
+
+
+def test_publish_errors_name_the_paper(tmp_path):
+    root = _project(tmp_path)
+    with pytest.raises(snapshot.SnapshotError, match="notebooks/nope"):
+        snapshot.publish(root, "nope")
+    notebook(root, "bare", "fig01_x", None)
+    with pytest.raises(snapshot.SnapshotError, match="results/full/bare: no figure.*full_bare"):
+        snapshot.publish(root, "bare")
+
+
+def test_committed_snapshot_equals_its_csv_and_names_its_commits(project_root):
+    """The published snapshot's claims report is what today's claims files give on its metrics,
+    each published part names the commit that produced it, and the README's full-scale rows are
+    that CSV's counts."""
+    out = project_root / snapshot.SNAPSHOT
+    if not (out / "claims_report.csv").is_file():
+        pytest.skip("no published snapshot yet (servesim snapshot --paper P)")
+    published = snapshot.read_report(project_root)
+    assert published == [{k: r[k] for k in REPORT_COLUMNS} for r in
+                         check_claims(project_root, "full", results_dir=out)], \
+        "results-full/claims_report.csv is stale: run `servesim snapshot --recheck`"
+    stamps = snapshot.stamps(project_root)
+    assert stamps, "a snapshot report without any published part"
+    for paper, st in stamps.items():
+        assert re.fullmatch(r"[0-9a-f]{40}", st.get("commit") or ""), f"{paper}: STAMP.json names no commit"
+        assert st["figures"], paper
+        for fig in st["figures"]:
+            assert (out / paper / fig / "metrics.json").is_file(), (paper, fig)
+    text = (project_root / "README.md").read_text()
+    section = text.split(README_BEGIN, 1)[1].split(README_END, 1)[0]
+    table = _readme_rows(section, "Measured claims")
+    for paper in stamps:
+        mine = [r for r in published if r["paper"].split(" ", 1)[0] == paper and r["kind"] == "measured"]
+        cells = table[(paper, "full")]
+        assert int(cells[0]) == len(mine) and int(cells[1]) == sum(r["status"] == "PASS" for r in mine) \
+            and int(cells[2]) == sum(r["status"] == "WEAK" for r in mine), \
+            "README full-scale rows are stale: run `servesim claims --readme README.md`"
+        assert stamps[paper]["commit"][:10] in cells[-1]
+
+
+def test_snapshot_csv_has_the_report_columns(project_root):
+    f = project_root / snapshot.SNAPSHOT / "claims_report.csv"
+    if not f.is_file():
+        pytest.skip("no published snapshot yet")
+    with open(f, newline="") as fh:
+        assert tuple(next(csv.reader(fh))) == REPORT_COLUMNS
