@@ -95,6 +95,9 @@ for _paper in config["papers"]:
             paper=_paper,
         log:
             f"logs/full/publish_{_paper}.log",
+        localrule: True  # it writes into the checkout's results-full/, never on a cluster node
+        conda:
+            CONDA_ENV
         shell:
             "{params.env} {params.py} -m servesim.cli snapshot --paper {params.paper}"
             " --root {params.root:q} > {log} 2>&1"

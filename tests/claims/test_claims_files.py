@@ -89,6 +89,32 @@ def test_every_claim_has_a_kind_and_setups_are_not_measured() -> None:
     assert not bad, f"claims on setup/arithmetic notebooks marked measured: {bad}"
 
 
+def test_every_measured_claim_names_its_null() -> None:
+    """Issue 26: every measured claim that is checked names its null (a naive system's metric, or
+    `none` with the reason), so a PASS can be told from a check that cannot fail."""
+    missing = [c.id for c in load_all_claims(CLAIMS_DIR)
+               if c.kind == "measured" and not c.not_reproducible and c.null_system is None]
+    assert not missing, f"measured claims without null_system ({len(missing)}): {missing[:20]}"
+
+
+def test_null_reasons_are_specific() -> None:
+    """A `none` reason is a reason for that claim, not one sentence pasted over a whole file."""
+    from collections import Counter
+
+    reasons = Counter(c.null_system.none for c in load_all_claims(CLAIMS_DIR)
+                      if c.null_system is not None and c.null_system.none)
+    pasted = {r: n for r, n in reasons.items() if n > 8}
+    assert not pasted, f"one `none` reason pasted over many claims: {pasted}"
+
+
+def test_open_diagnoses_name_what_would_settle_them() -> None:
+    """Issue 26 item 4: an `open` FAIL is a to-do: its why names the experiment that would settle
+    it ("... would settle it"), or, once run, the run and what it showed ("settled by ...")."""
+    bad = [f"{c.id} ({scale})" for c in load_all_claims(CLAIMS_DIR) for scale, d in c.diagnosis.items()
+           if d.kind == "open" and "settle" not in d.why.lower()]
+    assert not bad, f"open diagnoses that name no experiment to settle them: {sorted(set(bad))}"
+
+
 def test_notes_carry_no_hand_copied_results() -> None:
     """Results live in metrics and generated tables: a note may say what a number depends on,
     not what we measured ('quick: 0.51', 'ours 12.3 %', 'we measure ...')."""

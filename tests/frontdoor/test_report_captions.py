@@ -97,3 +97,29 @@ def test_unreadable_notebook_names_the_file(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(ValueError, match="broken.ipynb"):
         rc.notebook_markdown(bad)
+
+
+def test_quick_caption_and_claims_page_show_the_published_paper_scale(tmp_path):
+    """Where results-full/ has the figure, the quick report shows its PNG (embedded), the commit
+    that produced it and its paper-scale claims; the claims page adds the snapshot's table."""
+    root = _project(tmp_path, ROWS)
+    part = root / "results-full" / "sageserve"
+    (part / "fig01_reactive_vs_ideal").mkdir(parents=True)
+    (part / "fig01_reactive_vs_ideal" / "fig01_reactive_vs_ideal.png").write_bytes(b"\x89PNG full")
+    (part / "STAMP.json").write_text(json.dumps({"commit": "0123456789abcdef", "published_utc": "2026-11-27"}))
+    full = [{**ROWS[0], "observed": "5.2", "status": "WEAK"}]
+    with open(root / "results-full" / "claims_report.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(full[0]))
+        w.writeheader()
+        w.writerows(full)
+    [cap] = rc.write_captions(root, "quick", {"sageserve": ["fig01_reactive_vs_ideal"]}, root / "captions",
+                              root / "results/quick/claims_report.csv")
+    body = publish_parts(cap.read_text(), writer="html")["body"]
+    assert "At paper scale" in body and "0123456789" in body and "data:image/png;base64," in body
+    assert "5.2" in body and "WEAK" in body
+    (root / "results/quick/provenance.json").write_text("{}")
+    rc.write_report_pages(root, "quick", {"sageserve": ["fig01_reactive_vs_ideal"]}, captions_dir=root / "c",
+                          claims_html=root / "claims.html", provenance_html=root / "p.html",
+                          runtimes_html=root / "r.html")
+    page = (root / "claims.html").read_text()
+    assert "Claims report (quick scale)" in page and "full (published snapshot)" in page
