@@ -27,6 +27,11 @@
 # | static's worst spans | T1 P1 / P6 |
 # | vLLM's best at T1 P1 / P6 | (DP8, TP2) / (DP2, TP8) |
 # | T2 P5 | reload (DP4, TP2, PP2) 1.5x worse; OServe 4 replicas |
+#
+# **Nulls** (workflow/claims/oserve.yaml): the per-span gains with vLLM reload in OServe's place
+# (over static) and vLLM static in OServe's place (over reload); for the best-deployment claims, no
+# search at all (§4.3's memory-minimum pure-TP replica); for OServe's replica count, the best
+# homogeneous deployment's (vLLM reload's plan of the same span).
 
 # %% tags=["parameters"]
 scale = "quick"     # "quick", "full" or "test"; names the output folders and the runs read
@@ -39,12 +44,18 @@ import pandas as pd
 
 from servesim.analysis import oserve_online as OO
 from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.catalog import get_hardware, get_model
+from servesim.systems.oserve import min_gpus_per_replica
 
 apply_style()
 spans = OO.load("online/*/*/latency", "spans.csv", scale, root)
 plans = OO.load("online/*/*/latency", "plans.csv", scale, root)
 g_static = OO.paired(spans, "e2e_p99_s", "static", "oserve", by=("model", "trace", "period"))
 g_reload = OO.paired(spans, "e2e_p99_s", "reload", "oserve", by=("model", "trace", "period"))
+# the nulls (workflow/claims/oserve.yaml): vLLM reload in OServe's place against vLLM static, and
+# vLLM static in OServe's place against vLLM reload, span by span
+n_static = OO.paired(spans, "e2e_p99_s", "static", "reload", by=("model", "trace", "period"))
+n_reload = OO.paired(spans, "e2e_p99_s", "reload", "static", by=("model", "trace", "period"))
 pd.DataFrame({"vs_static": g_static, "vs_reload": g_reload})
 
 # %%
@@ -87,8 +98,14 @@ def tp_pp(label):
 
 REF = "opt-66b"  # §6.2's quoted deployments are 16-GPU ones; Table 3 is OPT-66B
 worst_t1 = g_static.xs("T1", level="trace").groupby(level="period").max() if len(g_static) else pd.Series(dtype=float)
+worst_t1_null = n_static.xs("T1", level="trace").groupby(level="period").max() if len(n_static) else pd.Series(dtype=float)
 r_t2p5 = g_reload.get((REF, "T2", "P5"), float("nan")) if len(g_reload) else float("nan")
+r_t2p5_null = n_reload.get((REF, "T2", "P5"), float("nan")) if len(n_reload) else float("nan")
 os_t2p5 = period_plan(REF, "T2", "P5", "oserve")
+rl_t2p5 = period_plan(REF, "T2", "P5", "reload")
+# the planner's null for the best-deployment claims: no search, §4.3's memory-minimum pure-TP replica
+_m = get_model(REF)
+mem_min_tp = float(min_gpus_per_replica(_m.param_bytes, get_hardware("h100-80gb").mem_bytes, _m.heads))
 metrics = {
     "span_gain_vs_static_min": OO.stat(g_static, "min"),
     "span_gain_vs_static_max": OO.stat(g_static, "max"),
@@ -100,6 +117,17 @@ metrics = {
     "reload_best_pp_t2_p5": tp_pp(period_plan(REF, "T2", "P5", "reload"))[1],
     "reload_gain_t2_p5": float(r_t2p5),
     "oserve_n_replicas_t2_p5": float(len(os_t2p5.split(" + "))) if os_t2p5 else float("nan"),
+    # nulls
+    "span_gain_reload_vs_static_min": OO.stat(n_static, "min"),
+    "span_gain_reload_vs_static_max": OO.stat(n_static, "max"),
+    "span_gain_static_vs_reload_min": OO.stat(n_reload, "min"),
+    "span_gain_static_vs_reload_max": OO.stat(n_reload, "max"),
+    "static_worst_span_t1_is_p1_or_p6_vs_reload": (bool(worst_t1_null.idxmax() in ("P1", "P6")) if len(worst_t1_null)
+                                                   else float("nan")),
+    "memory_min_tp_ref": mem_min_tp,
+    "memory_min_pp_ref": 1.0,   # §4.3's start is pure TP
+    "static_gain_vs_reload_t2_p5": float(r_t2p5_null),
+    "reload_n_replicas_t2_p5": float(len(rl_t2p5.split(" + "))) if rl_t2p5 else float("nan"),
 }
 out = FigureOutputs("oserve", "fig10_span_latency", scale=scale, root=root)
 out.save_figure(fig)

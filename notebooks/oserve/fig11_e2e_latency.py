@@ -25,6 +25,12 @@
 # |---|---|
 # | P99 vs vLLM static | up to 2.0x, 1.5x on average |
 # | P99 vs vLLM reload | up to 1.5x, 1.3x on average |
+#
+# **Nulls** (workflow/claims/oserve.yaml, `null_system`): the same ratios with a system without
+# OServe's idea (heterogeneous deployments + type-aware assignment) in OServe's place: vLLM reload
+# (the homogeneous bottom rung of Fig 15's ladder) for the gains over vLLM static, and vLLM static
+# for the gains over vLLM reload. The abstract's "performance" pools the P99 speedups with the
+# throughput gains of the throughput runs (§6.2 quotes 2.0x / 1.5x for both).
 
 # %% tags=["parameters"]
 scale = "quick"     # "quick", "full" or "test"; names the output folders and the runs read
@@ -65,6 +71,13 @@ fig
 # %%
 vs_static = OO.paired(sysdf, "e2e_p99_s", "static", "oserve")
 vs_reload = OO.paired(sysdf, "e2e_p99_s", "reload", "oserve")
+# the nulls: vLLM reload / vLLM static in OServe's place
+null_vs_static = OO.paired(sysdf, "e2e_p99_s", "static", "reload")
+null_vs_reload = OO.paired(sysdf, "e2e_p99_s", "reload", "static")
+# the abstract's "performance": P99 speedups and throughput gains (throughput runs) pooled
+thr = OO.load("online/*/*/throughput", "systems.csv", scale, root)
+perf = pd.concat([vs_static, OO.paired(thr, "throughput_rps", "oserve", "static")], ignore_index=True)
+perf_null = pd.concat([null_vs_static, OO.paired(thr, "throughput_rps", "reload", "static")], ignore_index=True)
 metrics = {
     "p99_speedup_vs_static_max": OO.stat(vs_static, "max"),
     "p99_speedup_vs_static_mean": OO.stat(vs_static, "mean"),
@@ -73,6 +86,14 @@ metrics = {
     "mean_speedup_vs_static_mean": OO.stat(OO.paired(sysdf, "e2e_mean_s", "static", "oserve"), "mean"),
     "mean_speedup_vs_reload_mean": OO.stat(OO.paired(sysdf, "e2e_mean_s", "reload", "oserve"), "mean"),
     "n_cases": len(vs_static),
+    "p99_speedup_reload_vs_static_max": OO.stat(null_vs_static, "max"),
+    "p99_speedup_reload_vs_static_mean": OO.stat(null_vs_static, "mean"),
+    "p99_speedup_static_vs_reload_max": OO.stat(null_vs_reload, "max"),
+    "p99_speedup_static_vs_reload_mean": OO.stat(null_vs_reload, "mean"),
+    "perf_gain_vs_static_max": OO.stat(perf, "max"),
+    "perf_gain_vs_static_mean": OO.stat(perf, "mean"),
+    "perf_gain_reload_vs_static_max": OO.stat(perf_null, "max"),
+    "perf_gain_reload_vs_static_mean": OO.stat(perf_null, "mean"),
 }
 out = FigureOutputs("oserve", "fig11_e2e_latency", scale=scale, root=root)
 out.save_figure(fig)

@@ -43,9 +43,10 @@ from servesim.analysis.outputs import FigureOutputs, apply_style
 
 apply_style()
 LADDER = ["reload", "hetero", "oserve"]
+NULL = "static"  # the claims' null (workflow/claims/oserve.yaml): vLLM static in a rung's place
 spans = OO.load("online/T1/*/latency", "spans.csv", scale, root)
 plans = OO.load("online/T1/*/latency", "plans.csv", scale, root)
-abl = spans[spans.period.isin(["P1", "P6"]) & spans.system.isin(LADDER)] if not spans.empty else spans
+abl = spans[spans.period.isin(["P1", "P6"]) & spans.system.isin([*LADDER, NULL])] if not spans.empty else spans
 p99 = abl.pivot_table(index=["model", "period"], columns="system", values="e2e_p99_s") if not abl.empty else pd.DataFrame()
 p99
 
@@ -64,12 +65,13 @@ fig
 
 
 # %%
-def shares(model="opt-66b"):
-    """(types 1-2 -> largest replica, type 4 -> second largest, type 3 -> the rest) in T1 P1's plans."""
+def shares(model="opt-66b", system="oserve"):
+    """(types 1-2 -> largest replica, type 4 -> second largest, type 3 -> the rest) in T1 P1's plans
+    of ``system`` ("hetero": the same deployments routed type-agnostically, the claims' null)."""
     nan = (float("nan"),) * 3
     if plans.empty:
         return nan
-    g = plans[(plans.model == model) & (plans.system == "oserve")]
+    g = plans[(plans.model == model) & (plans.system == system)]
     if g.empty:
         return nan
     g = g[g.span < (g.span.max() + 1) / 6]
@@ -88,6 +90,8 @@ def shares(model="opt-66b"):
 gain_h = 100.0 * (p99["reload"] / p99["hetero"] - 1.0) if {"reload", "hetero"} <= set(p99) else pd.Series(dtype=float)
 gain_f = 100.0 * (p99["reload"] / p99["oserve"] - 1.0) if {"reload", "oserve"} <= set(p99) else pd.Series(dtype=float)
 s12, s4, s3 = shares()
+n12, n4, n3 = shares(system="hetero")
+gain_n = 100.0 * (p99["reload"] / p99[NULL] - 1.0) if {"reload", NULL} <= set(p99) else pd.Series(dtype=float)
 metrics = {
     "p99_gain_hetero_mean_pct": OO.stat(gain_h, "mean"),
     "p99_gain_hetero_max_pct": OO.stat(gain_h, "max"),
@@ -99,6 +103,15 @@ metrics = {
     "share_types12_to_largest_replica": s12,
     "share_type4_to_second_replica": s4,
     "share_type3_to_smallest_replicas": s3,
+    # nulls: vLLM static in the hetero rung's place (15a/b), the hetero rung in OServe's place
+    # (15c/d: p99_gain_hetero_*), static in OServe's place in the ladder (15e), and the hetero rung's
+    # type-agnostic routing on the same deployments (16a-c)
+    "p99_gain_static_mean_pct": OO.stat(gain_n, "mean"),
+    "p99_gain_static_max_pct": OO.stat(gain_n, "max"),
+    "p99_static_mean_s": OO.stat(p99.get(NULL, pd.Series(dtype=float)), "mean"),
+    "share_types12_to_largest_replica_type_agnostic": n12,
+    "share_type4_to_second_replica_type_agnostic": n4,
+    "share_type3_to_smallest_replicas_type_agnostic": n3,
 }
 out = FigureOutputs("oserve", "fig15_ablation", scale=scale, root=root)
 out.save_figure(fig)

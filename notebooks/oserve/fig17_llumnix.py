@@ -58,6 +58,10 @@ thr = OO.load("fig17/*/*/throughput", "systems.csv", scale, root)
 p99 = OO.paired(lat, "e2e_p99_s", "llumnix", "oserve", by=BY)
 tput = OO.paired(thr, "throughput_rps", "oserve", "llumnix", by=BY)
 table = pd.DataFrame({"p99_speedup": p99, "throughput_gain": tput})
+# the claims' null (workflow/claims/oserve.yaml): vLLM static (round-robin over Llumnix's own
+# deployment) in OServe's place: does the naive deployment also beat Llumnix?
+null_both = pd.concat([OO.paired(lat, "e2e_p99_s", "llumnix", "static", by=BY),
+                       OO.paired(thr, "throughput_rps", "static", "llumnix", by=BY)], ignore_index=True)
 table
 
 # %%
@@ -113,6 +117,8 @@ metrics = {
        for c in ("p99_speedup", "throughput_gain") for how in ("min", "max", "mean")},
     "llumnix_migrations_done": float(mig["migrations_done"].sum()) if len(mig) and "migrations_done" in mig else float("nan"),
     "n_cases": len(cases),
+    "static_gain_vs_llumnix_min": OO.stat(null_both, "min"),
+    "static_gain_vs_llumnix_max": OO.stat(null_both, "max"),
 }
 data = table.reset_index() if cases else pd.DataFrame(columns=[*BY, "p99_speedup", "throughput_gain"])
 out = FigureOutputs("oserve", "fig17_llumnix", scale=scale, root=root)

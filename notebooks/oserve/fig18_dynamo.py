@@ -58,19 +58,21 @@ READINGS = {"p99": ("e2e_p99_s", False), "mean": ("e2e_mean_s", False), "through
 if reading not in READINGS:
     raise ValueError(f"reading={reading!r}: one of {sorted(READINGS)}")
 SYS = ["oserve", "dynamo"]
+NULL = "static"  # the claims' null (workflow/claims/oserve.yaml): vLLM static in OServe's place
 sysdf = OO.load("fig18/*", "systems.csv", scale, root)
-sysdf = sysdf[sysdf.system.isin(SYS)].reset_index(drop=True) if not sysdf.empty else sysdf
+sysdf = sysdf[sysdf.system.isin([*SYS, NULL])].reset_index(drop=True) if not sysdf.empty else sysdf
 BY = ("model", "gpus", "trace")
 
 
-def gains(value: str, higher_is_better: bool) -> pd.Series:
-    """OServe's gain over Dynamo in % per (model, gpus, trace)."""
-    r = OO.paired(sysdf, value, "oserve", "dynamo", by=BY) if higher_is_better else \
-        OO.paired(sysdf, value, "dynamo", "oserve", by=BY)
+def gains(value: str, higher_is_better: bool, system: str = "oserve") -> pd.Series:
+    """``system``'s gain over Dynamo in % per (model, gpus, trace)."""
+    r = OO.paired(sysdf, value, system, "dynamo", by=BY) if higher_is_better else \
+        OO.paired(sysdf, value, "dynamo", system, by=BY)
     return (r - 1.0) * 100.0
 
 
 table = pd.DataFrame({f"gain_{k}_pct": gains(*v) for k, v in READINGS.items()})
+null_gain = gains(*READINGS[reading], system=NULL)
 table
 
 # %%
@@ -122,6 +124,8 @@ metrics = {
     **{f"gain_{k}_vs_dynamo_{how}_pct": (OO.stat(table[f"gain_{k}_pct"], how) if cases else float("nan"))
        for k in READINGS for how in ("min", "max")},
     "n_cases": len(cases),
+    "static_gain_vs_dynamo_min_pct": OO.stat(null_gain, "min") if cases else float("nan"),
+    "static_gain_vs_dynamo_max_pct": OO.stat(null_gain, "max") if cases else float("nan"),
 }
 data = sysdf.merge(table.reset_index(), on=list(BY), how="left") if cases else sysdf
 out = FigureOutputs("oserve", "fig18_dynamo", scale=scale, root=root)

@@ -38,6 +38,8 @@ from servesim.analysis.outputs import FigureOutputs, apply_style
 apply_style()
 LEVELS = ["S1", "S2", "S3", "S4", "S5"]
 sysdf, metrics = OO.level_speedups("spatial", LEVELS, scale, root)
+# the claims' null (workflow/claims/oserve.yaml): vLLM static in OServe's place (for one fixed mix the best homogeneous deployment, so its speedup is 1 by definition)
+metrics.update(OO.level_speedups("spatial", LEVELS, scale, root, system="static")[1])
 pd.Series(metrics)
 
 # %%

@@ -38,6 +38,8 @@ from servesim.analysis.outputs import FigureOutputs, apply_style
 apply_style()
 LEVELS = ["T1", "T2", "T3", "T4"]
 sysdf, metrics = OO.level_speedups("temporal", LEVELS, scale, root)
+# the claims' null (workflow/claims/oserve.yaml): vLLM reload (the best homogeneous deployment per span) in OServe's place
+metrics.update(OO.level_speedups("temporal", LEVELS, scale, root, system="reload")[1])
 pd.Series(metrics)
 
 # %%

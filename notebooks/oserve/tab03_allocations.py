@@ -89,16 +89,17 @@ fig.tight_layout()
 fig
 
 # %%
-def dp(tr, sp):
-    return float(ours.loc[(tr, sp), "dp"]) if (tr, sp) in ours.index else float("nan")
+def dp(tr, sp, plans=None):
+    plans = ours if plans is None else plans
+    return float(plans.loc[(tr, sp), "dp"]) if (tr, sp) in plans.index else float("nan")
 
 
 spans = [f"P{k}" for k in range(1, 7)]
 
 
-def switch_gain(case):
+def switch_gain(case, plan="heuristic"):
     """App. G: (1 - mean e2e of the span's plan / mean e2e of the previous span's plan kept) x 100."""
-    new, kept = (osch.value(df, "mean_e2e_s", plan=p, case=case) for p in ("heuristic", "previous"))
+    new, kept = (osch.value(df, "mean_e2e_s", plan=p, case=case) for p in (plan, "previous"))
     return float((1 - new / kept) * 100) if np.isfinite(new) and np.isfinite(kept) and kept > 0 else float("nan")
 
 
@@ -123,6 +124,17 @@ metrics = {
 for tr in ("T1", "T2"):
     for s in spans:
         metrics[f"dp_{tr.lower()}_{s.lower()}"] = dp(tr, s)
+# the planner's null (workflow/claims/oserve.yaml): the best single homogeneous deployment of each
+# span (vLLM's) in Alg. 1's place
+st_dp = [dp(tr, s, static) for tr in ("T1", "T2") for s in spans if (tr, s) in ours.index]
+metrics.update({
+    "dp_mean_all_spans_static": float(np.nanmean(st_dp)) if np.isfinite(st_dp).any() else float("nan"),
+    "dp_mean_t2_static": float(np.nanmean([dp("T2", s, static) for s in spans])) if ("T2", "P1") in static.index
+    else float("nan"),
+    "dp_t1_p1_static": dp("T1", "P1", static),
+    "dp_t1_p6_static": dp("T1", "P6", static),
+    "merge_latency_gain_pct_t1_p2_static": switch_gain("T1-P2", plan="static"),
+})
 out = FigureOutputs("oserve", "tab03_allocations", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(table)

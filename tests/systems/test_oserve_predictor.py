@@ -74,7 +74,7 @@ def test_predictor_cli_at_test_scale(tmp_path, monkeypatch):
                    "--traces", "T1", "--rate", "1.0", "-o", str(out)]) == 0
     s = json.loads((out / "summary.json").read_text())
     assert s["lookback_spans"] == 50 and s["train_fraction"] == 0.9
-    assert set(s["rrmse_test_pct"]) == {"lstm", "moving_average", "aggregate_lstm"}
+    assert set(s["rrmse_test_pct"]) == {"lstm", "moving_average", "aggregate_lstm", "last_value"}
     err = pd.read_csv(out / "rrmse.csv")
     assert set(err.source) == {"azure_week_test", "T1"} and np.isfinite(err.rrmse_mean).all()
     assert P.main(["--days", "0", "-o", str(tmp_path / "bad")]) == 2

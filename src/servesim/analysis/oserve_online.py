@@ -75,12 +75,14 @@ def vs_best_baseline(df: pd.DataFrame, value: str, higher_is_better: bool, by=("
     return out.reset_index()[cols]
 
 
-def level_speedups(kind: str, levels, scale: str, root=None) -> tuple[pd.DataFrame, dict]:
+def level_speedups(kind: str, levels, scale: str, root=None, system: str = "oserve") -> tuple[pd.DataFrame, dict]:
     """Tables 1-2: (the ``levels/<kind>-*`` runs' systems table, {speedup_<level>: OServe's P99
-    E2E speedup over vLLM static}), NaN for a level the scale did not run."""
+    E2E speedup over vLLM static}), NaN for a level the scale did not run. Another ``system`` in
+    OServe's place (a claim's null) gives keys ``speedup_<level>_<system>``."""
     sysdf = load(f"levels/{kind}-*", "systems.csv", scale, root)
-    sp = paired(sysdf, "e2e_p99_s", "static", "oserve", by=("trace",))
-    return sysdf, {f"speedup_{lv.lower()}": float(sp.get(lv, float("nan"))) for lv in levels}
+    sp = paired(sysdf, "e2e_p99_s", "static", system, by=("trace",))
+    tag = "" if system == "oserve" else f"_{system}"
+    return sysdf, {f"speedup_{lv.lower()}{tag}": float(sp.get(lv, float("nan"))) for lv in levels}
 
 def stat(s: pd.Series, how: str) -> float:
     s = pd.Series(s, dtype=float).dropna()

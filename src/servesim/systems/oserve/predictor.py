@@ -21,7 +21,7 @@ Where a trace is shorter than the lookback (T1 is 80 min, T2 50 min), the missin
 trace's first span repeated (``rolling``'s ``pad``).
 
 CLI (``python -m servesim.systems.oserve.predictor``): trains on ``--days`` of
-``gen_oserve.type_counts`` (90/10 train/test split), scores all three predictors on the test part
+``gen_oserve.type_counts`` (90/10 train/test split), scores every predictor (LSTM, moving average, type-agnostic LSTM, last value) on the test part
 and on the T1/T2 traces, and writes predictions.csv, rrmse.csv and summary.json.
 """
 
@@ -170,6 +170,16 @@ class MovingAveragePredictor:
         return np.asarray(X, float)[:, -self.window:].mean(axis=1)
 
 
+class LastValuePredictor(MovingAveragePredictor):
+    """The last span's per-type counts (a one-span moving average): the naive null of the claims
+    that the LSTM forecasts well (workflow/claims/oserve.yaml, null_system)."""
+
+    name = "last_value"
+
+    def __init__(self):
+        super().__init__(1)
+
+
 class AggregatePredictor:
     """Type-agnostic LSTM (§6.3): forecasts the total, split by the previous span's type mix."""
 
@@ -226,19 +236,21 @@ def rolling(pred, series: np.ndarray, start: int = 0, pad: bool = True) -> np.nd
 
 
 def make(name: str, **lstm_kw):
-    """A predictor by name: lstm | moving_average | aggregate_lstm | oracle."""
+    """A predictor by name: lstm | moving_average | aggregate_lstm | last_value | oracle."""
     if name == "lstm":
         return LSTMPredictor(**lstm_kw)
     if name == "moving_average":
         return MovingAveragePredictor(lstm_kw.get("lookback", LOOKBACK))
     if name == "aggregate_lstm":
         return AggregatePredictor(**lstm_kw)
+    if name == "last_value":
+        return LastValuePredictor()
     if name == "oracle":
         return OraclePredictor()
-    raise InputError(f"predictor {name!r}: one of lstm, moving_average, aggregate_lstm, oracle")
+    raise InputError(f"predictor {name!r}: one of lstm, moving_average, aggregate_lstm, last_value, oracle")
 
 
-PREDICTORS = ("lstm", "moving_average", "aggregate_lstm")
+PREDICTORS = ("lstm", "moving_average", "aggregate_lstm", "last_value")
 
 
 def inference_ms(pred, series: np.ndarray, repeats: int = 50) -> float:
