@@ -90,10 +90,27 @@ def fig11_metrics(gp) -> dict:
     m.update(goodput_rps_aegaeon_40models=g("models40", "aegaeon"), goodput_rps_sllm_40models=g("models40", "sllm"),
              goodput_rps_sllmplus_40models=g("models40", "sllm_plus"),
              goodput_rps_ratio_sllm_40models=sw.ratio(g("models40", "aegaeon"), g("models40", "sllm")))
+    # Nulls (workflow/claims/aegaeon.yaml, null_system): the same metric code with a system
+    # without token-level multiplexing in Aegaeon's place. Ratios against ServerlessLLM: its
+    # oracle-SRTF variant ServerlessLLM+ in Aegaeon's place; absolute counts: the better of the two
+    # request-level systems; ServerlessLLM's models per GPU: a dedicated deployment (one resident
+    # model per worker, no swapping), i.e. ServerlessLLM's own sweep cut at its 16 workers (no
+    # placement beyond), the way MuxServe's capacity rule is drawn
+    best_rl = lambda panel: max(g(panel, "sllm"), g(panel, "sllm_plus"))   # noqa: E731
+    m.update(null_goodput_ratio_sllmplus_sllm_rps0p1=sw.ratio(g("rps0p1", "sllm_plus"), g("rps0p1", "sllm")),
+             null_goodput_ratio_sllmplus_sllm_rps0p5=sw.ratio(g("rps0p5", "sllm_plus"), g("rps0p5", "sllm")),
+             null_goodput_rps_ratio_sllmplus_sllm_40models=sw.ratio(g("models40", "sllm_plus"), g("models40", "sllm")),
+             null_models_per_decode_gpu_request_level_rps0p1=best_rl("rps0p1") / decode_gpus,
+             null_dedicated_models_per_gpu_rps0p1=g("rps0p1", "dedicated") / 16)
     return m
 
 
-metrics = {**sw.metrics_by_reading(cur, ["panel"], goodput_reading, fig11_metrics),
+# the dedicated deployment (the null of "request-level scaling gets 2-3 models per GPU"): ServerlessLLM's
+# attainment up to its 16 workers (one resident model each, nothing swapped), no placement beyond
+ded = cur[(cur.system == "sllm") & (cur.x_name == "models")].assign(system="dedicated")
+ded.loc[ded.x > 16, ["attainment_pct", "attainment_token_pct"]] = 0.0
+cur_nulls = pd.concat([cur, ded], ignore_index=True)
+metrics = {**sw.metrics_by_reading(cur_nulls, ["panel"], goodput_reading, fig11_metrics),
            "muxserve_max_models": muxserve.max_models(), "muxserve_models_per_gpu": 2}
 metrics["rps_sweep_max"] = float(cur[cur.panel == "models40"].x.max()) if "models40" in panels else float("nan")
 below = gp[gp.below_grid]

@@ -98,6 +98,19 @@ for m, r in SETUPS:   # every key at every scale: NaN for a setup this scale doe
         metrics[f"share_pct_{c}_{t}"] = float(S[c].get(t, np.nan)) if len(S) else float("nan")
     metrics[f"prefill_wait_p90_s_{t}"] = float(S.prefill_wait_p90_s.get(t, np.nan)) if len(S) else float("nan")
     metrics[f"attainment_pct_{t}"] = float(att.get(t, np.nan))
+# Nulls (workflow/claims/aegaeon.yaml, null_system), through the same metric code. Prefill waiting:
+# Aegaeon with its grouped FCFS replaced by plain FCFS (MAX_GPSIZE = 1, runs `fig14fcfs/*`).
+# Attainment: request-level auto-scaling (ServerlessLLM, no token-level multiplexing) in Aegaeon's
+# place at the same setups (the Fig 11 sweeps' points on the same workload files).
+fcfs = sw.load_detail("fig14fcfs/*", "requests", scale, root)
+fcfs["setup"] = [tag(m, r) for m, r in zip(fcfs.models, fcfs.rate)]
+p90 = [float(fcfs[(fcfs.setup == s) & ~fcfs.failed & np.isfinite(fcfs.total)].prefill_waiting.quantile(0.9))
+       for s in setups if s in set(fcfs.setup)]
+metrics["null_fcfs_prefill_wait_p90_s_max"] = float(max(p90)) if p90 else float("nan")
+rl = sw.load("fig11/rps0p*/sllm", ["panel"], scale, root)
+rl = rl.assign(setup=[tag(m, r) for m, r in zip(rl.models, rl.rate)]).groupby("setup").attainment_pct.mean()
+metrics["null_sllm_attainment_pct_min_fig14"] = (float(rl.reindex(setups).min()) if set(setups) <= set(rl.index)
+                                                 else float("nan"))
 out = FigureOutputs("aegaeon", "fig14_latency_breakdown", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(shares)

@@ -102,6 +102,14 @@ metrics["switch_full_load_max_s"] = float(left.full_load_s.max()) if len(left) e
 metrics["kv_overhead_s_max"] = float(req.kv_overhead_s.max()) if len(req) else float("nan")
 metrics["kv_overhead_s_p99"] = float(req.kv_overhead_s.quantile(0.99)) if len(req) else float("nan")
 metrics["kv_overhead_frac_under_1s"] = float((req.kv_overhead_s < 1.0).mean()) if len(req) else float("nan")
+# Null of the switch-latency claims (workflow/claims/aegaeon.yaml): Aegaeon with prefetch off
+# (run `fig15noprefetch/*`, the same 32 x 0.1 point), through the same metric code
+nsw = sw.load_detail("fig15noprefetch/*", "switches", scale, root)
+nleft = nsw[(nsw.models == 32) & (nsw.rate == 0.1)]
+for ck, size in SIZES.items():
+    metrics[f"null_noprefetch_near_instant_switch_frac_{size}"] = tb.near_instant_fraction(
+        nleft.latency_s[nleft.checkpoint == ck], floor_s + 1e-9)
+metrics["null_noprefetch_switch_latency_max_s"] = float(nleft.latency_s.max()) if len(nleft) else float("nan")
 data = pd.concat([left.assign(panel_kind="switch")[["panel_kind", "models", "rate", "instance", "checkpoint",
                                                      "latency_s", "full_load_s", "prefetched"]],
                   req.assign(panel_kind="kv_overhead")[["panel_kind", "models", "rate", "request_id", "checkpoint",

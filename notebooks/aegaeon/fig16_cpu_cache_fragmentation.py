@@ -37,12 +37,18 @@ root = None         # project root; None finds it from the working directory
 seed = 0
 
 # %%
+import json
+from pathlib import Path
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from servesim.analysis import aegaeon_sweeps as sw
-from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.analysis.outputs import FigureOutputs, apply_style, project_root
+from servesim.analysis.runs import select
+from servesim.systems.aegaeon.models import costs
+from servesim.systems.aegaeon.settings import Settings
 
 apply_style()
 SHAPES = {"qwen2.5-7b": "S0 (Qwen2.5-7B)", "yi-1.5-9b": "S1 (Yi-1.5-9B)", "llama-2-13b": "S2 (Llama-2-13B)"}
@@ -79,6 +85,21 @@ for k, short in zip(SHAPES, ("s0", "s1", "s2")):   # NaN when this scale has no 
     metrics[f"fragmentation_pct_{short}"] = float(per.loc[k, "fragmentation_pct_of_shape"])
     metrics[f"allocated_pct_of_peak_{short}"] = float(per.loc[k, "allocated_pct_of_peak"])
 metrics["fragmentation_pct_max_shape"] = float(per.fragmentation_pct_of_shape.drop("all").max())
+
+# Null (workflow/claims/aegaeon.yaml): a unified host cache without per-shape slabs, every block sized
+# for the largest shape (Llama-2-13B's), holding the same utilised KV: a smaller shape's block wastes
+# 1 - its bytes per token / the largest's. No slab granularity is charged to it (a lower bound).
+run = select("aegaeon", "fig14/rps0p1/*", scale, root)[0]
+st = json.loads(((Path(root) if root else project_root()) / run.dir / "summary.json").read_text())["settings"]
+st = Settings(**{k: tuple(v) if isinstance(v, list) else v for k, v in st.items()})
+kvb = pd.Series({k: costs(k, st).host_kv_bytes_per_token for k in SHAPES})
+u = per.utilized_bytes.drop("all")
+null_alloc = u * kvb.max() / kvb
+null_frag = 100 * (1 - u / null_alloc)
+metrics["null_uniform_block_fragmentation_pct_all"] = (float(100 * (1 - u.sum() / null_alloc.sum()))
+                                                       if u.notna().any() and u.sum() > 0 else float("nan"))
+metrics["null_uniform_block_fragmentation_pct_max_shape"] = (float(null_frag[u > 0].max()) if (u > 0).any()
+                                                             else float("nan"))
 out = FigureOutputs("aegaeon", "fig16_cpu_cache_fragmentation", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(per.reset_index().rename(columns={"index": "shape"}))

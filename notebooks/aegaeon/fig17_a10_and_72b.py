@@ -59,7 +59,10 @@ from servesim.systems.aegaeon.settings import Settings
 
 apply_style()
 pts = sw.load("fig17/*", ["setup", "slo"], scale, root)
-cur = sw.curves(pts, ["setup", "slo"], muxserve_rule=False)
+allcur = sw.curves(pts, ["setup", "slo"], muxserve_rule=False)
+# ServerlessLLM (runs fig17/*/*/sllm) is the claims' null, not drawn: request-level auto-scaling in
+# Aegaeon's place on the same GPUs (4 A10 workers; 2 TP=4 workers on the 8 H800s) and workloads
+cur = allcur[allcur.system == "aegaeon"].copy()
 cur["x_plot"] = np.where(cur.setup == "q72b", cur.x * 4, cur.x)   # 72B: aggregate rate over its 4 models
 cur.pivot_table(index=["setup", "x_plot"], columns="slo", values="attainment_pct").round(1)
 
@@ -99,33 +102,37 @@ def prefetch_off(s: Settings) -> bool:
     return not any(prefetch_fits(cs[a], cs[b], s) for a, b in itertools.product(cs, repeat=2))
 
 
-def att(setup, slo, x) -> float:
-    v = cur[(cur.setup == setup) & (cur.slo == slo) & np.isclose(cur.x, x)].attainment_pct
-    return float(v.iloc[0]) if len(v) else float("nan")
+def fig17_metrics(cur, prefix="") -> dict:
+    """The claims' metrics of one system's curves (Aegaeon's; ``prefix`` names a null's keys)."""
+    def att(setup, slo, x) -> float:
+        v = cur[(cur.setup == setup) & (cur.slo == slo) & np.isclose(cur.x, x)].attainment_pct
+        return float(v.iloc[0]) if len(v) else float("nan")
+
+    def mean_att(setup, slo) -> float:
+        v = cur[(cur.setup == setup) & (cur.slo == slo)].attainment_pct
+        return float(v.mean()) if len(v) else float("nan")
+
+    a10 = cur[cur.setup == "a10"].pivot_table(index="x", columns="slo", values="attainment_pct")
+    m = {
+        "attainment_pct_a10_normal_4models": att("a10", "normal", 4),
+        **{f"attainment_pct_a10_{s}_mean": mean_att("a10", s) for s in styles},
+        "a10_loose_ge_normal_everywhere": bool((a10["loose"] >= a10["normal"]).all())
+        if {"loose", "normal"} <= set(a10.columns) else None,
+        "attainment_pct_72b_normal_rps0p4": att("q72b", "normal", 0.1),   # 4 models x 0.1 = 0.4 req/s aggregate
+        **{f"attainment_pct_72b_{s}_mean": mean_att("q72b", s) for s in styles},
+    }
+    gp = sw.goodput(cur.drop(columns="x_plot", errors="ignore"), ["setup", "slo"])
+    for s in styles:   # the largest load at >= 90 % (A10: #models; 72B: aggregate req/s); NaN where not run
+        g = gp[(gp.setup == "a10") & (gp.slo == s)].goodput
+        m[f"goodput_models_a10_{s}"] = float(g.iloc[0]) if len(g) else float("nan")
+        g = gp[(gp.setup == "q72b") & (gp.slo == s)].goodput
+        m[f"goodput_aggregate_rps_72b_{s}"] = 4 * float(g.iloc[0]) if len(g) else float("nan")
+    return {f"{prefix}{k}": v for k, v in m.items()}
 
 
-def mean_att(setup, slo) -> float:
-    v = cur[(cur.setup == setup) & (cur.slo == slo)].attainment_pct
-    return float(v.mean()) if len(v) else float("nan")
-
-
-s_a10 = run_settings("fig17/a10/*")
-a10 = cur[cur.setup == "a10"].pivot_table(index="x", columns="slo", values="attainment_pct")
-metrics = {
-    "a10_prefetch_disabled": prefetch_off(s_a10) if s_a10 else None,
-    "attainment_pct_a10_normal_4models": att("a10", "normal", 4),
-    **{f"attainment_pct_a10_{s}_mean": mean_att("a10", s) for s in styles},
-    "a10_loose_ge_normal_everywhere": bool((a10["loose"] >= a10["normal"]).all())
-    if {"loose", "normal"} <= set(a10.columns) else None,
-    "attainment_pct_72b_normal_rps0p4": att("q72b", "normal", 0.1),   # 4 models x 0.1 = 0.4 req/s aggregate
-    **{f"attainment_pct_72b_{s}_mean": mean_att("q72b", s) for s in styles},
-}
-gp = sw.goodput(cur.drop(columns="x_plot"), ["setup", "slo"])
-for s in styles:   # the largest load at >= 90 % (A10: #models; 72B: aggregate req/s); NaN where not run
-    g = gp[(gp.setup == "a10") & (gp.slo == s)].goodput
-    metrics[f"goodput_models_a10_{s}"] = float(g.iloc[0]) if len(g) else float("nan")
-    g = gp[(gp.setup == "q72b") & (gp.slo == s)].goodput
-    metrics[f"goodput_aggregate_rps_72b_{s}"] = 4 * float(g.iloc[0]) if len(g) else float("nan")
+s_a10 = run_settings("fig17/a10/*/aegaeon")
+metrics = {"a10_prefetch_disabled": prefetch_off(s_a10) if s_a10 else None, **fig17_metrics(cur),
+           **fig17_metrics(allcur[allcur.system == "sllm"], "null_sllm_")}
 out = FigureOutputs("aegaeon", "fig17_a10_and_72b", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(cur)

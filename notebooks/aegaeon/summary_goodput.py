@@ -58,12 +58,14 @@ facets = ["panel", "data", "slo"]
 cur = sw.curves(pts, facets)   # with MuxServe's capacity rule on the #models sweeps
 
 
-def gains(cur, reading) -> pd.DataFrame:
-    """Aegaeon / baseline goodput per setting and baseline (NaN where the baseline meets no load)."""
+def gains(cur, reading, system="aegaeon", baselines=None) -> pd.DataFrame:
+    """``system`` / baseline goodput per setting and baseline (NaN where the baseline meets no load);
+    ``system`` other than Aegaeon is a null in Aegaeon's place (Aegaeon then left out)."""
     gp = sw.goodput(cur, facets, reading)
-    a = gp[gp.system == "aegaeon"].set_index(facets)
+    a = gp[gp.system == system].set_index(facets)
     rows = []
-    for r in gp[gp.system != "aegaeon"].itertuples():
+    others = gp[(gp.system != system) & (gp.system != "aegaeon")]
+    for r in others[others.system.isin(baselines)].itertuples() if baselines else others.itertuples():
         key = tuple(getattr(r, f) for f in facets)
         if key not in a.index:
             continue
@@ -119,6 +121,12 @@ def all_readings(g_of) -> dict:
         m.update({f"{k}{suffix}": v for k, v in summary_metrics(gg).items()})
         m.update({f"{k}__with_sllm_plus{suffix}": v
                   for k, v in summary_metrics(gg, ("sllm", "sllm_plus", "muxserve")).items()})
+        # the null (workflow/claims/aegaeon.yaml): ServerlessLLM+ (request-level auto-scaling, no
+        # token-level multiplexing) in Aegaeon's place, against the same baselines, same code
+        gn = gains(cur, reading, "sllm_plus", ("sllm", "muxserve"))
+        gn["setting"] = gn.panel + "/" + gn.data + "/" + gn.slo
+        m.update({f"null_sllmplus_{k}{suffix}": v for k, v in summary_metrics(gn).items()
+                  if k in ("goodput_ratio_min", "goodput_ratio_max")})
     return m
 
 
