@@ -25,6 +25,11 @@
 # paper states none; near the simulator's calibrated 7B knee), sampled every second. Overload
 # reading: KV usage > 95 % while prompts queue on the instance; an episode's minute is its start.
 # Instance numbers are arbitrary in simulation, and the exact minutes depend on the arrival sample.
+#
+# **Null.** The same pilot with PreServe's Eq. 1 router in LR's / MU's place (run `fig04/preserve`,
+# the `preserve_*` keys): the pilot claims that LR's and MU's signals overload single instances;
+# if the load-aware router overloads them at the same minutes, the overload is the load's, not the
+# routers', and the claims are WEAK (workflow/claims/README.md).
 
 # %% tags=["parameters"]
 scale = "quick"     # "quick", "full" or "test"; names the output folders and the runs read
@@ -41,15 +46,15 @@ from servesim.analysis.outputs import FigureOutputs, apply_style
 
 apply_style()
 series = {}
-for r in ("lr", "mu"):
+for r in ("lr", "mu", "preserve"):   # preserve: the claims' null (PreServe's router in LR's / MU's place)
     d = runs.run_dir("preserve", f"fig04/{r}", scale, root)
     series[r] = pd.read_csv(d / "timeseries.csv")
 metrics = pr.fig04_metrics(series)
 pd.Series(metrics)
 
 # %%
-fig, axes = plt.subplots(3, 2, figsize=(9, 7), sharex=True, squeeze=False)
-for c, r in enumerate(("lr", "mu")):
+fig, axes = plt.subplots(3, len(series), figsize=(4.5 * len(series), 7), sharex=True, squeeze=False)
+for c, r in enumerate(series):
     ts = series[r]
     for j, g in ts.groupby("instance"):
         axes[0][c].plot(g.time_s / 60, g.queued_prompt_tokens, lw=0.8, label=f"instance {j + 1}")
@@ -63,7 +68,7 @@ for c, r in enumerate(("lr", "mu")):
     ep = pr.overload_episodes(ts)
     for _, e in ep.iterrows():
         axes[1][c].axvspan(e.start_s / 60, e.end_s / 60, color="red", alpha=0.1)
-    axes[0][c].set(title=f"{r.upper()}", ylabel="queued prompt tokens")
+    axes[0][c].set(title=f"{r.upper()}" + (" (the null)" if r == "preserve" else ""), ylabel="queued prompt tokens")
     axes[1][c].set(ylabel="KV usage (%)")
 axes[0][0].legend(fontsize=7)
 fig.tight_layout()

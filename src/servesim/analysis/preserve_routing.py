@@ -8,7 +8,10 @@ Readings (each stated where the metric is made):
   falls below ``KNEE_ATTAINMENT``; the grid's highest QPS when none does; "second best" = the
   best baseline by the metric compared;
 * Fig 4 overload: an instance with KV usage > 95 % while prompts queue on it; an episode is a run
-  of such samples, its minute the episode's start.
+  of such samples, its minute the episode's start;
+* the claims' nulls (workflow/claims/README.md): round robin in PreServe's place (``*_rr_*``,
+  compared with the best of LR and MU), PreServe's router in LR's / MU's place in the Fig 4 pilot,
+  and the Fig 9/10 load-dependent claims read at the other side of the knee.
 """
 
 from __future__ import annotations
@@ -70,19 +73,44 @@ def knee_qps(cur: pd.DataFrame, model: str) -> float:
     return float(below.index[0] if len(below) else best.index[-1])
 
 
-def _preserve_best(cur: pd.DataFrame, model: str, qps: float) -> bool | None:
+def _others(router: str) -> list[str]:
+    """The baselines ``router`` is compared with: every baseline but itself (the null, round
+    robin, put in PreServe's place is compared with LR and MU)."""
+    return [b for b in BASELINES if b != router]
+
+
+def _preserve_best(cur: pd.DataFrame, model: str, qps: float, router: str = "preserve") -> bool | None:
     c = cur[(cur.model == model) & np.isclose(cur.qps, qps)].set_index("router")
-    if "preserve" not in c.index or not set(BASELINES) <= set(c.index):
+    others = _others(router)
+    if router not in c.index or not set(others) <= set(c.index):
         return None
-    p, b = c.loc["preserve"], c.loc[list(BASELINES)]
+    p, b = c.loc[router], c.loc[others]
     lower = all(p[k] <= b[k].min() for k in ("ttft_mean_s", "ttft_p99_s", "norm_mean_s", "norm_p99_s"))
     return bool(lower and p.slo_attainment_pct >= b.slo_attainment_pct.max())
+
+
+def _vs_best_baseline(cur: pd.DataFrame, model: str, qps: float, router: str) -> tuple[float, float, str, str]:
+    """(P99 normalised latency reduction, SLO violation reduction, the best baseline by each) of
+    ``router`` against the best of the other baselines at (model, qps); NaNs when a run is missing."""
+    c = cur[(cur.model == model) & np.isclose(cur.qps, qps)].set_index("router") if np.isfinite(qps) else None
+    others = _others(router)
+    if c is None or router not in c.index or not set(others) <= set(c.index):
+        return math.nan, math.nan, "", ""
+    b = c.loc[others]
+    return (reduction(c.loc[router, "norm_p99_s"], b.norm_p99_s.min()),
+            reduction(100 - c.loc[router, "slo_attainment_pct"], 100 - b.slo_attainment_pct.max()),
+            str(b.norm_p99_s.idxmin()), str(b.slo_attainment_pct.idxmax()))
+
+
+def _spread(g: pd.DataFrame) -> float:
+    """(max - min) / min of the routers' mean normalised latency at one QPS."""
+    return float((g.norm_mean_s.max() - g.norm_mean_s.min()) / g.norm_mean_s.min())
 
 
 def fig09_metrics(cur: pd.DataFrame, summ: dict[str, dict]) -> dict:
     m: dict = {}
     q = 10.5
-    for r in ("lr", "preserve"):
+    for r in ("lr", "preserve", "rr"):
         m[f"ttft_mean_{r}_qps10p5_s"] = _get(cur, "7b", r, q, "ttft_mean_s")
         m[f"p99_norm_latency_{r}_qps10p5_s"] = _get(cur, "7b", r, q, "norm_p99_s")
         m[f"slo_attainment_{r}_qps10p5_pct"] = _get(cur, "7b", r, q, "slo_attainment_pct")
@@ -91,11 +119,19 @@ def fig09_metrics(cur: pd.DataFrame, summ: dict[str, dict]) -> dict:
                                                                  m["p99_norm_latency_lr_qps10p5_s"])
     m["slo_violation_reduction_vs_lr_pct_qps10p5"] = reduction(100 - m["slo_attainment_preserve_qps10p5_pct"],
                                                               100 - m["slo_attainment_lr_qps10p5_pct"])
+    # the claims' null: round robin in PreServe's place, through the same reductions
+    m["ttft_mean_reduction_rr_vs_lr_pct_qps10p5"] = reduction(m["ttft_mean_rr_qps10p5_s"], m["ttft_mean_lr_qps10p5_s"])
+    m["p99_norm_latency_reduction_rr_vs_lr_pct_qps10p5"] = reduction(m["p99_norm_latency_rr_qps10p5_s"],
+                                                                    m["p99_norm_latency_lr_qps10p5_s"])
+    m["slo_violation_reduction_rr_vs_lr_pct_qps10p5"] = reduction(100 - m["slo_attainment_rr_qps10p5_pct"],
+                                                                 100 - m["slo_attainment_lr_qps10p5_pct"])
     # below 9.3 QPS: the largest relative spread of mean normalised latency across the routers
     low = cur[(cur.model == "7b") & (cur.qps < 9.3 - 1e-9)]
-    spreads = [(g.norm_mean_s.max() - g.norm_mean_s.min()) / g.norm_mean_s.min()
-               for _, g in low.groupby("qps") if g.router.nunique() == len(ROUTERS)]
+    spreads = [_spread(g) for _, g in low.groupby("qps") if g.router.nunique() == len(ROUTERS)]
     m["router_spread_below_9p3"] = float(max(spreads)) if spreads else math.nan
+    # its null: the same spread above the knee (10.5 QPS), where the paper has the routers differ
+    high = cur[(cur.model == "7b") & np.isclose(cur.qps, q)]
+    m["router_spread_qps10p5"] = _spread(high) if high.router.nunique() == len(ROUTERS) else math.nan
     # 13B at its knee, against the best baseline by each metric
     k = knee_qps(cur, "13b")
     m["knee_qps_13b"] = k
@@ -110,11 +146,23 @@ def fig09_metrics(cur: pd.DataFrame, summ: dict[str, dict]) -> dict:
     else:
         m["p99_norm_latency_reduction_vs_second_best_pct_13b"] = math.nan
         m["slo_violation_reduction_vs_second_best_pct_13b"] = math.nan
+    # "over 45.8 % ... and 61.8 %" (abstract, §1): the smaller of the two models' reductions against
+    # the best baseline (7B at 10.5 QPS, 13B at its knee); and every such key with round robin (the
+    # null) in PreServe's place, against the best of LR and MU
+    for r, tag in (("preserve", ""), ("rr", "_rr")):
+        p7, v7, _, _ = _vs_best_baseline(cur, "7b", q, r)
+        p13, v13, _, _ = _vs_best_baseline(cur, "13b", k, r)
+        if r == "rr":
+            m["p99_norm_latency_reduction_rr_vs_second_best_pct_13b"] = p13
+            m["slo_violation_reduction_rr_vs_second_best_pct_13b"] = v13
+        m[f"p99_norm_latency_reduction{tag}_vs_second_best_pct_min"] = min(p7, p13) if np.isfinite([p7, p13]).all() else math.nan
+        m[f"slo_violation_reduction{tag}_vs_second_best_pct_min"] = min(v7, v13) if np.isfinite([v7, v13]).all() else math.nan
     highs = [("7b", x) for x in sorted(set(cur[cur.model == "7b"].qps)) if x >= 10.5 - 1e-9]
     if np.isfinite(k):
         highs.append(("13b", k))
-    best = [_preserve_best(cur, mo, x) for mo, x in highs]
-    m["preserve_best_all_metrics_high_qps"] = bool(best and all(b is True for b in best)) if best and None not in best else None
+    for r in ("preserve", "rr"):
+        best = [_preserve_best(cur, mo, x, r) for mo, x in highs]
+        m[f"{r}_best_all_metrics_high_qps"] = bool(best and all(b is True for b in best)) if best and None not in best else None
     s7 = [s for n, s in summ.items() if s["model"] == "7b"]
     iso = s7[0]["isolated_norm_latency_s"] if s7 else math.nan
     slo = s7[0]["settings"]["slo_norm_s"] if s7 else math.nan
@@ -143,9 +191,12 @@ def fig10_metrics(cur: pd.DataFrame, summ: dict[str, dict], qps_normal: float = 
          "norm_latency_mean_ms": 1e3 * _get(cur, "7b", "preserve", qps_normal, "norm_mean_s"),
          "e2e_mean_s": e2e,
          "overhead_pct_of_e2e": 100.0 * (pred + other) / (1e3 * e2e) if np.isfinite(e2e) else math.nan}
-    hi = cur[(cur.model == "7b") & np.isclose(cur.qps, qps_high) & cur.router.isin(BASELINES)]
-    m["ttft_mean_ms_imbalanced"] = 1e3 * float(hi.ttft_mean_s.max()) if len(hi) else math.nan
-    m["norm_latency_mean_ms_imbalanced"] = 1e3 * float(hi.norm_mean_s.max()) if len(hi) else math.nan
+    for q, tag in ((qps_high, ""), (qps_normal, "_normal_load")):
+        # tag "_normal_load", the claims' null: the same worst baseline at the non-overloaded load,
+        # where the paper has no imbalance (its latencies must not reach the imbalance magnitudes)
+        hi = cur[(cur.model == "7b") & np.isclose(cur.qps, q) & cur.router.isin(BASELINES)]
+        m[f"ttft_mean_ms_imbalanced{tag}"] = 1e3 * float(hi.ttft_mean_s.max()) if len(hi) else math.nan
+        m[f"norm_latency_mean_ms_imbalanced{tag}"] = 1e3 * float(hi.norm_mean_s.max()) if len(hi) else math.nan
     return m
 
 
@@ -172,8 +223,9 @@ def fig04_metrics(series: dict[str, pd.DataFrame]) -> dict:
     least a minute after the first), and whether each router leaves one instance overloaded while
     another is not."""
     m: dict = {}
-    partial = []
-    for r in ("lr", "mu"):
+    partial = {}
+    # "preserve": the claims' null, PreServe's Eq. 1 router in LR's / MU's place (run fig04/preserve)
+    for r in ("lr", "mu", "preserve"):
         ts = series.get(r)
         first = second = math.nan
         if ts is not None:
@@ -185,7 +237,9 @@ def fig04_metrics(series: dict[str, pd.DataFrame]) -> dict:
             over = (ts.kv_usage > OVERLOAD_KV) & (ts.queued_prompt_tokens > 0)
             n_over = over.groupby(ts.time_s).sum()
             n_inst = ts.instance.nunique()
-            partial.append(bool(((n_over >= 1) & (n_over < n_inst)).any()))
+            partial[r] = bool(((n_over >= 1) & (n_over < n_inst)).any())
         m[f"{r}_first_overload_min"], m[f"{r}_second_overload_min"] = first, second
-    m["both_routers_overload_single_instance"] = bool(len(partial) == 2 and all(partial)) if len(partial) == 2 else None
+    both = [partial[r] for r in ("lr", "mu") if r in partial]
+    m["both_routers_overload_single_instance"] = bool(all(both)) if len(both) == 2 else None
+    m["preserve_overloads_single_instance"] = partial.get("preserve")
     return m

@@ -6,7 +6,8 @@ chronological split (train = the first 504 windows). PreServe is the mLSTM train
 training half and run online over the test half by Alg. 2 (two-step forecasts, truth replacing
 each forecast when its window ends); the baselines are scored under the paper's implied ``once``
 protocol and a ``rolling`` one (see :mod:`.baselines`). Extra rows: PreServe's one-step
-forecast, daily retraining, and other k (the sensitivity row), where the scale asks for them.
+forecast, daily retraining, and other k (the sensitivity row), where the scale asks for them;
+``last_value``, the claims' null (the last observed window under PreServe's own protocol).
 
     python -m servesim.systems.preserve.table1 --scale quick -o out/
 
@@ -115,6 +116,12 @@ def run_series(y: np.ndarray, service: str, series: str, s: Table1Settings, prop
             rows.append(_row(service, series, "preserve_1step", "online", actual, d["pred_1step"], fit_s,
                              "the same model's one-step forecast (Alg. 2 line 1)"))
             preds["preserve_1step"] = d["pred_1step"].to_numpy()
+    # the claims' null (workflow/claims/README.md "Nulls"): the last observed window under
+    # PreServe's own protocol (Alg. 2: the truth up to window j - steps), no model at all
+    last = y[n_train - s.steps:y.size - s.steps]
+    rows.append(_row(service, series, "last_value", "online", actual, last, 0.0,
+                     f"last observed window ({s.steps}-step: the truth of window j-{s.steps}), the null forecaster"))
+    preds["last_value"] = last
     for base in s.baselines:
         if base == "prophet" and not prophet_ok:
             continue
