@@ -54,7 +54,8 @@ import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.analysis.runs import run_dirs
-from servesim.metrics import instance_hours_readings
+from servesim.metrics import billed_binned_max_hours, instance_hours_readings
+from servesim.systems.sageserve.nulls import held_fleet, savings_pct
 
 apply_style()
 points = run_dirs("sageserve", "ablations/appa", scale, root)  # point -> its run folder (workflow/runs/sageserve.yaml)
@@ -117,6 +118,16 @@ metrics = {
     "iw_niw_ratio_9to1": float(served["iwniw9"]),
     "iw_niw_ratio_1to1": float(served["iwniw1"]),
 }
+# the claims' null: a static fleet sized for the peak (each endpoint held at Reactive's largest count;
+# servesim.systems.sageserve.nulls) in LT-UA's place, per variant, through the same bin-maxima code
+static = {v: billed_binned_max_hours(held_fleet(pd.read_parquet(points[f"{v}__reactive"] / "timeseries.parquet"), "peak"))
+          for v in variants}
+react = data[data["strategy"] == "reactive"].set_index("variant")["instance_hours"]
+sav_static = {v: savings_pct(static[v], react[v]) for v in variants}
+for k, v in (("h100", "h100"), ("a100", "a100"), ("iw_niw_9to1", "iwniw9"), ("iw_niw_1to1", "iwniw1")):
+    metrics[f"savings_pct_static_peak_{k}"] = float(sav_static[v])
+metrics["savings_a100_minus_h100_pp_static_peak"] = float(sav_static["a100"] - sav_static["h100"])
+metrics["savings_9to1_minus_1to1_pp_static_peak"] = float(sav_static["iwniw9"] - sav_static["iwniw1"])
 for r in rows:
     metrics[f"gpu_hours_{r['variant']}_{r['strategy']}"] = r["gpu_hours"]
     metrics[f"ttft_p95_{r['variant']}_{r['strategy']}"] = r["ttft_p95"]

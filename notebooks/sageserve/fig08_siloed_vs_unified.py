@@ -48,7 +48,8 @@ import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.analysis.runs import run_dirs
-from servesim.metrics import billed_count, instance_hours_readings
+from servesim.metrics import billed_binned_max_hours, billed_count, instance_hours_readings, step_integral_hours
+from servesim.systems.sageserve.nulls import held_fleet
 from servesim.systems.sageserve.strategies import NIW_SUFFIX
 
 apply_style()
@@ -135,6 +136,59 @@ frac = uc["n_pooled"] / (uc["instances"] + uc["n_pooled"])
 settled = frac[frac.index.get_level_values("time_s") >= settle_h * 3600]
 metrics["max_spot_fraction"] = float(settled.max()) if len(settled) else None
 metrics["max_spot_fraction_incl_startup"] = float(frac.max())
+
+# ---- the claims' nulls (servesim.systems.sageserve.nulls), through the same code as the runs ----
+# (a) a static fleet sized for the peak in Unified's place: each Unified endpoint held at its largest
+#     count, without scaling (claims 11d, 11f, 11l, 11m, 11p, 13l)
+# (b) both fleets held at their deployment minimum, 2 instances per deployment (Unified: one per
+#     model-region; Siloed: the IW and NIW pools, 2 + 2), in place of their scaling (11i-11k, 11n, 11o)
+base = run_dirs("sageserve", "runs_models", scale, root)
+min_per_deployment = 2
+held_rows, held_counts, static_pooled, static_cap = [], [], {}, {}
+for strat, label in (("reactive", "unified"), ("siloed", "siloed")):
+    ts = pd.read_parquet(base[strat] / "timeseries.parquet")
+    ts = ts[ts["region"] == region]
+    hm = held_fleet(ts, min_per_deployment)  # per deployment (pools apart), summed per model below
+    hm = hm.assign(base_model=hm["model"].str.removesuffix(NIW_SUFFIX))
+    held_counts.append(hm.groupby(["time_s", "base_model", "region"], as_index=False)["n_ready"].sum()
+                       .rename(columns={"n_ready": "instances"}).assign(mode=label, n_pooled=0))
+    for m, g in hm.groupby("base_model"):
+        held_rows.append({"null": "held_min", "mode": label, "model": m,
+                          "instance_hours": billed_binned_max_hours(g.assign(model=m))})
+    if label == "unified":
+        tsu = ts.assign(base_model=ts["model"].str.removesuffix(NIW_SUFFIX))
+        for m, g in tsu.groupby("base_model"):
+            hp = held_fleet(g.assign(model=m), "peak")
+            held_rows.append({"null": "static_peak", "mode": "unified", "model": m,
+                              "instance_hours": billed_binned_max_hours(hp)})
+            # the region's pool of this model (held + lent to spot) per sample, and what a fleet held at
+            # the peak lends: the pool less the peak, as exact hours like the ledger's pooled hours
+            per = g.assign(cap=billed_count(g) + g["n_pooled"]).groupby("time_s")["cap"].sum()
+            peak = int(hp["n_ready"].iloc[0])
+            static_cap[m] = (per, peak)
+            end = per.index[-1] + (per.index[-1] - per.index[-2] if len(per) > 1 else 0.0)
+            static_pooled[m] = step_integral_hours(per.index, (per - peak).clip(lower=0).to_numpy(), end)
+held = pd.DataFrame(held_rows)
+hp_piv = held[held["null"] == "static_peak"].set_index("model")["instance_hours"]
+hm_piv = held[held["null"] == "held_min"].pivot(index="model", columns="mode", values="instance_hours")
+metrics["instance_hours_reduction_pct_static_peak"] = float(100 * (1 - hp_piv.sum() / piv["siloed"].sum()))
+metrics["static_peak_fewer_all_models"] = bool(all(hp_piv[m] < piv.loc[m, "siloed"] for m in piv.index))
+for m, k in KEYS.items():
+    ok = m in piv.index and piv.loc[m, "siloed"] > 0
+    metrics[f"instance_hours_static_peak_{k}"] = float(hp_piv[m]) if m in hp_piv.index else None
+    metrics[f"instance_hours_ratio_static_peak_vs_siloed_{k}"] = (
+        float(hp_piv[m] / piv.loc[m, "siloed"]) if ok and m in hp_piv.index else float("nan"))
+    metrics[f"instance_hours_ratio_held_min_{k}"] = (
+        float(hm_piv.loc[m, "unified"] / hm_piv.loc[m, "siloed"]) if m in hm_piv.index else float("nan"))
+held_max = max_counts(pd.concat(held_counts, ignore_index=True), "_held_min")
+metrics.update({k.replace("max_instances_", "max_instances_held_min_").removesuffix("_held_min"): v
+                for k, v in held_max.items()})
+metrics["spot_donated_instance_hours_delta_static_peak"] = float(sum(static_pooled.values()) - pooled["siloed"].sum())
+if static_cap:  # the share of the region's pool a peak-sized static fleet lends to spot (constant over time)
+    cap = pd.concat([c for c, _ in static_cap.values()], axis=1).sum(axis=1)
+    cap = cap[cap.index >= settle_h * 3600]
+    held_total = sum(p for _, p in static_cap.values())
+    metrics["max_spot_fraction_static_peak"] = float(((cap - held_total).clip(lower=0) / cap).max()) if len(cap) else None
 metrics["region"] = region
 metrics["settle_h"] = settle_h
 metrics

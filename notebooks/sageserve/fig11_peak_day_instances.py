@@ -61,12 +61,14 @@ import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.analysis.runs import run_dirs
-from servesim.metrics import billed_count, binned_max_by, instance_hours_readings
+from servesim.metrics import billed_binned_max_hours, billed_count, binned_max_by, instance_hours_readings
+from servesim.systems.sageserve.nulls import held_fleet, savings_pct
 from servesim.systems.sageserve.strategies import base_model
 
 apply_style()
 base = run_dirs("sageserve", "runs", scale, root)  # run name -> its folder (workflow/runs/sageserve.yaml)
 summ, series, ih, ih_all, ih_exact, ih_all_exact = {}, [], {}, {}, {}, {}
+held = {}  # the claims' null fleets (servesim.systems.sageserve.nulls), the figure's model
 
 
 for s in strategies:
@@ -79,6 +81,10 @@ for s in strategies:
     both = instance_hours_readings(h, ts, bin_s=bin_s)
     ih_all[s], ih_all_exact[s] = both["binned_max"], both["exact"]
     ts = ts[ts["model"] == model]
+    if s == "reactive":  # a static fleet sized for the peak: each endpoint at Reactive's largest count
+        held["static_peak"] = held_fleet(ts, "peak")
+    if s == "chiron":  # Chiron's starting pools (10 / 5 / 5 per model-region) without its scaling
+        held["chiron_start_pools"] = held_fleet(ts, "start")
     # per 15-min bin: the max count per endpoint, summed over regions (as the authors'
     # post-processing; Chiron's pools are summed first at each sample)
     ts = ts.assign(instances=billed_count(ts)).groupby(["time_s", "region"], as_index=False)["instances"].sum()
@@ -120,6 +126,19 @@ metrics["savings_pct_best_exact"] = max(metrics[f"savings_pct_exact_{s}"] for s 
 for tag, tab in (("", ih), ("_exact", ih_exact)):
     ok = "chiron" in tab and "reactive" in tab and tab["reactive"] > 0
     metrics[f"instance_hours{tag}_ratio_chiron_vs_reactive"] = tab["chiron"] / tab["reactive"] if ok else float("nan")
+# the claims' nulls, through the same 15-min bin-maxima code as the runs (workflow/claims/README.md):
+# a static fleet sized for Reactive's peak in an LT strategy's place, and Chiron's starting pools held
+# without Chiron's scaling in Chiron's place
+for k, tsk in held.items():
+    metrics[f"instance_hours_{k}"] = billed_binned_max_hours(tsk, bin_s=bin_s)
+if "static_peak" in held:
+    metrics["savings_pct_static_peak"] = savings_pct(metrics["instance_hours_static_peak"], ih["reactive"])
+if "chiron_start_pools" in held:
+    metrics["instance_hours_ratio_chiron_start_pools_vs_reactive"] = (
+        metrics["instance_hours_chiron_start_pools"] / ih["reactive"] if ih["reactive"] > 0 else float("nan"))
+# a flat fleet of Reactive's mean size (its exact integral spread evenly): how much of a saving the
+# 15-min bin maxima alone give, against a fleet that never churns (a diagnostic, no claim reads it)
+metrics["savings_pct_flat_reactive_mean"] = savings_pct(ih_exact["reactive"], ih["reactive"])
 metrics["theta_reading"] = summ["lt_ua"].get("theta_reading")
 metrics["theta_tokens_per_min_lt_ua"] = (summ["lt_ua"].get("theta_tokens_per_min") or {}).get(model)
 metrics["preset"] = summ[strategies[0]]["preset"]

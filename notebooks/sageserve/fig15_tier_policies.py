@@ -175,6 +175,17 @@ if {"fcfs", "edf", "pf", "dpa"} <= set(policies):
     metrics["edf_trades_iw_n_for_iw_f"] = bool(val("ttft_p75", "edf", "iw_f") < val("ttft_p75", "fcfs", "iw_f")
                                                and val("ttft_p75", "edf", "iw_n") > val("ttft_p75", "fcfs", "iw_n"))
     metrics["fcfs_ttft_iw_f_over_iw_n"] = val("ttft_p75", "fcfs", "iw_f") / val("ttft_p75", "fcfs", "iw_n")
+    # the claims' null: FCFS (no tier-aware order) in the place of the policy a statement is about,
+    # the same expression with that policy's numbers replaced by FCFS's
+    rest = [p for p in four if p not in ("pf", "fcfs")]
+    metrics["fcfs_null_lowest_iw_f_ttft"] = all(val("ttft_p75", "fcfs", "iw_f") < val("ttft_p75", p, "iw_f") for p in rest)
+    metrics["fcfs_null_highest_iw_n_ttft"] = all(val("ttft_p75", "fcfs", "iw_n") > val("ttft_p75", p, "iw_n") for p in rest)
+    metrics["fcfs_null_lowest_iw_f_violations"] = all(
+        val("violation_pct", "fcfs", "iw_f") < val("violation_pct", p, "iw_f") for p in rest)
+    metrics["fcfs_null_highest_iw_n_violations"] = all(
+        val("violation_pct", "fcfs", "iw_n") > val("violation_pct", p, "iw_n") for p in rest)
+    metrics["fcfs_null_trades_iw_n_for_iw_f"] = bool(val("ttft_p75", "fcfs", "iw_f") < val("ttft_p75", "fcfs", "iw_f")
+                                                     and val("ttft_p75", "fcfs", "iw_n") > val("ttft_p75", "fcfs", "iw_n"))
     metrics["fcfs_violations_iw_f_minus_iw_n"] = val("violation_pct", "fcfs", "iw_f") - val("violation_pct", "fcfs", "iw_n")
 s0 = setup[policies[0]]
 metrics.update(strategy=s0["strategy"], engine_policy=s0.get("engine_policy"), reading=s0["reading"],

@@ -136,6 +136,8 @@ def recovers_fastest(ua: str) -> bool:
 
 metrics["lt_ua_gated_recovers_fastest"] = recovers_fastest("lt_ua")       # the paper's last-20-min gate
 metrics["lt_ua_nogate_recovers_fastest"] = recovers_fastest("lt_ua_nogate")  # no gate: the authors' code, which made Fig 16a
+# the claim's null: LT-U (LT-UA without its >= 5x forecast branch) in LT-UA's place, among LT-I and itself
+metrics["lt_u_recovers_fastest"] = recovers_fastest("lt_u")
 metrics
 
 # %%

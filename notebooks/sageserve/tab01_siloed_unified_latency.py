@@ -91,6 +91,11 @@ def table_metrics(table: pd.DataFrame, suffix: str = "") -> dict:
 
 
 metrics = {**table_metrics(table), **table_metrics(table_whole, "_whole")}
+# the claims' null: Siloed (the fleet without Unified's shared pools) in Unified's place, through the
+# same code; its ratios are 1 and its change 0 by construction, so a no-harm check it passes cannot
+# tell Unified from Siloed (keys *_siloed_null)
+null_table = pd.concat([table[table["mode"] == "siloed"], table[table["mode"] == "siloed"].assign(mode="unified")])
+metrics.update(table_metrics(null_table, "_siloed_null"))
 metrics["region"] = region or "all"
 metrics["niw_reading"] = "chunked (J §6.2); *_whole: NIW prompts served whole"
 metrics
