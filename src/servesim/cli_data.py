@@ -87,8 +87,13 @@ def _snapshot(args) -> int:
     if not args.paper and not args.recheck:
         raise InputError("name a paper to publish (--paper P, repeatable) or --recheck")
     for p in args.paper or []:
+        stale = [] if args.no_freshness_check else snapshot.stale_jobs(root, p)
+        if stale and not args.allow_stale:
+            raise InputError(f"results/full/{p} is not up to date with this checkout ({len(stale)} job(s) would run: "
+                             f"{', '.join(stale[:5])}{' ...' if len(stale) > 5 else ''}); run "
+                             f"`snakemake --cores N full_{p}` first, or --allow-stale to publish them marked as such")
         try:
-            st = snapshot.publish(root, p)
+            st = snapshot.publish(root, p, stale=stale)
         except snapshot.SnapshotError as exc:
             raise InputError(str(exc)) from None
         print(f"published {p}: {len(st['figures'])} figure(s) at {st['commit']}"
@@ -147,6 +152,10 @@ def add_parser(sub) -> None:
                                         "the commit) and re-check the snapshot's claims report")
     p.add_argument("--paper", action="append", help="copy this paper's results/full outputs in (repeatable)")
     p.add_argument("--recheck", action="store_true", help="only re-check the snapshot against today's claims")
+    p.add_argument("--allow-stale", action="store_true",
+                   help="publish even where Snakemake would re-run jobs (they are listed in STAMP.json)")
+    p.add_argument("--no-freshness-check", action="store_true",
+                   help="skip the Snakemake dry run (the workflow's publish_<paper> rule: its inputs are fresh)")
     p.add_argument("--root", default=".")
     p.set_defaults(func=_snapshot)
 

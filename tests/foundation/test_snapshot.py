@@ -103,3 +103,25 @@ def test_snapshot_csv_has_the_report_columns(project_root):
         pytest.skip("no published snapshot yet")
     with open(f, newline="") as fh:
         assert tuple(next(csv.reader(fh))) == REPORT_COLUMNS
+
+
+def test_cli_refuses_stale_results_unless_allowed(tmp_path, monkeypatch, capsys):
+    """`servesim snapshot --paper P` publishes only results Snakemake would not re-run (its dry run
+    of full_P); --allow-stale publishes them with the jobs listed in the stamp."""
+    from servesim.cli_data import _snapshot
+    from servesim.errors import InputError
+
+    root = _project(tmp_path)
+    monkeypatch.setattr(snapshot, "stale_jobs", lambda r, p: ["figure x2"])
+
+    class Args:
+        root, paper, recheck, allow_stale, no_freshness_check = str(tmp_path), ["demo"], False, False, False
+
+    with pytest.raises(InputError, match=r"results/full/demo is not up to date.*figure x2.*full_demo"):
+        _snapshot(Args)
+    assert not (root / "results-full" / "demo").exists()
+    Args.allow_stale = True
+    assert _snapshot(Args) == 0
+    st = json.loads((root / "results-full/demo/STAMP.json").read_text())
+    assert st["stale_jobs"] == ["figure x2"]
+    assert "STALE" in (root / "results-full/claims_report.md").read_text()

@@ -26,5 +26,5 @@ for _paper in config["papers"]:
         conda:
             CONDA_ENV
         shell:
-            "{params.env} {params.py} -m servesim.cli snapshot --paper {params.paper}"
+            "{params.env} {params.py} -m servesim.cli snapshot --paper {params.paper} --no-freshness-check"
             " --root {params.root:q} > {log} 2>&1"

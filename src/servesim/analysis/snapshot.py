@@ -49,7 +49,35 @@ def _wall_times(root: Path, paper: str) -> dict[str, float]:
     return out
 
 
-def publish(root: str | Path, paper: str, out: str | Path | None = None) -> dict:
+def stale_jobs(root: str | Path, paper: str) -> list[str]:
+    """The jobs Snakemake would still run for the paper at full scale in this checkout (a dry run
+    of `full_<paper>`): empty when the results are what this commit's code, notebooks and
+    parameters produce."""
+    import subprocess
+    import sys
+
+    # the environment's `snakemake` script, as the README runs it: the workflow's params hold the
+    # interpreter path it runs under (python3 via the script's shebang), so `python -m` would differ
+    script = Path(sys.executable).parent / "snakemake"
+    cmd = [str(script)] if script.is_file() else [sys.executable, "-m", "snakemake"]
+    r = subprocess.run([*cmd, "-n", f"full_{paper}"], cwd=root, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SnapshotError(f"snakemake -n full_{paper} failed: {(r.stdout + r.stderr)[-800:]}")
+    rows, table = [], False
+    for line in (r.stdout + r.stderr).splitlines():
+        if line.startswith("job ") and "count" in line:
+            table = True
+            continue
+        if table:
+            parts = line.split()
+            if len(parts) == 2 and parts[1].isdigit() and parts[0] not in ("total", f"full_{paper}"):
+                rows.append(f"{parts[0]} x{parts[1]}")
+            elif parts and parts[0] == "total":
+                break
+    return rows
+
+
+def publish(root: str | Path, paper: str, out: str | Path | None = None, stale: list[str] | None = None) -> dict:
     """Copy one paper's full-scale outputs into the snapshot and stamp them. Figures the full run
     has not written are listed in the stamp as missing (their claims then read PENDING); a paper
     with no full-scale output at all is an error."""
@@ -86,6 +114,8 @@ def publish(root: str | Path, paper: str, out: str | Path | None = None) -> dict
         "machine": _machine(), "packages": _versions(),
         "wall_s_total": round(sum(walls.values()), 1), "wall_s": walls,
         "figures": have, "missing": [f for f in figs if f not in have],
+        # jobs Snakemake would still run here (published with --allow-stale); empty: up to date
+        "stale_jobs": list(stale or []),
     }
     (staging / STAMP).write_text(json.dumps(stamp, indent=1, sort_keys=True) + "\n")
     shutil.rmtree(part, ignore_errors=True)
@@ -105,7 +135,8 @@ def stamps(root: str | Path, out: str | Path | None = None) -> dict[str, dict]:
 
 
 def _header(st: dict[str, dict]) -> str:
-    parts = [f"{p} at {s.get('commit', '?')[:10]}{' (dirty)' if s.get('dirty') else ''}, "
+    parts = [f"{p} at {s.get('commit', '?')[:10]}{' (dirty)' if s.get('dirty') else ''}"
+             f"{' (STALE: jobs left)' if s.get('stale_jobs') else ''}, "
              f"published {s.get('published_utc', '?')}, {s.get('wall_s_total', 0) / 60:.0f} min of jobs"
              + (f", {len(s['missing'])} figure(s) not run" if s.get("missing") else "")
              for p, s in st.items()]
