@@ -143,22 +143,30 @@ def _header(st: dict[str, dict]) -> str:
     return ("Parts: " + "; ".join(parts) + ".") if parts else "No paper has been published yet."
 
 
-def recheck(root: str | Path, out: str | Path | None = None) -> list[dict]:
-    """The snapshot's claims report, checked with today's claims files against its metrics; a
-    paper not yet published reads PENDING. Writes `claims_report.{csv,md}` into the snapshot."""
+def report_rows(root: str | Path, out: str | Path | None = None) -> list[dict]:
+    """The snapshot's claims rows: today's claims files checked against its metrics; a paper not
+    yet published reads PENDING and says so."""
     root = Path(root)
     out = Path(out) if out else root / SNAPSHOT
-    out.mkdir(parents=True, exist_ok=True)
     try:
         rows = check_claims(root, SCALE, results_dir=out)
     except ClaimsError as exc:
         raise SnapshotError(f"{out}: the snapshot does not fit today's claims files: {exc}") from None
-    st = stamps(root, out)
+    published = stamps(root, out)
     for r in rows:  # a paper never published: say so rather than "not run at full scale"
-        if r["status"] == "PENDING" and r["paper"].split(" ", 1)[0] not in st:
+        if r["status"] == "PENDING" and r["paper"].split(" ", 1)[0] not in published:
             r["reason"] = f"not yet published in {SNAPSHOT}/ (servesim snapshot --paper ...)"
+    return rows
+
+
+def recheck(root: str | Path, out: str | Path | None = None) -> list[dict]:
+    """Write the snapshot's claims report (`claims_report.{csv,md}`, `report_rows`) into it."""
+    root = Path(root)
+    out = Path(out) if out else root / SNAPSHOT
+    out.mkdir(parents=True, exist_ok=True)
+    rows = report_rows(root, out)
     write_csv(rows, out / "claims_report.csv")
-    md = to_markdown(rows, SCALE).replace("\n\n", f"\n\n{_header(st)}\n\n", 1)
+    md = to_markdown(rows, SCALE).replace("\n\n", f"\n\n{_header(stamps(root, out))}\n\n", 1)
     (out / "claims_report.md").write_text(md)
     return rows
 
