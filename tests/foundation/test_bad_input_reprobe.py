@@ -170,7 +170,7 @@ def test_calibrate_repeated_column_unknown_names_and_empty_table(tmp_path, capsy
 
 # ------------------------------------------------------------------ claims
 CLAIM = {"id": "demo-01a-x", "source": "paper", "kind": "measured", "where": "Fig 1", "claim": "x", "figure": "fig1",
-         "metric": "m", "check": "gt", "expected": 1.0}
+         "metric": "m", "check": "gt", "expected": 1.0, "null_system": {"none": "a plain measurement of the demo"}}
 
 
 def _claims_root(tmp_path, metrics_text, claim=CLAIM):
