@@ -1,4 +1,4 @@
-"""INV-10: the package's layers import only downward (README "The package")."""
+"""INV-10: the package's layers import only downward (docs/architecture.md)."""
 
 import ast
 
