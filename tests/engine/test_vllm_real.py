@@ -177,6 +177,9 @@ def test_calibration_restarts_a_server_killed_from_outside_mid_profile(tiny_mode
     assert killed, "the profile never started"
     fit = json.loads((out / "profile" / "fit.json").read_text())
     assert fit["server_restarts"] == 1 and "SIGTERM" in fit["server_restart_reason"]
-    assert "received signal=SIGTERM" in (out / "server.log.lost1").read_text(errors="replace")
+    # The lost server's own log is kept (the requests it served before the kill). vLLM's own
+    # "received signal" line is not asserted: the group-wide SIGTERM may end the API process
+    # before it logs (seen in CI); the sender is recorded by sigwatch in fit.json instead.
+    assert (out / "server.log.lost1").read_text(errors="replace").count("POST /v1/completions") >= 3
     assert res["replays"][0.5][0]["all"]["states"] == {"finished": 5}
     assert _procs_with(str(tiny_model)) == []
