@@ -25,7 +25,8 @@ SUBCOMMAND_MODULES = [
 
 
 EPILOG = """exit status: 0 success; 1 a bug (traceback); 2 bad input (one line naming the file and the
-row, line, key or option; --debug shows its traceback); 3 results written but partial."""
+row, line, key or option; --debug shows its traceback); 3 results written but partial; 4 the system
+failed a read or write (disk full, I/O error; one line naming the file and what is kept)."""
 
 
 def build_parser() -> argparse.ArgumentParser:

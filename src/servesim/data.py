@@ -22,7 +22,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from servesim.errors import InputError
+from servesim.errors import IO_ERRNOS, InputError, writing
 
 MANIFEST_COLUMNS = ("dataset", "path", "sha256", "bytes", "licence", "url", "used_by")
 DEFAULT_MIRROR = "../shared/data"  # relative to the project root
@@ -158,18 +158,28 @@ def fetch_entry(e: Entry, dest_root: Path, mirror: Path | None, *, allow_downloa
         if src.stat().st_size != e.bytes:
             raise DataError(f"MANIFEST line {e.line}: {e.key}: the mirror's copy {src} has {src.stat().st_size} bytes, "
                             f"the MANIFEST lists {e.bytes}")
-        shutil.copyfile(src, tmp)
+        try:
+            with writing(dest):  # a full disk names the file being fetched (copyfile names the source)
+                shutil.copyfile(src, tmp)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         origin = str(src)
     elif allow_download:
         try:
-            with urllib.request.urlopen(e.url, timeout=60) as r, open(tmp, "wb") as out:
+            with urllib.request.urlopen(e.url, timeout=60) as r, open(tmp, "wb") as out, writing(dest):
                 _copy_bounded(r, out, e.bytes, f"MANIFEST line {e.line}: {e.key}: download from {e.url}")
         except DataError:
             tmp.unlink(missing_ok=True)
             raise
         except OSError as exc:
             tmp.unlink(missing_ok=True)
+            if exc.errno in IO_ERRNOS:  # writing it failed (a full disk): not the download's fault
+                raise
             raise DataError(f"MANIFEST line {e.line}: {e.key}: not in the mirror ({mirror}) and download from {e.url} failed: {exc}") from None
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         origin = e.url
     else:
         raise DataError(f"MANIFEST line {e.line}: {e.key}: not in the mirror ({mirror}) and downloads are off")
@@ -193,7 +203,15 @@ def fetch(datasets: list[str] | None = None, *, root: Path | None = None, manife
             raise DataError(f"dataset(s) {unknown} not in the MANIFEST; known: {known}")
         entries = [e for e in entries if e.dataset in datasets]
     mirror = mirror if mirror is not None else mirror_dir(root)
-    return [fetch_entry(e, data_dir(root), mirror, allow_download=allow_download) for e in entries]
+    done: list[Path] = []
+    for e in entries:
+        try:
+            done.append(fetch_entry(e, data_dir(root), mirror, allow_download=allow_download))
+        except OSError as exc:  # a full disk: say what is kept (each file is in place only once verified)
+            exc.add_note(f"{e.key} not fetched (its partial copy removed); the {len(done)} file(s) fetched before "
+                         f"it are verified in place, and a re-run fetches only the rest")
+            raise
+    return done
 
 
 def locate(key: str, *, root: Path | None = None) -> Path:

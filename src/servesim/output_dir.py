@@ -5,8 +5,10 @@ naming a file, or a folder holding someone else's files, fails at once), then wr
 ``with staged_output_dir(out) as tmp:``. On success the staging folder gets the completion
 marker :data:`MARKER` (listing every file and its size) and replaces ``out`` in one rename, so
 ``out`` is either the complete new results or what it was before. On failure the staging
-folder is removed, or, when the run left something there on purpose (a ``partial/`` result),
-it becomes ``out`` with :data:`FAILED_MARKER` instead of ``MARKER``.
+folder is removed, or, when the run left something there (a ``partial/`` result, or the files
+written before the disk filled), it becomes ``out`` with :data:`FAILED_MARKER` instead of
+``MARKER``, and a note on the exception says so (the command's one-line error ends with it). If
+even the failure marker cannot be written (a full disk), the staging folder is removed.
 
 A folder that holds a marker was written by servesim: a re-run replaces it (stale results are
 cleared). A non-empty folder without one is refused unless ``force``; an empty one (as a
@@ -19,11 +21,10 @@ import contextlib
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 from typing import Iterator
 
-from servesim.errors import InputError
+from servesim.errors import IO_ERRNOS, InputError, writing
 
 #: completion marker written last into a finished results folder
 MARKER = "_COMPLETE.json"
@@ -94,6 +95,32 @@ def _sweep_stale_staging(out: Path) -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
+def _note(exc: BaseException, text: str) -> None:
+    """Say what is left of the outputs: a note on the exception, which the command line's one-line
+    error ends with (servesim.cli_errors) and a traceback shows (``print`` here would be a second line)."""
+    exc.add_note(text)
+
+
+def _is(filename, path: Path) -> bool:
+    return isinstance(filename, (str, os.PathLike)) and os.path.abspath(filename) == os.path.abspath(path)
+
+
+def _rename_into(exc: OSError, staging: Path, out: Path) -> None:
+    """An OSError naming a file in the staging folder names it where it will be (under ``out``);
+    a failed write naming no file (a full disk seen by pyarrow) names ``out``."""
+    if exc.filename is None:
+        if exc.errno in IO_ERRNOS:
+            exc.filename = os.fspath(out)
+        return
+    if not isinstance(exc.filename, (str, os.PathLike)):  # a file descriptor
+        return
+    try:
+        rel = Path(os.path.abspath(exc.filename)).relative_to(os.path.abspath(staging))
+    except ValueError:  # another file (an input)
+        return
+    exc.filename = os.fspath(out / rel)
+
+
 @contextlib.contextmanager
 def staged_output_dir(out: str | os.PathLike, *, command: str = "servesim", force: bool = False) -> Iterator[Path]:
     """Yield a fresh staging folder beside ``out``; see the module doc for what happens after."""
@@ -105,19 +132,28 @@ def staged_output_dir(out: str | os.PathLike, *, command: str = "servesim", forc
     staging.mkdir()
     try:
         yield staging
+        with writing(staging / MARKER):
+            (staging / MARKER).write_text(json.dumps({"complete": True, "command": command, "files": _files(staging)},
+                                                     indent=1, sort_keys=True) + "\n")
     except BaseException as exc:
-        if any(staging.iterdir()):  # a partial result kept on purpose: mark it failed
-            (staging / FAILED_MARKER).write_text(json.dumps(
-                {"complete": False, "command": command, "error": f"{type(exc).__name__}: {exc}"[:2000],
-                 "files": _files(staging)}, indent=1, sort_keys=True) + "\n")
-            _replace(staging, out)
-            print(f"{command}: failed ({type(exc).__name__}); what it wrote is in {out}/ "
-                  f"(marked {FAILED_MARKER}, not complete)", file=sys.stderr)
+        (staging / MARKER).unlink(missing_ok=True)  # a completion marker cut short by a full disk
+        if isinstance(exc, OSError):  # a full disk: name the file where it will be (or the folder)
+            _rename_into(exc, staging, out)
+        if any(staging.iterdir()):  # a partial result kept on purpose (or cut short): mark it failed
+            try:
+                (staging / FAILED_MARKER).write_text(json.dumps(
+                    {"complete": False, "command": command, "error": f"{type(exc).__name__}: {exc}"[:2000],
+                     "files": _files(staging)}, indent=1, sort_keys=True) + "\n")
+            except OSError as marker_exc:  # the disk is full: an unmarked folder would mislead, drop it
+                shutil.rmtree(staging, ignore_errors=True)
+                _note(exc, f"nothing kept in {out}/ (its failure marker could not be written: "
+                           f"{marker_exc.strerror or marker_exc})")
+            else:
+                _replace(staging, out)
+                _note(exc, f"what it wrote is kept in {out}/, marked {FAILED_MARKER} (not complete)")
         else:
             shutil.rmtree(staging, ignore_errors=True)
         raise
-    (staging / MARKER).write_text(json.dumps({"complete": True, "command": command, "files": _files(staging)},
-                                             indent=1, sort_keys=True) + "\n")
     _replace(staging, out)
 
 
@@ -143,7 +179,11 @@ def atomic_file(out: str | os.PathLike) -> Iterator[Path]:
     tmp = out.with_name(f"{out.stem}.part{out.suffix}")
     try:
         yield tmp
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and (_is(exc.filename, tmp) or
+                                         exc.filename is None and exc.errno in IO_ERRNOS):  # a full disk
+            exc.filename = os.fspath(out)
+            _note(exc, f"{out} not written (its partial file removed)")
         raise
     os.replace(tmp, out)

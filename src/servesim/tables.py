@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from servesim.errors import InputError
+from servesim.errors import InputError, not_found
 
 SUFFIXES = (".parquet", ".csv", ".gz")
 
@@ -20,7 +20,7 @@ def read_table(path, error: type[Exception] = InputError, what: str = "table") -
     missing, of an unknown format, or unreadable."""
     p = Path(path)
     if not p.exists():
-        raise error(f"{p}: {what} file does not exist")
+        raise error(f"{p}: {not_found(p, what + ' file')}")
     if p.suffix not in SUFFIXES:
         raise error(f"{p}: unknown {what} format {p.suffix or '(none)'!r} (use .parquet or .csv)")
     try:

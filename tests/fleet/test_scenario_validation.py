@@ -64,6 +64,15 @@ def test_errors_name_the_key(mutate, needle):
     assert needle in err(mutate)
 
 
+def test_block_larger_than_the_kv_cache_is_refused():
+    # issue 34: was rounded up to one block (a cache bigger than the one configured), silently
+    msg = err(lambda d: d["models"]["m"]["engine"].update(kv_capacity_tokens=100, block_size=4096))
+    assert "s.yaml: models.m.engine: block_size=4096 is larger than kv_capacity_tokens=100" in msg
+    ok = copy.deepcopy(BASE)
+    ok["models"]["m"]["engine"].update(kv_capacity_tokens=100, block_size=100)  # one whole block fits
+    assert parse_scenario(ok).models["m"].engine.block_size == 100
+
+
 def test_generator_is_seeded_and_follows_steps():
     d = copy.deepcopy(BASE)
     d["workload"]["streams"][0]["steps"] = [["60s", 20.0]]

@@ -33,6 +33,20 @@ def test_invalid_config_names_the_key():
     assert "huge" in (r.stdout + r.stderr)
 
 
+@pytest.mark.parametrize("setting, needle", [
+    ("papers=[sageservee, oserve]", "config papers: unknown paper(s) 'sageservee'"),
+    ("groups=[workloads]", "config groups: unknown group(s) 'workloads'"),
+])
+def test_unknown_paper_or_group_names_the_key_and_the_known_ones(setting, needle):
+    # issue 34: a misspelt paper selected nothing and the run exited 0
+    r = subprocess.run(SNAKEMAKE + ["-n", "--config", setting], cwd=ROOT, capture_output=True, text=True,
+                       env=pythonpath_env())
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and needle in out, out[-3000:]
+    known = "known papers: aegaeon, oserve, preserve, sageserve" if "papers" in setting else "known groups: calibration, workload"
+    assert known in out
+
+
 def test_lint_is_clean_and_every_rule_has_a_log():
     """`snakemake --lint` finds nothing (it flags, among others, a rule without `log:`), and every rule
     that runs something declares a log."""

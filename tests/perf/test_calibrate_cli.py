@@ -51,6 +51,25 @@ def test_calibrate_end_to_end(tmp_path, capsys, backend):
         assert m.step_time(500, 500 * 500, 0, 0) == pytest.approx(truth.step_time(500, 500 * 500, 0, 0), rel=0.03)
 
 
+@pytest.mark.parametrize("step_s", [1e12, 3600.5])
+def test_calibrate_refuses_an_implausible_step_time(tmp_path, capsys, step_s):
+    # issue 34: one step of 1e12 s was fitted without a word
+    from servesim.cli import main
+
+    table = tmp_path / "meas.csv"
+    _write_table(table)
+    df = pd.read_csv(table)
+    df.loc[7, "step_s"] = step_s
+    df.to_csv(table, index=False)
+    capsys.readouterr()
+    assert main(["calibrate", str(table), "-o", str(tmp_path / "m.yaml")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "meas.csv: row 7: step_s=" in err[0] and "at most 3600 s" in err[0], err
+    assert not (tmp_path / "m.yaml").exists()
+    df.loc[7, "step_s"] = M.MAX_STEP_S  # the bound itself is accepted
+    M.validate(df, "t")
+
+
 def test_calibrate_bad_table_names_file(tmp_path):
     p = tmp_path / "broken.csv"
     pd.DataFrame({"prefill_tokens": [1]}).to_csv(p, index=False)

@@ -30,6 +30,34 @@ def test_generate_and_convert(tmp_path, capsys, aegaeon_mirror):
     assert list(read(tmp_path / "c.parquet")["app"]) == ["conv"]
 
 
+def test_generate_that_makes_no_requests_is_an_error(tmp_path, capsys, aegaeon_mirror):
+    # issue 34: wrote 0 rows and exited 0
+    out = tmp_path / "a.parquet"
+    capsys.readouterr()
+    assert main(["workload", "generate", "aegaeon_market", "--scale", "0.1", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "aegaeon_market: scale 0.1 (seed 0) leaves no requests" in err[0], err
+    assert "scale >= 0.167 gives some" in err[0] and not out.exists()
+    assert main(["workload", "generate", "aegaeon_market", "--scale", "0.167", "-o", str(out)]) == 0
+    assert len(read(out)) > 0
+
+
+@pytest.mark.parametrize("opts, needle", [
+    ({}, "scale >= 0.167 gives some"),
+    ({"duration_s": 5.0}, "duration_s >= 10 s gives some"),
+    ({"rate": 0.0}, "every model's rate is 0"),
+    ({"rates": [0.0, 0.05]}, "scale >= 0.334 gives some"),
+])
+def test_generate_names_the_scale_that_gives_requests(opts, needle):
+    from servesim.workload import generate
+
+    lengths = pd.DataFrame({"prompt_tokens": [10, 20], "output_tokens": [5, 6]})
+    n = {"n_models": 2} if "rates" in opts else {}
+    with pytest.raises(WorkloadError, match="leaves no requests") as e:
+        generate("aegaeon_market", scale=0.1, seed=0, lengths=lengths, **n, **opts)
+    assert needle in str(e.value), str(e.value)
+
+
 def test_lengths_to_poisson_deterministic():
     lengths = pd.DataFrame({"prompt_tokens": [10, 20, 30], "output_tokens": [1, 2, 3]})
     a = lengths_to_poisson(lengths, 5.0, 600.0, seed=7)

@@ -27,6 +27,22 @@ from servesim._imports import closure, module_closure  # noqa: E402
 from servesim._yaml import StrictYAMLError, strict_yaml_load  # noqa: E402
 from servesim.analysis import runs as runs_api  # noqa: E402
 
+
+def check_groups():
+    """A misspelt paper or group selected no figure and the run "succeeded" doing nothing: each name
+    of the config's ``papers`` and ``groups`` must be a folder of notebooks/ (the known papers are
+    those with claims in workflow/claims/, the known groups the other folders)."""
+    folders = sorted(p.name for p in (ROOT / "notebooks").iterdir() if p.is_dir())
+    claims = {p.stem for p in (ROOT / "workflow" / "claims").glob("*.yaml")}
+    for key in ("papers", "groups"):
+        unknown = [n for n in config[key] if n not in folders]
+        if unknown:
+            known = [f for f in folders if (f in claims) == (key == "papers")]
+            raise WorkflowError(f"config {key}: unknown {key[:-1]}(s) {', '.join(map(repr, unknown))} (no folder "
+                                f"notebooks/<name>/; workflow/config.yaml or --config); known {key}: {', '.join(known)}")
+
+
+check_groups()
 GROUPS = list(config["papers"]) + list(config["groups"])
 SCALES = list(runs_api.SCALES)  # quick, full, and test (the small scale the test suite runs)
 SCALE_RE = "|".join(SCALES)

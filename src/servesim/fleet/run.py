@@ -44,11 +44,15 @@ class Result:
 
     def write(self, outdir: str | Path) -> Path:
         """Write the tables as Parquet and the summary as JSON under `outdir`."""
+        from servesim.errors import writing
+
         out = Path(outdir)
         out.mkdir(parents=True, exist_ok=True)
         for name in ("requests", "timeseries", "instance_hours", "lifecycle"):
-            getattr(self, name).to_parquet(out / f"{name}.parquet", index=False)
-        (out / "summary.json").write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
+            with writing(out / f"{name}.parquet"):  # a full disk's error names the file
+                getattr(self, name).to_parquet(out / f"{name}.parquet", index=False)
+        with writing(out / "summary.json"):
+            (out / "summary.json").write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
         return out
 
 

@@ -113,6 +113,10 @@ class EngineCfg(Strict):
     def _sim_accepts(self):
         from ..sim import InstanceConfig
 
+        if self.block_size > self.kv_capacity_tokens:  # was rounded up to one block, silently
+            raise ValueError(f"block_size={self.block_size} is larger than kv_capacity_tokens="
+                             f"{self.kv_capacity_tokens}: not one whole KV block fits; lower block_size or raise "
+                             f"kv_capacity_tokens")
         try:
             InstanceConfig(num_blocks=max(1, self.kv_capacity_tokens // self.block_size), block_size=self.block_size,
                            max_num_seqs=self.max_num_seqs, max_num_batched_tokens=self.max_num_batched_tokens,

@@ -19,6 +19,11 @@ AGGREGATES = ("prefill_tokens", "prefill_ctx", "decode_seqs", "decode_ctx")
 COLUMNS = (*AGGREGATES, "step_s")
 OPTIONAL = ("model", "hardware", "tp", "pp", "source", "regime")
 REGIMES = ("prefill-heavy", "decode-heavy", "mixed")
+#: the longest plausible step_s, in seconds. One engine iteration (a forward pass of one batch) takes
+#: milliseconds on a GPU and at most seconds to minutes for the largest prefill batches on a CPU; an
+#: hour per step is beyond any real one, so a longer value is a unit error (microseconds written as
+#: seconds) or a corrupt row, and one such row would dominate the fit (a 1e12 s step was fitted silently).
+MAX_STEP_S = 3600.0
 
 
 class MeasurementError(ValueError):
@@ -51,6 +56,10 @@ def validate(df: pd.DataFrame, source: str = "<table>") -> pd.DataFrame:
         raise MeasurementError(f"{source}: row {int(np.flatnonzero(empty.to_numpy())[0])}: an iteration with no prefill tokens and no decodes")
     if (df.step_s <= 0).any():
         raise MeasurementError(f"{source}: row {int(np.flatnonzero((df.step_s <= 0).to_numpy())[0])}: step_s must be > 0")
+    if (df.step_s > MAX_STEP_S).any():
+        i = int(np.flatnonzero((df.step_s > MAX_STEP_S).to_numpy())[0])
+        raise MeasurementError(f"{source}: row {i}: step_s={df.step_s.iloc[i]:g} is not a plausible step time (at most "
+                               f"{MAX_STEP_S:g} s, an hour per step); check its unit (seconds) or drop the row")
     for c in ("tp", "pp"):
         if c in df.columns:
             v = pd.to_numeric(df[c], errors="coerce").to_numpy(float)

@@ -142,7 +142,32 @@ def generate(name: str, scale: float = 1.0, seed: int = 0, **options):
         raise WorkloadError(f"unknown generator {name!r}; known: {sorted(GENERATORS)}")
     options = _typed_booleans(name, options)
     check_generate(name, scale, seed, options)
-    return GENERATORS[name](scale=scale, seed=seed, **options)
+    df = GENERATORS[name](scale=scale, seed=seed, **options)
+    if len(df) == 0:  # an empty workload simulates nothing and reads as a result: an error, not 0 rows
+        raise WorkloadError(_no_requests(name, scale, seed, options))
+    return df
+
+
+def _no_requests(name: str, scale: float, seed: int, options: dict) -> str:
+    """Why a generator call made no requests, and which scale makes some (where it is known)."""
+    import math
+
+    head = f"{name}: scale {scale:g} (seed {seed}{f', options {options}' if options else ''}) leaves no requests"
+    if name == "aegaeon_market" and options.get("arrivals", "ae") == "ae":
+        rates = options.get("rates")
+        top = float(np.max(np.asarray(rates, float))) if rates is not None else float(options.get("rate", 0.1))
+        if top <= 0:
+            return f"{head}: every model's rate is 0"
+        if "duration_s" in options:
+            dur = float(options["duration_s"])
+            if dur * top < 1:  # each model gets floor(duration_s * rate) arrivals
+                return (f"{head}: duration_s={dur:g} s times the highest rate {top:g}/s is under one request; "
+                        f"duration_s >= {1 / top:.3g} s gives some")
+        elif 60.0 * scale * top < 1:
+            need = math.ceil(1000 / (60.0 * top)) / 1000  # the smallest scale with one arrival, rounded up
+            return (f"{head}: the market spans 60 s x scale = {60.0 * scale:g} s, under one request at the highest "
+                    f"rate {top:g}/s; scale >= {need:g} gives some")
+    return f"{head}; a larger scale (or larger rate or volume options) gives some"
 
 
 def _typed_booleans(name: str, options: dict) -> dict:

@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from servesim.errors import not_found
+
 from .arrivals import categorical
 from .schema import MAX_TOKENS, TIERS, WorkloadError, validate
 
@@ -153,7 +155,7 @@ def load_azure(path: str | os.PathLike, *, app: str | None = None, model: str = 
     """
     path = Path(path)
     if not path.exists():
-        raise WorkloadError(f"{path}: no such trace file")
+        raise WorkloadError(f"{path}: " + ("no such trace file" if not path.is_symlink() else not_found(path, "trace file")))
     header = _read_csv(path, nrows=0).columns
     _check_header(path, header, AZURE_COLUMNS)
     fast = _azure_fast(path) if nrows is None else None
@@ -269,7 +271,7 @@ def load_sageserve(path: str | os.PathLike, *, models: dict[str, str] | None = N
     """
     path = Path(path)
     if not path.exists():
-        raise WorkloadError(f"{path}: no such trace file")
+        raise WorkloadError(f"{path}: " + ("no such trace file" if not path.is_symlink() else not_found(path, "trace file")))
     if iw_tier not in TIERS[:2]:
         raise WorkloadError(f"{path}: iw_tier={iw_tier!r}; expected one of {TIERS[:2]}")
     models = models or SAGESERVE_MODELS

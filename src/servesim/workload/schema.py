@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from servesim.errors import InputError
+from servesim.errors import InputError, writing
 
 TIERS = ("IW-F", "IW-N", "NIW")
 
@@ -174,7 +174,14 @@ def write(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     df = validate(df, str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
-    df.to_parquet(tmp, index=False, compression="zstd")
+    try:
+        with writing(path):  # a full disk's error names the file
+            df.to_parquet(tmp, index=False, compression="zstd")
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            exc.add_note(f"{path} not written (its partial file removed)")
+        raise
     os.replace(tmp, path)
     return path
 
