@@ -3,6 +3,7 @@ HTML report of a few notebooks built once per session."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -27,7 +28,10 @@ def browser(tmp_path):
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e .[test])")
     found = _chromium()
     if found is None:
-        pytest.skip("no Chromium with chromedriver on PATH (Debian: apt-get install chromium chromium-driver)")
+        why = "no Chromium with chromedriver on PATH (Debian: apt-get install chromium chromium-driver)"
+        if os.environ.get("SERVESIM_REQUIRE_BROWSER") == "1":  # CI installed one: a missing browser is a failure
+            pytest.fail(f"{why}, but SERVESIM_REQUIRE_BROWSER=1")
+        pytest.skip(why)
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
 
