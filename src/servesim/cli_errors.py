@@ -21,18 +21,11 @@ from servesim.errors import EXIT_BUG, EXIT_INPUT, EXIT_IO, IO_ERRNOS, InputError
 
 
 def input_error_types() -> tuple[type[BaseException], ...]:
-    """Exceptions that mean bad input. The package's own error classes that predate
-    :class:`InputError` are listed here rather than re-based (their modules belong to other layers)."""
-    from servesim.analysis.claims import ClaimsError
-    from servesim.catalog.loader import CatalogError
-    from servesim.fleet.scenario import ScenarioError
-    from servesim.forecast.base import ForecastError
-    from servesim.perf.measurements import MeasurementError
-    from servesim.perf.registry import BackendError
-    from servesim.systems.sageserve.config import ConfigError
-
-    return (InputError, ScenarioError, ClaimsError, CatalogError, ConfigError, MeasurementError,
-            BackendError, ForecastError)
+    """Exceptions that mean bad input: :class:`InputError`, which every error class of the package
+    that names a bad file, row, key or option derives from (`ScenarioError`, `ClaimsError`,
+    `CatalogError`, sageserve's `ConfigError`, `MeasurementError`, `BackendError`, `ForecastError`
+    included). Nothing is imported from other layers: this module sits below every entry point."""
+    return (InputError,)
 
 
 #: errnos of a path that does not resolve to a usable file: the user's to fix (EXIT_INPUT)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from servesim.errors import IO_ERRNOS, InputError, writing
+from servesim.project_root import project_root as _project_root_above
 
 MANIFEST_COLUMNS = ("dataset", "path", "sha256", "bytes", "licence", "url", "used_by")
 DEFAULT_MIRROR = "../shared/data"  # relative to the project root
@@ -52,12 +53,10 @@ def project_root() -> Path:
     """The project root (``SERVESIM_ROOT`` overrides; else found from the cwd, then this file)."""
     if os.environ.get("SERVESIM_ROOT"):
         return Path(os.environ["SERVESIM_ROOT"]).resolve()
-    from servesim.analysis.outputs import project_root as find
-
     try:
-        return find()
+        return _project_root_above()
     except FileNotFoundError:
-        return find(Path(__file__).parent)
+        return _project_root_above(Path(__file__).parent)
 
 
 def read_manifest(path: str | os.PathLike | None = None) -> list[Entry]:

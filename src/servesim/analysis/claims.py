@@ -21,6 +21,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from servesim._yaml import StrictYAMLError, strict_yaml_load
+from servesim.errors import InputError
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "claims.schema.yaml"
 CHECKS = ("approx", "range", "lt", "le", "gt", "ge", "ordering", "true")
@@ -44,7 +45,7 @@ SCALES = ("quick", "full")
 CHECKED_AS = {"quick": "quick", "full": "full", "test": "quick"}
 
 
-class ClaimsError(ValueError):
+class ClaimsError(InputError):
     """A malformed claims file, or a claim naming a metric its notebook does not write (or writes
     with the wrong type). The message names the file and the claim."""
 

@@ -8,7 +8,7 @@ Every figure notebook ends with::
     out.write_metrics(metrics)  # results/<scale>/<paper>/<figure>/metrics.json
 
 Outputs are byte-for-byte deterministic (no timestamps in PDF/PNG metadata, sorted JSON keys).
-This module imports nothing from servesim so any layer may use it.
+This module imports only the leaf `servesim.project_root` (its `project_root` is re-exported here).
 """
 
 from __future__ import annotations
@@ -18,16 +18,7 @@ import math
 import os
 from pathlib import Path
 
-_MARKERS = ("Snakefile", "pyproject.toml")
-
-
-def project_root(start: str | os.PathLike | None = None) -> Path:
-    """The project's root: the nearest parent of ``start`` (default cwd) holding the Snakefile."""
-    here = Path(start or os.getcwd()).resolve()
-    for p in (here, *here.parents):
-        if all((p / m).exists() for m in _MARKERS):
-            return p
-    raise FileNotFoundError(f"no servesim project root (with {_MARKERS}) above {here}")
+from servesim.project_root import project_root  # noqa: F401 - re-exported: notebooks import it from here
 
 
 def apply_style() -> None:

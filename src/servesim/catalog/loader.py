@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from ..errors import InputError
 from .specs import HardwareSpec, ModelSpec
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -17,7 +18,7 @@ MODELS_FILE = DATA_DIR / "models.yaml"
 HARDWARE_FILE = DATA_DIR / "hardware.yaml"
 
 
-class CatalogError(ValueError):
+class CatalogError(InputError):
     """A catalog file is malformed, or a key is unknown."""
 
 

@@ -7,13 +7,14 @@ Python API::
     res.requests, res.timeseries, res.instance_hours, res.lifecycle, res.summary
 
 Layout: `lifecycle` (states, allowed edges, instance-hours ledger), `control` (actions and the
-read-only view actors get), `core` (the `Fleet`, made of `instances`: lifecycle, pools and
-actions; `requests`: the request path with deferral and deadlines; `view`: read-only queries and
-samples), `scenario` (typed YAML config; workload specs are `servesim.workload.spec`), `run`
-(`run_scenario` / `Result`), `engine_sim` (servesim.sim instances as engines), `cli`
-(`servesim simulate`). Endpoint routers live in `servesim.sim.routers`
-(re-exported by `servesim.policies`, with the autoscalers and global routers); a scenario names
-each component by its registry name (`servesim.registry`, docs/extending.md).
+read-only view actors get; defined in the leaf `servesim.control`, with `State`), `core` (the
+`Fleet`, made of `instances`: lifecycle, pools and actions; `requests`: the request path with
+deferral and deadlines; `view`: read-only queries and samples), `scenario` (typed YAML config;
+workload specs are `servesim.workload.spec`), `run` (`run_scenario` / `Result`), `engine_sim`
+(servesim.sim instances as engines), `cli` (`servesim simulate`). Endpoint routers live in
+`servesim.sim.routers` (re-exported by `servesim.policies`, with the autoscalers and global
+routers); a scenario names each component by its registry name (`servesim.registry`,
+docs/extending.md).
 
 Holding requests outside routing (public API of `Fleet`; details in `servesim.fleet.core`)::
 

@@ -19,20 +19,9 @@ books the time spent in the state being left to (model, region, state).
 from __future__ import annotations
 
 from collections import defaultdict
-from enum import Enum
 
+from ..control import State  # defined beside the actions and views that report it
 from ..metrics import BILLED_STATES
-
-
-class State(str, Enum):
-    REQUESTED = "requested"
-    PROVISIONING = "provisioning"
-    LOADING = "loading"
-    CONVERTING = "converting"
-    READY = "ready"
-    DRAINING = "draining"
-    POOLED = "pooled"
-    RELEASED = "released"
 
 
 STATES: tuple[State, ...] = tuple(State)

@@ -30,6 +30,7 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, StrictBool, Tag, ValidationError, model_validator
 
+from ..errors import InputError
 from ..registry import pydantic_message
 from ..workload.schema import WorkloadError
 from ..workload.spec import (  # noqa: F401 - re-exported: the schema's names from before the move
@@ -46,7 +47,7 @@ from ..workload.spec import (  # noqa: F401 - re-exported: the schema's names fr
     parse_duration,
 )
 
-class ScenarioError(ValueError):
+class ScenarioError(InputError):
     """Invalid scenario; the message has one line per problem, each naming its key path."""
 
 

@@ -8,13 +8,10 @@ queries and samples walk instances, and they run at fixed periods.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .control import EndpointKey, EndpointStats
 from .lifecycle import State
-
-if TYPE_CHECKING:
-    from .core import Fleet
 
 
 class FleetQueries:
@@ -123,7 +120,7 @@ class ReadOnlyView:
 
     __slots__ = ("_f",)
 
-    def __init__(self, fleet: Fleet) -> None:
+    def __init__(self, fleet: FleetQueries) -> None:  # a `Fleet` (core.py), which is made of FleetQueries
         self._f = fleet
 
     @property

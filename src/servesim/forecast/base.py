@@ -14,6 +14,8 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from ..errors import InputError
+
 
 def _single_thread():
     try:
@@ -23,7 +25,7 @@ def _single_thread():
     return threadpool_limits(limits=1)
 
 
-class ForecastError(ValueError):
+class ForecastError(InputError):
     """Bad forecaster input (empty, NaN, negative, too short for the model)."""
 
 

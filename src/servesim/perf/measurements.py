@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from servesim.tables import read_table
+from servesim.errors import InputError
 
 AGGREGATES = ("prefill_tokens", "prefill_ctx", "decode_seqs", "decode_ctx")
 COLUMNS = (*AGGREGATES, "step_s")
@@ -26,7 +27,7 @@ REGIMES = ("prefill-heavy", "decode-heavy", "mixed")
 MAX_STEP_S = 3600.0
 
 
-class MeasurementError(ValueError):
+class MeasurementError(InputError):
     """A measurement table is malformed; the message names the file, column or row."""
 
 

@@ -26,6 +26,7 @@ import os
 from pathlib import Path
 import yaml
 
+from ..errors import InputError
 from ..registry import Registry
 from .base import LinearStepTime, StepTimeModel
 
@@ -33,7 +34,7 @@ from .base import LinearStepTime, StepTimeModel
 BACKENDS: Registry = Registry("step-time backend", set_name=False)
 
 
-class BackendError(ValueError):
+class BackendError(InputError):
     """An unknown backend or a bad option; the message names it."""
 
 

@@ -1,4 +1,4 @@
-"""Periodic scalers that act on a `servesim.fleet.control.FleetView`."""
+"""Periodic scalers that act on a `servesim.control.FleetView`."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, StrictBool, model_validator
 
-from ..fleet.control import Action, FleetView, Scale
-from ..fleet.lifecycle import State
+from ..control import Action, FleetView, Scale, State
 from ..workload.spec import PosSeconds, Seconds, Strict
 from .registry import register_controller
 

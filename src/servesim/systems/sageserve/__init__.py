@@ -5,6 +5,7 @@
 - ``ilp``: the hourly allocation ILP (PuLP on CBC or HiGHS);
 - ``actors``: LT-I / LT-U / LT-UA as fleet control actors (hourly forecast + ILP);
 - ``strategies`` / ``runs``: one strategy on ``servesim.fleet`` (CLI ``servesim sageserve-run``);
+- ``scenario``: the fleet scenario of one strategy (``instance_models``: each model's instance);
 - ``theta``: per-instance throughput by saturating one simulated instance;
 - ``niw`` / ``tiers``: the NIW queue manager and the FCFS / EDF / PF / DPA queue orders;
 - ``niw_loop``: both in the simulation loop (NIW held and released on low utilisation; instance

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
 
+from ...errors import InputError
+
 STRATEGIES = ("siloed", "reactive", "lt_i", "lt_u", "lt_ua", "chiron")
 TIER_POLICIES = ("fcfs", "edf", "pf", "dpa")
 #: "none": the engine's own FIFO queue (no tier ordering)
@@ -16,7 +18,7 @@ TIER_CHOICES = ("none",) + TIER_POLICIES
 HARDWARE_CHOICES = ("default", "a100-80gb", "h100-80gb")
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError):
     """A wrong key or value in a SageServe config; the message names the key."""
 
 

@@ -26,14 +26,14 @@ from ...metrics import summarize
 from .actors import LongTermScaler
 from .chiron import INT_SUFFIX, ChironRouter, ChironScaler
 from .config import SageServeConfig
-from .instance_models import instance_model
+from .instance_models import MODEL_DEFAULTS  # noqa: F401 - re-exported: notebooks and tests import it from here
 from .niw_chunks import chunk_niw, collapse_chunks
 from .niw_loop import NIWLoop, register_tier_scheduler
 from .reactive import LockedReactive
+from .scenario import NIW_SUFFIX, ORCA_NO_CAP, scenario_dict  # noqa: F401 - NIW_SUFFIX, ORCA_NO_CAP re-exported
+from .theta import THETA_TOKENS_PER_MIN, theta_for  # noqa: F401 - THETA_TOKENS_PER_MIN re-exported
 
 RUN_STRATEGIES = ("reactive", "lt_i", "lt_u", "lt_ua", "siloed", "chiron")
-#: Siloed: NIW requests of model m are served by a separate endpoint named m + NIW_SUFFIX
-NIW_SUFFIX = "@niw"
 
 
 def base_model(col: "pd.Series") -> "pd.Series":
@@ -41,92 +41,6 @@ def base_model(col: "pd.Series") -> "pd.Series":
     return col.astype(str).str.split("@").str[0]
 #: SageServe's interactive tiers: its latency figures are over these
 IW_TIERS = ("IW-F", "IW-N")
-
-#: Llama-2-70B on one 8xA100 instance (TP 8), a linear step-time fit to the Splitwise profile
-#: numbers quoted in the spec (prefill 512 tok 94 ms, 8192 tok 1.55 s; decode ~43-46 ms per
-#: iteration, 71.6 ms at 32k batched tokens); KV capacity 210.6k tokens (spec §2).
-MODEL_DEFAULTS = {
-    "llama-2-70b": {
-        "engine": {"kv_capacity_tokens": 210_600, "max_num_seqs": 512, "max_num_batched_tokens": 16384},
-        "step_time": {"backend": "linear", "c0": 0.040, "c_pt": 1.9e-4, "c_pc": 0.0, "c_ds": 8.7e-7, "c_dc": 0.0},
-    },
-    "bloom-176b": {
-        "engine": {"kv_capacity_tokens": 89_200, "max_num_seqs": 512, "max_num_batched_tokens": 16384},
-        "step_time": {"backend": "linear", "c0": 0.055, "c_pt": 3.5e-4, "c_pc": 0.0, "c_ds": 1.2e-6, "c_dc": 0.0},
-    },
-    # Llama-3.1-8B / Llama-3.2-3B: the authors' vLLM A100 profiles (Llama-3.*-tp-4.csv, which their
-    # simulator relabels as the 8-GPU instance; seconds, token_time per whole decode, read by
-    # servesim.perf.sources.splitwise), put on Llama-2's reading above: each coefficient is
-    # Llama-2's times the ratio of the two models' straight-line fits to their profiles (Llama-2:
-    # the Splitwise a100-80gb TP 8 rows; relative least squares, prefill rows a + c_pt*tokens and
-    # decode rows c0 + c_ds*sequences, no context terms). The same rule applied to Bloom's
-    # Splitwise rows gives 0.044 / 3.7e-4 / 1.6e-6 against its 0.055 / 3.5e-4 / 1.2e-6.
-    # instance_models.derive_scaled_coefficients re-derives these numbers from the data and
-    # tests/systems/test_sageserve_coefficients.py checks the entries below equal them to 2
-    # significant figures. KV capacity from spec §2 (303k, 1.27M tokens).
-    "llama-3.1-8b": {
-        "engine": {"kv_capacity_tokens": 303_000, "max_num_seqs": 512, "max_num_batched_tokens": 16384},
-        "step_time": {"backend": "linear", "c0": 0.0062, "c_pt": 8.1e-5, "c_pc": 0.0, "c_ds": 9.5e-7, "c_dc": 0.0},
-    },
-    "llama-3.2-3b": {
-        "engine": {"kv_capacity_tokens": 1_270_000, "max_num_seqs": 512, "max_num_batched_tokens": 16384},
-        "step_time": {"backend": "linear", "c0": 0.0048, "c_pt": 5.0e-5, "c_pc": 0.0, "c_ds": 6.4e-7, "c_dc": 0.0},
-    },
-}
-ORCA_NO_CAP = 1 << 30
-#: tokens/min one instance serves in the ILP in the code reading (``theta_source="code"``): the
-#: authors' absolute 30 x [7516.67, 5398.07]; the paper reading measures it (theta.measure_theta)
-THETA_TOKENS_PER_MIN = {"llama-2-70b": 225_500.0, "bloom-176b": 161_942.0}
-
-
-def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig, duration_s: float,
-                  max_instances: int = 20, sample_s: float = 10.0, engine_policy: str | None = None) -> dict:
-    # sample_s <= 10 s: the paper's instance-hours take each 15-min bin's maximum count, which a
-    # coarser sampler under-counts (servesim.metrics.instance_hours)
-    models = sorted(workload["model"].unique())
-    regions = sorted(workload["region"].unique())
-    c = config
-    if strategy == "chiron":  # the mixed pool carries the bare model name and gets IW overflow only
-        models = sorted(set(models) | {m.split("@")[0] for m in models})
-    base = {m: m.split("@")[0] for m in models}
-    if strategy == "siloed":
-        start = {m: c.siloed_niw_instances if m.endswith(NIW_SUFFIX) else c.siloed_iw_instances for m in models}
-    elif strategy == "chiron":
-        start = {m: c.chiron_batch if m.endswith(NIW_SUFFIX) else c.chiron_interactive if m.endswith(INT_SUFFIX)
-                 else c.chiron_mixed for m in models}
-    else:
-        start = {m: c.start_instances for m in models}
-    lead = {"request_s": 0.0, "provision_s": c.spot_switch_s if c.delays_in_sim else 0.0,
-            "load_s": c.model_redeploy_s if c.delays_in_sim else 0.0,
-            "reclaim_s": c.reclaim_median_s if c.delays_in_sim else 0.0,
-            "convert_s": c.model_redeploy_s if c.delays_in_sim else 0.0}
-    sc = {
-        "name": f"sageserve-{strategy}",
-        "duration_s": duration_s,
-        "regions": [{"name": r, "capacity": None} for r in regions],
-        "models": {m: {**instance_model(base[m], c.hardware), "lead": lead, "catalog": base[m]} for m in models},
-        "endpoints": [{"model": m, "region": r, "instances": start[m], "min_instances": c.min_per_endpoint,
-                       "max_instances": max_instances} for m in models for r in regions],
-        "router": {"name": "jsq-tokens"},
-        "scale_in_to": "pool",
-        "enforce_deadlines": ["NIW"] if c.niw_deadline_enforce else [],
-        "pool_conversions": c.scaling_level >= 2,
-        "output": {"sample_s": sample_s, "window_s": 60.0},
-    }
-    for m in models:  # ORCA has no token cap (a huge one: a tier-ordered subclass is not named "orca")
-        eng = {**sc["models"][m]["engine"], "policy": engine_policy or c.engine_policy}
-        if c.engine_policy == "orca":
-            eng["max_num_batched_tokens"] = ORCA_NO_CAP
-        sc["models"][m] = {**sc["models"][m], "engine": eng}
-    if len(regions) > 1 and (strategy in ("reactive", "siloed") or c.reroute_lt) and strategy != "chiron":
-        sc["global_router"] = {"name": "preference", "threshold": c.iw_region_gate,
-                               "preferences": {r: [r] + [x for x in regions if x != r] for r in regions}}
-        sc["latency_s"] = {r: {x: c.inter_region_latency_s for x in regions if x != r} for r in regions}
-    if strategy in ("reactive", "siloed") and not c.use_locks:  # with locks: reactive.LockedReactive (run_strategy)
-        sc["autoscaler"] = {"name": "reactive", "period_s": c.reactive_interval_s, "up": c.reactive_scale_out, "down": c.reactive_scale_in,
-                            "cooldown_s": c.cooldown_s, "metric": "kv", "kv_count_starting": c.reactive_count_starting}
-    return sc
-
 
 def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.DataFrame | None = None,
                  t0_s: float = 0.0, config: SageServeConfig | None = None, seed: int = 0,
@@ -180,8 +94,6 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
         niw = {}
         if (full["tier"] == "NIW").any():
             niw = {k: per_minute_demand(full, k[0], k[1], tiers=("NIW",), t_end=t_end) for k in keys}
-        from .theta import theta_for
-
         theta = theta_for(c, list(dict.fromkeys(m for m, _ in keys)), full, seed=seed)  # per model, not region
         actor = LongTermScaler(mode=strategy, demand=demand, niw_demand=niw, config=c, theta=theta,
                                max_instances={k: max_instances for k in keys}, offset_min=int(t0_s // 60))

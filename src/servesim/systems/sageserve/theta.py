@@ -17,14 +17,17 @@ import pandas as pd
 
 from ...fleet import parse_scenario, run_scenario
 from .config import SageServeConfig
+from .scenario import scenario_dict
+
+#: tokens/min one instance serves in the ILP in the code reading (``theta_source="code"``): the
+#: authors' absolute 30 x [7516.67, 5398.07]; the paper reading measures it (theta.measure_theta)
+THETA_TOKENS_PER_MIN = {"llama-2-70b": 225_500.0, "bloom-176b": 161_942.0}
 
 
 def measure_theta(model: str, requests: pd.DataFrame, n: int = 2000, seed: int = 0,
                   engine_policy: str = "orca", hardware: str = "default") -> float:
     """Prompt tokens per minute one instance of ``model`` (scheduler ``engine_policy``) completes
     when saturated."""
-    from .strategies import scenario_dict
-
     src = requests[(requests["model"] == model) & (requests["tier"] != "NIW")]
     if len(src) == 0:
         raise ValueError(f"measure_theta: no IW request of model {model!r}")
@@ -53,8 +56,6 @@ def theta_for(config: SageServeConfig, models: list[str], requests: pd.DataFrame
     (``theta_source="code"``) or ``theta_headroom`` x the measured saturation throughput (1.0:
     the paper's definition)."""
     if config.theta_source == "code":
-        from .strategies import THETA_TOKENS_PER_MIN
-
         missing = [m for m in models if m not in THETA_TOKENS_PER_MIN]
         if missing:
             raise ValueError(f"theta_source='code': the authors' code gives no theta for {missing}")
