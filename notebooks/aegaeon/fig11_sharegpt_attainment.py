@@ -112,6 +112,13 @@ ded.loc[ded.x > 16, ["attainment_pct", "attainment_token_pct"]] = 0.0
 cur_nulls = pd.concat([cur, ded], ignore_index=True)
 metrics = {**sw.metrics_by_reading(cur_nulls, ["panel"], goodput_reading, fig11_metrics),
            "muxserve_max_models": muxserve.max_models(), "muxserve_models_per_gpu": 2}
+# The authors' simulator's 16 GB/s host link (weights and KV) for every system (runs `fig11bw16/*`; not judged, the
+# claims use the default 32 GB/s): the same metric code, keys prefixed `bw16_`
+cur16 = sw.curves(sw.load("fig11bw16/*", ["panel"], scale, root), ["panel"])
+ded16 = cur16[(cur16.system == "sllm") & (cur16.x_name == "models")].assign(system="dedicated")
+ded16.loc[ded16.x > 16, ["attainment_pct", "attainment_token_pct"]] = 0.0
+metrics.update({f"bw16_{k}": v for k, v in fig11_metrics(sw.goodput(pd.concat([cur16, ded16], ignore_index=True),
+                                                                     ["panel"], goodput_reading)).items()})
 metrics["rps_sweep_max"] = float(cur[cur.panel == "models40"].x.max()) if "models40" in panels else float("nan")
 below = gp[gp.below_grid]
 if len(below):  # a goodput of 0 means no load on the sweep met the line

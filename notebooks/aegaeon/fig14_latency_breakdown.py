@@ -111,6 +111,20 @@ rl = sw.load("fig11/rps0p*/sllm", ["panel"], scale, root)
 rl = rl.assign(setup=[tag(m, r) for m, r in zip(rl.models, rl.rate)]).groupby("setup").attainment_pct.mean()
 metrics["null_sllm_attainment_pct_min_fig14"] = (float(rl.reindex(setups).min()) if set(setups) <= set(rl.index)
                                                  else float("nan"))
+# The authors' simulator's readings (not judged; what each mechanism moves), through the same code:
+# whole-batch KV swap-in (`fig14kvbatch/*`, keys `kvbatch_*`), the 16 GB/s host link (`fig14bw16/*`, `bw16_*`)
+for reading in ("kvbatch", "bw16"):
+    rreq = sw.load_detail(f"fig14{reading}/*", "requests", scale, root)
+    rreq["setup"] = [tag(m, r) for m, r in zip(rreq.models, rreq.rate)]
+    rpts = sw.load(f"fig14{reading}/*", ["panel"], scale, root)
+    ratt = rpts.assign(setup=[tag(m, r) for m, r in zip(rpts.models, rpts.rate)]).set_index("setup").attainment_pct
+    for m, r in SETUPS:
+        t = tag(m, r)
+        g = rreq[(rreq.setup == t) & ~rreq.failed & np.isfinite(rreq.total)]
+        sh = tb.shares_pct(g) if len(g) else {}
+        for c in ("data_overhead", "autoscaling_wait", "decoding_waiting"):
+            metrics[f"{reading}_share_pct_{c}_{t}"] = float(sh.get(c, np.nan))
+        metrics[f"{reading}_attainment_pct_{t}"] = float(ratt.get(t, np.nan))
 out = FigureOutputs("aegaeon", "fig14_latency_breakdown", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(shares)

@@ -141,3 +141,29 @@ def test_time_accounting_of_one_request():
     assert r.switch_wait_s == 0.5                     # the decode instance's load
     # everything between arrival and the last token is switch, KV transfer or compute here
     assert r.tokens[-1] == pytest.approx(r.prefill_switch_s + r.switch_wait_s + r.kv_s + r.exec_s)
+
+
+@pytest.mark.parametrize("kv_sync", ["per-request", "batch"])
+def test_kv_swap_in_per_request_events_or_whole_batch(kv_sync):
+    # two requests of one model, KV on the host: 100 ctx tokens x 1.6e8 B / 16e9 B/s = 1 s of copy each
+    s = Settings(layout="single", n_nodes=1, prefill_per_node=1, decode_per_node=1, prefetch=False, kv_sync=kv_sync,
+                 kv_bw=16e9)
+    p = pool(["m_00"], s, step=0.25, switch=0.5, kv_per_token=1.6e8, weights=1e9)
+    d = p.decode[0][0]
+    reqs = [prefilled(i, "m_00", output=20, t=0.0, prompt=99) for i in range(2)]
+    for r in reqs:
+        r.on_device = False
+        d.add_new_batch(r, 0.0, start=False)
+    d.start(0.0)
+    p.kernel.run(until=3.0)
+    first_a, first_b = reqs[0].tokens[1], reqs[1].tokens[1]
+    if kv_sync == "per-request":
+        # §5.3: copies in FCFS order on one stream after the 0.5-s switch; the first request's step
+        # starts when its own KV lands (1.5 s), the second joins the step after its copy (2.5 s)
+        assert first_a == pytest.approx(1.5 + 0.25)
+        assert first_b == pytest.approx(2.5 + 0.25)
+        assert [r.kv_wait_s for r in reqs] == pytest.approx([1.0, 2.0])
+    else:
+        # the whole batch is copied before the first step: both wait 2 s
+        assert first_a == first_b == pytest.approx(0.5 + 2.0 + 0.25)
+        assert [r.kv_wait_s for r in reqs] == pytest.approx([2.0, 2.0])

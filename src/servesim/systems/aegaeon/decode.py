@@ -9,6 +9,10 @@
   KV in (bytes / bandwidth), runs a first step, then starts the quota clock; it ends at the first
   step that ends at or past the quota, or when the batch empties. At turn end the batch's KV goes
   back to the host unless it is the instance's only batch.
+- KV swap-in (``Settings.kv_sync``): ``"per-request"`` (§5.3) copies the batch's requests one after
+  another on the instance's one copy stream, in FCFS order, and a step runs the requests whose KV
+  has arrived (the first step starts when the first one is resident); ``"batch"`` waits for the
+  whole batch before the first step (the authors' simulator).
 - A request arriving mid-round joins a same-model batch that fits (any of the round's batches) and
   is decoded from that batch's next step after its own KV swap-in; otherwise it opens a batch that
   waits for the next round.
@@ -47,6 +51,7 @@ class DecodeInstance:
         self.rounds = 0
         self.alphas: list[float] = []
         self.busy_until = 0.0            # end of the in-flight step (or of the turn's switch + swap-in)
+        self.h2d_free = 0.0              # when the copy stream is free (kv_sync="per-request")
 
     # -- admission --------------------------------------------------------------------------------
     def blocks(self, r: Req) -> int:
@@ -122,17 +127,23 @@ class DecodeInstance:
         self._begin_turn(now)
 
     def _swap_in(self, reqs: list[Req], now: float) -> float:
-        """KV host -> device for requests not resident; returns the transfer time."""
+        """KV host -> device for requests not resident; returns the transfer time. Per-request
+        sync queues the copies on the instance's copy stream (each request ready when its own copy
+        ends); the batch reading times each copy from ``now`` and the caller waits for their sum."""
         pool = self.pool
+        stream = pool.s.kv_sync == "per-request"
+        start = max(now, self.h2d_free) if stream else now
         byts = 0.0
         for r in reqs:
             if not r.on_device:
                 pool.from_host(r, now)
                 dt = pool.costs_of(r.model).kv_bytes(r.ctx) / pool.s.kv_bw
                 r.kv_s += dt
-                r.dev_ready = now + dt
-                r.on_device = True
                 byts += dt
+                r.dev_ready = start + byts if stream else now + dt
+                r.on_device = True
+        if stream:
+            self.h2d_free = start + byts
         pool.kv_h2d_s += byts
         return byts
 
@@ -155,13 +166,19 @@ class DecodeInstance:
         for r in live:
             r.switch_wait_s += sw
         was = {r.rid: r.dev_ready for r in live}  # a request that joined the last turn may still be swapping in
-        si = self._swap_in(live, t)  # whole batch swap-in before its first step
-        for r in live:
-            r.kv_wait_s += max(0.0, t + si - max(t, was[r.rid]))  # the part of it not counted at the join
-            r.dev_ready = max(t + si, was[r.rid])
+        si = self._swap_in(live, t)
+        if pool.s.kv_sync == "per-request":  # each waits for its own copy; the step starts with the first
+            for r in live:
+                r.kv_wait_s += max(0.0, r.dev_ready - max(t, was[r.rid]))  # the part not counted at the join
+            first = max(t, min(r.dev_ready for r in live))
+        else:  # whole batch swap-in before its first step
+            for r in live:
+                r.kv_wait_s += max(0.0, t + si - max(t, was[r.rid]))  # the part of it not counted at the join
+                r.dev_ready = max(t + si, was[r.rid])
+            first = t + si
         self.quota_start = None
-        self.busy_until = t + si
-        pool.kernel.at(t + si, self._step, None)
+        self.busy_until = first
+        pool.kernel.at(first, self._step, None)
 
     def _step(self, _=None) -> None:
         pool = self.pool
