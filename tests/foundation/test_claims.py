@@ -340,8 +340,8 @@ NR_COL_ECHO = 3 + 2  # after the 3 echo kinds and CONSISTENT / INCONSISTENT
 
 
 def test_readme_claims_table_agrees_with_claims_files(project_root):
-    """The README's generated tables count every claim of each kind at both scales, and list every
-    NOT-REPRODUCIBLE claim with its reason."""
+    """The README's generated tables count every claim of each kind at both scales, and the page they
+    point to lists every NOT-REPRODUCIBLE claim with its reason."""
     from servesim.analysis.claims import README_BEGIN, README_END
 
     text = (project_root / "README.md").read_text()
@@ -359,8 +359,12 @@ def test_readme_claims_table_agrees_with_claims_files(project_root):
             assert int(e[i]) == sum(c.kind == k for c in claims), stale
         nr = [c for c in claims if c.not_reproducible]
         assert int(m[NR_COL_MEASURED]) + int(e[NR_COL_ECHO]) == len(nr), stale
+    from servesim.analysis.claims import NR_DOC
+
+    assert f"`{NR_DOC}`" in section, f"the README's claims section does not point to {NR_DOC}"
+    doc = (project_root / NR_DOC).read_text()
     for c in (c for c in claims if c.not_reproducible):
-        assert f"`{c.id}`" in section, f"{c.id} (NOT-REPRODUCIBLE) missing from the README table"
+        assert f"`{c.id}`" in doc, f"{c.id} (NOT-REPRODUCIBLE) missing from {NR_DOC}: {stale}"
 
 
 def test_readme_section_round_trips_through_the_parser(tmp_path):
@@ -374,6 +378,22 @@ def test_readme_section_round_trips_through_the_parser(tmp_path):
     assert m[("**all**", "quick")][:4] == ["2", "1", "0", "0"] and m[("**all**", "quick")][NR_COL_MEASURED] == "1"
     assert e[("**all**", "quick")][:3] == ["0", "1", "0"] and e[("**all**", "quick")][3] == "1"
     assert m[("**all**", "full")][0] == "0" and m[("demo", "full")][-1] == "snapshot at abc"
+
+
+def test_update_readme_writes_the_not_reproducible_page(tmp_path):
+    """The README's section names the count and the page; the page lists each claim with its reason."""
+    from servesim.analysis.claims import NR_DOC, README_BEGIN, README_END, update_readme
+
+    write(tmp_path, [claim(), claim(id="demo-03-x", not_reproducible="needs production telemetry")])
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10})
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{README_BEGIN}\nSTALE-TABLE\n{README_END}\n\n## After\n")
+    update_readme(readme, check_claims(tmp_path, "quick"), "quick")
+    text = readme.read_text()
+    assert "STALE-TABLE" not in text and "## After" in text and f"Not reproducible: 1 claims, each with its reason, in `{NR_DOC}`" in text
+    doc = (tmp_path / NR_DOC).read_text()
+    assert "## demo" in doc and "- `demo-03-x`" in doc and "needs production telemetry" in doc
+    assert "`demo-01" not in doc  # only the NOT-REPRODUCIBLE ones
 
 
 def test_not_reproducible_claim_needs_no_metric(tmp_path):
