@@ -38,6 +38,21 @@ validate(config, "workflow/schemas/config.schema.yaml")
 include: "workflow/rules/common.smk"
 
 
+# At the end of a successful run, the slowest jobs it ran (their benchmark files written during
+# this run), so a newcomer sees where the time went; nothing when it ran no benchmarked job
+import time as _time
+
+_RUN_START = _time.time()
+
+
+onsuccess:
+    from servesim.analysis.benchmarks import slowest_summary
+
+    _slow = slowest_summary(ROOT / "results", since=_RUN_START)
+    if _slow:
+        print(_slow)
+
+
 rule quick:
     """Every figure and table at quick scale, the claims report and provenance."""
     input:

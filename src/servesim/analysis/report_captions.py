@@ -19,6 +19,8 @@ from pathlib import Path
 import yaml
 from markdown_it import MarkdownIt
 
+from .benchmarks import read_benchmarks
+
 GROUP_TITLES = {"sageserve": "SageServe", "preserve": "PreServe", "oserve": "OServe", "aegaeon": "Aegaeon",
                 "calibration": "Calibration", "workload": "Workload"}
 # claims-report columns shown in a figure's caption, in this order (any other column the report has
@@ -262,24 +264,14 @@ def provenance_page(json_path: str | Path, scale: str) -> str:
 def runtimes_page(bench_dir: str | Path, scale: str) -> str:
     """Every benchmarked job's wall time and peak memory (the `benchmark:` files of the workflow's
     rules), slowest first. The report's own Statistics panel has the per-rule runtimes of all rules."""
-    bench_dir = Path(bench_dir)
-    rows = []
-    for f in sorted(bench_dir.rglob("*.tsv")):
-        with open(f, newline="") as fh:
-            recs = list(csv.DictReader(fh, delimiter="\t"))
-        for rec in recs[-1:]:  # the last repeat
-            rows.append({"job": str(f.relative_to(bench_dir).with_suffix("")), "wall s": rec.get("s", ""),
-                         "h:m:s": rec.get("h:m:s", ""), "max RSS MB": rec.get("max_rss", ""),
-                         "CPU s": rec.get("cpu_time", "")})
+    def cell(v):
+        return "" if v is None else f"{v:g}"
 
-    def secs(r):
-        try:
-            return float(r["wall s"])
-        except ValueError:
-            return 0.0
-
-    rows.sort(key=lambda r: (-secs(r), r["job"]))
-    total = sum(secs(r) for r in rows)
+    bench = read_benchmarks(bench_dir)
+    bench.sort(key=lambda r: (-(r["wall_s"] or 0.0), r["job"]))
+    rows = [{"job": r["job"], "wall s": cell(r["wall_s"]), "h:m:s": r["hms"], "max RSS MB": cell(r["max_rss_mb"]),
+             "CPU s": cell(r["cpu_s"])} for r in bench]
+    total = sum(r["wall_s"] or 0.0 for r in bench)
     body = (f"<p>{len(rows)} benchmarked jobs (results/{_ESC(scale)}/benchmarks/), {total:.0f} s of wall time in all. "
             "The report's Statistics panel shows the runtimes of every rule.</p>"
             + _table(rows, ["job", "wall s", "h:m:s", "max RSS MB", "CPU s"], status_col=None))

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from servesim.analysis.claims import REPORT_COLUMNS, ClaimsError, check_claims, to_markdown, write_csv
 from servesim.analysis.provenance import _git, _machine, _versions
+from servesim.analysis.benchmarks import read_benchmarks
 
 SNAPSHOT = "results-full"
 SCALE = "full"
@@ -37,16 +38,8 @@ def figures_of(root: Path, paper: str) -> list[str]:
 def _wall_times(root: Path, paper: str) -> dict[str, float]:
     """Seconds per job of the paper at full scale, from Snakemake's benchmark files (runs and
     notebooks both write `results/full/benchmarks/<paper>/<job>.tsv`)."""
-    out = {}
-    bdir = root / "results" / SCALE / "benchmarks" / paper
-    for f in sorted(bdir.rglob("*.tsv")):
-        rows = f.read_text().splitlines()
-        if len(rows) >= 2:
-            try:
-                out[str(f.relative_to(bdir).with_suffix(""))] = round(float(rows[-1].split("\t")[0]), 1)
-            except ValueError:
-                continue
-    return out
+    bench = read_benchmarks(root / "results" / SCALE / "benchmarks" / paper)
+    return {r["job"]: round(r["wall_s"], 1) for r in bench if r["wall_s"] is not None}
 
 
 def stale_jobs(root: str | Path, paper: str) -> list[str]:
