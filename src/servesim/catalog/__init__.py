@@ -7,6 +7,7 @@
 12.29
 """
 
+from .kv_capacity import FRACTION_OF, kv_capacity
 from .loader import (
     CatalogError,
     get_hardware,
@@ -22,5 +23,5 @@ from .specs import HardwareSpec, ModelSpec
 
 __all__ = [
     "CatalogError", "ModelSpec", "HardwareSpec", "get_model", "get_hardware", "model_keys",
-    "hardware_keys", "model_key", "hardware_key", "load_models", "load_hardware",
+    "hardware_keys", "model_key", "hardware_key", "load_models", "load_hardware", "kv_capacity", "FRACTION_OF",
 ]

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ...catalog import get_hardware, get_model
+from ...catalog import get_hardware, get_model, kv_capacity
 from ...perf.base import StepTimeModel
 from .settings import CHECKPOINTS, Settings
 
@@ -69,8 +69,11 @@ class ModelCosts:
         return self.kv_bytes_per_token * tokens
 
     def kv_blocks_capacity(self, block_tokens: int) -> int:
-        """KV blocks left on a GPU holding this model's weights alone."""
-        return max(0, int((self.usable_bytes - self.weight_bytes) // (self.kv_bytes_per_token * block_tokens)))
+        """KV blocks left on a GPU holding this model's weights alone: `catalog.kv_capacity`, reading
+        "total" (vLLM's rule; Aegaeon §7.1 leaves ~10 % free) with the fraction already applied:
+        ``usable_bytes`` is GPU memory x ``Settings.vram_fraction`` (see :func:`costs`)."""
+        return kv_capacity(self.usable_bytes, self.weight_bytes, self.kv_bytes_per_token, fraction=1.0,
+                           fraction_of="total", block_tokens=block_tokens)
 
 
 def _ae_kv_bytes(key: str) -> float:

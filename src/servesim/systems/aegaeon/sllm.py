@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+from ...catalog import kv_capacity
 from ...sim.kernel import SimulationError
 from .pool import BaseSim, SimResult
 from .request import Req, to_table
@@ -128,8 +129,9 @@ class SllmSim(BaseSim):
         k = self._kv_tokens.get(model)
         if k is None:
             c = self.costs_of(model)
-            k = self._kv_tokens[model] = int((c.gpu_bytes - c.weight_bytes) * self.s.sllm_kv_fraction
-                                             // c.kv_bytes_per_token)
+            # ServerlessLLM's reading (the authors' simulator): sllm_kv_fraction of the memory the weights leave
+            k = self._kv_tokens[model] = kv_capacity(c.gpu_bytes, c.weight_bytes, c.kv_bytes_per_token,
+                                                     fraction=self.s.sllm_kv_fraction, fraction_of="free")
         return k
 
     # -- placement ----------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...catalog import get_hardware, get_model
+from ...catalog import get_hardware, get_model, kv_capacity
 from ...perf import RooflineStepTime, build
 from ...sim import InstanceConfig
 
@@ -45,10 +45,12 @@ class Shape:
 
 
 def kv_tokens(model: str, shape: Shape, hardware: str = GPU) -> int:
-    """KV capacity in tokens: (gpus * mem * util - weights * (1 + reserve)) / kv bytes per token."""
+    """KV capacity in tokens: (gpus * mem * util - weights * (1 + reserve)) / kv bytes per token, 0 if
+    nothing is left (`catalog.kv_capacity`, reading "total", on the replica's pooled memory)."""
     m, h = get_model(model), get_hardware(hardware)
-    free = shape.gpus * h.mem_bytes * GPU_MEM_UTIL - m.param_bytes * (1 + ACT_RESERVE_FRAC)
-    return max(0, int(free // m.kv_bytes_per_token(m.dtype_bytes)))
+    # vLLM's gpu_memory_utilization rule on the replica's pooled memory, weights + ACT_RESERVE_FRAC [A]
+    return kv_capacity(shape.gpus * h.mem_bytes, m.param_bytes, m.kv_bytes_per_token(m.dtype_bytes),
+                       fraction=GPU_MEM_UTIL, fraction_of="total", weight_overhead=ACT_RESERVE_FRAC)
 
 
 def valid_tp(model: str, max_tp: int = GPUS_PER_NODE) -> list[int]:

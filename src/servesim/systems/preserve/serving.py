@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ...catalog import get_hardware, get_model
+from ...catalog import get_hardware, get_model, kv_capacity
 from ...metrics.latency import per_request
 from ...perf import CachedStepTime, RooflineStepTime
 from ...perf.vidur import VidurStepTime
@@ -75,12 +75,14 @@ class ServingSettings:
 def kv_tokens(model_key: str, gpu: str, *, tp: int = 1, mem_bytes: float | None = None, utilisation: float = 0.9,
               reserve_bytes: float = 0.0) -> int:
     """KV tokens of one replica (vLLM's rule): per GPU, ``utilisation`` x memory - its weight shard -
-    an activation reserve, times ``tp``, over the model's KV bytes per token. Figs 4/9/10 and Fig 8
-    both size their A40 instances with it."""
+    an activation reserve, times ``tp``, over the model's KV bytes per token (`catalog.kv_capacity`,
+    reading "total"; 0 when the weights leave nothing). Figs 4/9/10 and Fig 8 both size their A40
+    instances with it."""
     m, hw = get_model(model_key), get_hardware(gpu)
     mem = hw.mem_bytes if mem_bytes is None else mem_bytes
-    free = mem * utilisation - m.params * m.dtype_bytes / tp - reserve_bytes
-    return int(free * tp // m.kv_bytes_per_token())
+    # vLLM's gpu_memory_utilization rule, per GPU (its weight shard), times tp; 0 if nothing is left
+    return kv_capacity(mem, m.param_bytes / tp, m.kv_bytes_per_token(), fraction=utilisation, fraction_of="total",
+                       reserve_bytes=reserve_bytes, gpus=tp)
 
 
 def kv_capacity_tokens(model: str, s: ServingSettings) -> int:

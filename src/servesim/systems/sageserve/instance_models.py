@@ -28,7 +28,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ...catalog import get_model
+from ...catalog import get_model, kv_capacity
 
 TP = 8
 INSTANCE_MEM_BYTES = 687.19e9  # 8 x 80 GiB (spec §2)
@@ -84,10 +84,12 @@ SCALED_COEFS = ("c0", "c_pt", "c_ds")
 
 
 def kv_capacity_tokens(model: str) -> int:
-    """Free KV tokens of one instance, by the authors' no-GQA rule."""
+    """Free KV tokens of one instance, by the authors' no-GQA rule (`catalog.kv_capacity`; 0 if the
+    weights fill the instance)."""
     m = get_model(model)
     per_tok = 2 * m.hidden * m.layers * 2
-    return int((INSTANCE_MEM_BYTES - m.param_bytes) // per_tok)
+    # the authors' simulator: all of the instance's memory (fraction 1.0) less the fp16 weights
+    return kv_capacity(INSTANCE_MEM_BYTES, m.param_bytes, per_tok, fraction=1.0, fraction_of="total")
 
 
 @lru_cache(maxsize=None)
