@@ -79,10 +79,17 @@ def test_command_line_writes_requests_and_summary(tmp_path):
     assert main(["--system", "sllm", "--workload", str(src), "-o", str(tmp_path / "o"),
                  "--set", "group_rule=artifact", "--slo-scale", "0.5"]) == 0
     summ = json.loads((tmp_path / "o" / "summary.json").read_text())
-    assert summ["n_requests"] == len(wl) and summ["settings"]["tbt_s"] == pytest.approx(0.05)
-    assert 0 <= summ["attainment_pct"] <= 100
+    paper = summ["paper"]
+    assert paper["n_requests"] == len(wl) and paper["settings"]["tbt_s"] == pytest.approx(0.05)
+    assert 0 <= paper["attainment_pct"] <= 100
+    # the standard layout (servesim.metrics.summarize), SLO = the run's scaled targets
+    assert summ["schema_version"] == 1 and summ["all"]["requests"] == len(wl)
+    assert summ["slo"]["ttft_s"] == pytest.approx(5.0) and summ["slo"]["tpot_s"] == pytest.approx(0.05)
+    assert summ["all"]["failed"] == paper["n_failed"] and summ["token_times"] == "recorded"
     req = pd.read_parquet(tmp_path / "o" / "requests.parquet")
     assert len(req) == len(wl) and {"token_times", "attain_ae", "attain_token"} <= set(req.columns)
+    from servesim.sim.request_log import REQUEST_COLUMNS
+    assert list(req.columns[:len(REQUEST_COLUMNS)]) == list(REQUEST_COLUMNS)
     with pytest.raises(SystemExit, match="unknown setting"):
         main(["--system", "sllm", "--workload", str(src), "-o", str(tmp_path / "o"), "--set", "nope=1"])
 

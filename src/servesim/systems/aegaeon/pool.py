@@ -21,8 +21,10 @@ from .request import Req, to_table
 from .settings import Settings
 
 
-class SimResult:
-    """What a run produced: per-request table, switch log and totals."""
+class PoolResult:
+    """What a pool run produced: the per-request table (`request.to_table`: the standard
+    REQUEST_COLUMNS, then the Aegaeon columns), the switch log and totals. Not
+    ``servesim.sim.cluster.SimResult``."""
 
     def __init__(self, requests: pd.DataFrame, switches: pd.DataFrame, stats: dict):
         self.requests, self.switches, self.stats = requests, switches, stats
@@ -108,6 +110,7 @@ class AegaeonPool(BaseSim):
         now = self.kernel.now
         r.node = r.mid % len(self.prefill)
         inst = dispatch(self.prefill[r.node], r, now, self.s.group_rule, self.s.max_gpsize)
+        r.inst = inst.name
         inst.kick(now)
 
     def prefill_done(self, r: Req, now: float) -> None:
@@ -137,14 +140,17 @@ class AegaeonPool(BaseSim):
         decs = self.decode[r.node]
         for inst in decs:
             if inst.try_join(r, now):
+                r.inst = inst.name
                 return
-        min(decs, key=lambda d: d.n_batches()).add_new_batch(r, now)
+        inst = min(decs, key=lambda d: d.n_batches())
+        r.inst = inst.name
+        inst.add_new_batch(r, now)
 
-    def run(self, reqs: list[Req]) -> SimResult:
+    def run(self, reqs: list[Req]) -> PoolResult:
         self._simulate(reqs, "aegaeon pool")
         decs = [d for n in self.decode for d in n]
         stats = {"kv_h2d_s": self.kv_h2d_s, "kv_d2h_s": self.kv_d2h_s, "rounds": sum(d.rounds for d in decs),
                  "host_cache": [h.report() for h in self.host],
                  "host_cache_overflow_blocks": sum(h.overflow_blocks for h in self.host),
                  "events": self.kernel.events_processed, "end_s": self.kernel.now}
-        return SimResult(to_table(reqs), self.switches_table(), stats)
+        return PoolResult(to_table(reqs), self.switches_table(), stats)

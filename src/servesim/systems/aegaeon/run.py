@@ -1,5 +1,9 @@
 """Command line: run one system on one workload and write ``requests.parquet`` + ``summary.json``.
 
+``requests.parquet``: the standard request table (``REQUEST_COLUMNS``) with the Aegaeon columns;
+``summary.json``: ``servesim.metrics.summarize``'s layout (SLO = the run's TTFT / TBT, recorded
+token times) with the Aegaeon numbers under ``paper`` (`simulate.standard_summary`).
+
     python -m servesim.systems.aegaeon.run --system aegaeon|sllm|sllm_plus --workload W.csv \
         --gpu h800 -o out/ [--slo-scale 0.5] [--set group_rule=artifact --set kv_size=ae ...]
 
@@ -19,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from .settings import Settings
-from .simulate import SYSTEMS, simulate, summary
+from .simulate import SYSTEMS, simulate, standard_summary
 
 
 def load_workload(path: str | Path) -> pd.DataFrame:
@@ -82,12 +86,13 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     res.requests.to_parquet(out / "requests.parquet", index=False)
     res.switches.to_parquet(out / "switches.parquet", index=False)
-    summ = summary(res, a.system, s)
+    summ = standard_summary(res, a.system, s)
+    paper = summ["paper"]
     summ.update(workload=Path(a.workload).name, slo_scale=a.slo_scale, wall_s=wall,
-                sim_tokens_per_s=summ["tokens"] / wall if wall > 0 else None)
+                sim_tokens_per_s=paper["tokens"] / wall if wall > 0 else None)
     (out / "summary.json").write_text(json.dumps(summ, indent=2, default=float) + "\n")
-    print(f"{a.system} on {Path(a.workload).name}: attainment {summ['attainment_pct']:.1f}% "
-          f"(per-token {summ['attainment_token_pct']:.1f}%), {summ['n_failed']} failed, {wall:.2f} s wall")
+    print(f"{a.system} on {Path(a.workload).name}: attainment {paper['attainment_pct']:.1f}% "
+          f"(per-token {paper['attainment_token_pct']:.1f}%), {paper['n_failed']} failed, {wall:.2f} s wall")
     return 0
 
 

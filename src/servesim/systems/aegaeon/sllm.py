@@ -26,7 +26,7 @@ import math
 
 from ...catalog import kv_capacity
 from ...sim.kernel import SimulationError
-from .pool import BaseSim, SimResult
+from .pool import BaseSim, PoolResult
 from .request import Req, to_table
 
 POLICIES = ("sllm", "sllm_plus")
@@ -53,6 +53,7 @@ class Worker:
             head = q[0]
             if head.model != self.model:
                 for r in q:  # a swap drops every queued request's KV (recompute)
+                    r.preemptions += r.on_device
                     r.on_device = False
                 lat = sim.switch(self, self.model, head.model, 0.0, now, prefetch=False)
                 for r in q:
@@ -77,13 +78,14 @@ class Worker:
                 acc_b += sb
                 (dec if r.on_device else pre).append(r)
             if not pre and not dec:  # the head alone exceeds the KV capacity: it can never run
-                head.failed = True
+                head.fail("rejected", f"context of {head.ctx} tokens exceeds the worker's KV capacity ({cap} tokens)")
                 sim.n_failed += 1
                 q = self.live()
                 continue
             chosen = set(map(id, pre + dec))
             for r in q:
                 if r.on_device and id(r) not in chosen:
+                    r.preemptions += 1
                     r.on_device = False
             run = pre if pre else dec
             sim.check_resident(self, run[0].model)
@@ -160,11 +162,14 @@ class SllmSim(BaseSim):
                     target, lru = w, w.last_batch
             if target is not None:
                 target.queue.append(r)
+                r.inst = target.name
                 return
         best = min(((n, i) for i, (w, m, n) in enumerate(states) if m == r.model), default=None)
         if best is None:
             raise SimulationError(f"sllm: no worker for {r}")
-        states[best[1]][0].queue.append(r)
+        w = states[best[1]][0]
+        w.queue.append(r)
+        r.inst = w.name
 
     def _place_plus(self, r: Req) -> None:
         qs = self.s.sllm_qs
@@ -184,6 +189,7 @@ class SllmSim(BaseSim):
             for b in batched[w]:
                 if b[0].model == r.model and len(b) < qs:
                     b.append(r)
+                    r.inst = w.name
                     placed = True
                     break
             if placed:
@@ -191,6 +197,7 @@ class SllmSim(BaseSim):
         if not placed:
             w = min(self.workers, key=lambda w: len(batched[w]))
             batched[w].append([r])
+            r.inst = w.name
         for w, bs in batched.items():
             bs.sort(key=self._remaining_s)
             w.queue = [x for b in bs for x in b]
@@ -215,10 +222,10 @@ class SllmSim(BaseSim):
 
     def _timeout(self, r: Req) -> None:
         if not r.tokens and not r.in_step and not r.done:
-            r.failed = True
+            r.fail("timeout", f"no first token within sllm_timeout_s ({self.s.sllm_timeout_s:g} s) of arrival")
             self.n_failed += 1
 
-    def run(self, reqs: list[Req]) -> SimResult:
+    def run(self, reqs: list[Req]) -> PoolResult:
         self._simulate(reqs, f"{self.policy}: run")
         stats = {"failed": self.n_failed, "events": self.kernel.events_processed, "end_s": self.kernel.now}
-        return SimResult(to_table(reqs), self.switches_table(), stats)
+        return PoolResult(to_table(reqs), self.switches_table(), stats)
