@@ -33,6 +33,13 @@
 #
 # quick: East US, 06:00-14:00 of the peak day at half volume, thresholds 2/5/10 (code) and 2/10
 # (paper); full: the three regions, 24 h, 2..10 for both readings.
+#
+# Instance-hours in the **authors'** reading (the rule of their `plotting_scripts/Figures9-10.py`:
+# R's 233.25 at threshold 5 is C Fig 11's LT-UA): at every 2-s tick the model's billed instances
+# counted over all the run's regions, each 15-min bin's maximum, summed ÷ 4, the ticks rebuilt
+# exactly from the run's transition log (`servesim.metrics.billed_events`). Beside it
+# (`instance_hours_<reading>_thr...`): **sum_of_region_maxima** (each region's own bin maxima
+# summed; a run summary's `binned_max` block, the reading before issue 30) and the **exact** integral.
 
 # %% tags=["parameters"]
 scale = "quick"
@@ -49,6 +56,7 @@ import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.analysis.runs import run_dirs
+from servesim.metrics import IH_READINGS, billed_events, instance_hours_readings
 
 apply_style()
 points = run_dirs("sageserve", "ablations/ltua_thr", scale, root)  # point -> its run folder (workflow/runs/sageserve.yaml)
@@ -57,8 +65,10 @@ for p, d in points.items():
     reading, thr = re.fullmatch(r"(code|paper)_thr(\d+)", p).groups()
     s = json.loads((d / "summary.json").read_text())
     log = pd.read_csv(d / "actor_log.csv") if (d / "actor_log.csv").stat().st_size > 1 else pd.DataFrame({"kind": []})
-    rows.append({"reading": reading, "threshold": int(thr), "instance_hours": s["instance_hours"]["binned_max"]["billed"],  # paper/R: 15-min bin maxima
-                 "instance_hours_exact": s["instance_hours"]["billed"],
+    ihr = instance_hours_readings(pd.read_parquet(d / "instance_hours.parquet"), pd.read_parquet(d / "timeseries.parquet"),
+                                  billed_events(pd.read_parquet(d / "lifecycle.parquet")))
+    rows.append({"reading": reading, "threshold": int(thr), "instance_hours": ihr["authors"],
+                 **{f"instance_hours_{k}": ihr[k] for k in IH_READINGS[1:]},
                  "ttft_p90": s["groups"]["iw"]["p90_ttft_s"], "e2e_p90": s["groups"]["iw"]["p90_e2el_s"],
                  "lt_ua_actions": int((log["kind"] == "lt_ua").sum())})
 data = pd.DataFrame(rows).sort_values(["reading", "threshold"]).reset_index(drop=True)
@@ -88,10 +98,12 @@ metrics = {}
 for r in data.itertuples():
     sfx = "" if r.reading == "code" else "_paper"
     metrics[f"instance_hours_thr{r.threshold}{sfx}"] = r.instance_hours
-    metrics[f"instance_hours_exact_thr{r.threshold}{sfx}"] = r.instance_hours_exact
+    for k in IH_READINGS[1:]:
+        metrics[f"instance_hours_{k}_thr{r.threshold}{sfx}"] = getattr(r, f"instance_hours_{k}")
     metrics[f"ttft_p90_thr{r.threshold}{sfx}"] = r.ttft_p90
     metrics[f"lt_ua_actions_thr{r.threshold}{sfx}"] = r.lt_ua_actions
 code = data[data["reading"] == "code"]
+metrics["instance_hours_reading"] = "authors"
 metrics["thresholds_code"] = code["threshold"].tolist()
 # the trend over the swept points (code reading): first vs last threshold
 metrics["instance_hours_drop_pct"] = 100.0 * (1.0 - code["instance_hours"].iloc[-1] / code["instance_hours"].iloc[0])

@@ -35,6 +35,13 @@
 # the period of the fleet's reactive autoscaler; the package's default is 5 s; R's "every request"
 # has no periodic equivalent). Model A = Llama-2-70B, Model B = Bloom-176B, each run on its own,
 # day 0 (Monday) 00:00-06:00 of the synthetic week. quick: East US; full: the three regions.
+#
+# Instance-hours in the **authors'** reading (the rule of their `plotting_scripts/Figures9-10.py`,
+# which R's numbers follow): at every 2-s tick the model's billed instances counted over all the
+# run's regions, each 15-min bin's maximum, summed ÷ 4, the ticks rebuilt exactly from the run's
+# transition log (`servesim.metrics.billed_events`). Beside it (`instance_hours_<reading>_...`):
+# **sum_of_region_maxima** (each region's own bin maxima summed; a run summary's `binned_max`
+# block, this notebook's reading before issue 30) and the **exact** billed integral.
 
 # %% tags=["parameters"]
 scale = "quick"
@@ -51,6 +58,7 @@ import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.analysis.runs import run_dirs
+from servesim.metrics import IH_READINGS, billed_events, instance_hours_readings
 
 apply_style()
 points = run_dirs("sageserve", "ablations/interval", scale, root)  # point -> its run folder (workflow/runs/sageserve.yaml)
@@ -58,8 +66,10 @@ rows = []
 for p, d in points.items():
     model, iv = re.fullmatch(r"([ab])_int(\d+)", p).groups()
     s = json.loads((d / "summary.json").read_text())
-    rows.append({"model": model, "interval_s": int(iv), "instance_hours": s["instance_hours"]["binned_max"]["billed"],  # paper/R: 15-min bin maxima
-                 "instance_hours_exact": s["instance_hours"]["billed"],
+    ihr = instance_hours_readings(pd.read_parquet(d / "instance_hours.parquet"), pd.read_parquet(d / "timeseries.parquet"),
+                                  billed_events(pd.read_parquet(d / "lifecycle.parquet")))
+    rows.append({"model": model, "interval_s": int(iv), "instance_hours": ihr["authors"],
+                 **{f"instance_hours_{k}": ihr[k] for k in IH_READINGS[1:]},
                  "ttft_p90": s["groups"]["iw"]["p90_ttft_s"], "e2e_p90": s["groups"]["iw"]["p90_e2el_s"]})
 data = pd.DataFrame(rows).sort_values(["model", "interval_s"]).reset_index(drop=True)
 R = pd.DataFrame({"model": ["a"] * 4 + ["b"] * 4, "interval_s": [15, 60, 240, 960] * 2,
@@ -82,13 +92,15 @@ fig.tight_layout()
 metrics = {}
 for r in data.itertuples():
     metrics[f"instance_hours_{r.model}_int{r.interval_s}"] = r.instance_hours
-    metrics[f"instance_hours_exact_{r.model}_int{r.interval_s}"] = r.instance_hours_exact
+    for k in IH_READINGS[1:]:
+        metrics[f"instance_hours_{k}_{r.model}_int{r.interval_s}"] = getattr(r, f"instance_hours_{k}")
     metrics[f"ttft_p90_{r.model}_int{r.interval_s}"] = r.ttft_p90
     metrics[f"e2e_p90_{r.model}_int{r.interval_s}"] = r.e2e_p90
 for m, g in data.groupby("model"):
     ih = g["instance_hours"]
     metrics[f"instance_hours_{m}_rel_spread"] = float((ih.max() - ih.min()) / ih.mean())
     metrics[f"instance_hours_{m}_growth_pct"] = float(100.0 * (ih.iloc[-1] / ih.iloc[0] - 1.0))
+metrics["instance_hours_reading"] = "authors"
 metrics["intervals_s"] = sorted(data["interval_s"].unique().tolist())
 metrics
 

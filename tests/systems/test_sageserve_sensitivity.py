@@ -65,6 +65,12 @@ def test_run_one_and_collect(tmp_path):
     run_one("paper", "reactive", TINY, tmp_path / "rx")
     runs, hr = collect([tmp_path / "lt" / "summary.json", tmp_path / "rx" / "summary.json"])
     assert list(runs["strategy"]) == ["lt_ua", "reactive"] and set(hr["strategy"]) == {"lt_ua", "reactive"}
+    # the authors' instance-hours from the transition log, the other readings beside it (one region:
+    # the summed region maxima read the same bins, at 10-s samples instead of 2-s ticks)
+    assert (tmp_path / "lt" / "lifecycle.parquet").exists()
+    assert (runs["instance_hours"] > 0).all() and (runs["instance_hours_exact"] <= runs["instance_hours"] + 1e-9).all()
+    assert (runs["instance_hours"] >= runs["instance_hours_sum_of_region_maxima"] - 1e-9).all()
+    assert {"savings_pct", "savings_pct_sum_of_region_maxima", "savings_pct_exact"} <= set(savings_table(runs).columns)
     assert json.loads((tmp_path / "rx" / "summary.json").read_text())["headroom"] is None
 
 

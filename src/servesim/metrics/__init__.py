@@ -10,20 +10,30 @@ frames and imports nothing from servesim but the workload schema, so ``sim``, ``
 
 Modules: ``latency`` (TTFT / TPOT / ITL / E2EL / normalised latency statistics), ``slo``
 (per-request and per-token attainment, deadlines, goodput), ``instance_hours`` (billed states,
-exact and 15-min binned-maxima instance-hours), ``spread`` (run-to-run spread across repeats),
-``summary`` (``summarize`` and the versioned layout).
+the instance-hours readings: the authors', the summed maxima, the exact integral), ``spread``
+(run-to-run spread across repeats), ``summary`` (``summarize`` and the versioned layout).
 """
 
 from .instance_hours import (
+    AUTHORS_TICK_S,
     BILLED_STATES,
     BIN_S,
+    IH_READING_LABELS,
+    IH_READINGS,
     MAX_SAMPLE_S,
+    authors_binned_max,
+    authors_ticks,
+    billed_authors_bins,
+    billed_authors_hours,
     billed_binned_max_hours,
     billed_count,
+    billed_events,
     billed_hours,
+    billed_instance_hours,
     binned_max,
     binned_max_by,
     binned_max_hours,
+    count_at,
     instance_hours,
     instance_hours_readings,
     step_integral_hours,
@@ -34,7 +44,9 @@ from .spread import flatten, spread
 from .summary import SCHEMA_VERSION, block_keys, summarize
 
 __all__ = [
-    "BILLED_STATES", "BIN_S", "COMPLETION_DEADLINE_TIERS", "LATENCY_METRICS", "MAX_SAMPLE_S", "PERCENTILES",
-    "SCHEMA_VERSION", "SLO", "billed_binned_max_hours", "billed_count", "billed_hours", "binned_max", "binned_max_by", "binned_max_hours", "block_keys",
+    "AUTHORS_TICK_S", "BILLED_STATES", "BIN_S", "COMPLETION_DEADLINE_TIERS", "IH_READINGS", "IH_READING_LABELS",
+    "LATENCY_METRICS", "MAX_SAMPLE_S", "PERCENTILES", "SCHEMA_VERSION", "SLO", "authors_binned_max", "authors_ticks",
+    "billed_authors_bins", "billed_authors_hours", "billed_binned_max_hours", "billed_count", "billed_events",
+    "billed_hours", "billed_instance_hours", "binned_max", "binned_max_by", "binned_max_hours", "block_keys", "count_at",
     "flatten", "instance_hours", "instance_hours_readings", "percentile", "spread", "stats", "step_integral_hours", "summarize",
 ]

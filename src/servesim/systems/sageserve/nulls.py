@@ -16,7 +16,7 @@ never scale are such systems, and their instance count is fixed before any reque
 
 :func:`held_fleet` returns a timeseries with the run's own sample times and endpoints and the
 held count as ``n_ready``, so a notebook passes it to the same instance-hour function as the runs
-(e.g. ``servesim.metrics.billed_binned_max_hours``). Only instance counts follow: the latency of
+(e.g. ``servesim.metrics.billed_instance_hours``). Only instance counts follow: the latency of
 a held fleet is not simulated, so these nulls serve instance-hour (and scale-up) claims only.
 """
 
