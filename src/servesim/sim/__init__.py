@@ -29,6 +29,7 @@ from .routers import (
     RandomRouter,
     RoundRobin,
     Router,
+    WeightedRouter,
     make_router,
     register_router,
 )
@@ -40,7 +41,7 @@ __all__ = [
     "Kernel", "SimulationError", "PRIO_ARRIVAL", "PRIO_CONTROL", "PRIO_INSTANCE", "PRIO_SAMPLE",
     "REQUEST_COLUMNS", "RequestLog", "request_frame", "empty_request_frame", "Req",
     "Router", "ListRouter", "HeapRouter", "RoundRobin", "RandomRouter", "PowerOfTwo",
-    "LeastOutstanding", "JSQTokens", "MostFreeKV", "CallableRouter", "InstanceLoad", "ROUTERS", "make_router",
+    "LeastOutstanding", "JSQTokens", "MostFreeKV", "WeightedRouter", "CallableRouter", "InstanceLoad", "ROUTERS", "make_router",
     "register_router",
     "SchedulerPolicy", "get_policy", "policy_names", "register", "Sampler", "TIMESERIES_COLUMNS",
 ]

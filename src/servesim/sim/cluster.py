@@ -27,7 +27,19 @@ of its pool, else it serves them too; once it holds nothing it stops (``stats["d
 the time per instance name, ``cl.is_drained(j)``; ``on_stopped(j, t)`` is called then).
 
 Scaling up: ``cl.add_instance(cfg, step_model, at=t)`` (before or during ``run``) adds an instance
-that joins its role's pool(s) at ``t`` (a worker brought up elsewhere, e.g. after a drain).
+that joins its role's pool(s) at ``t`` (a worker brought up elsewhere, e.g. after a drain); it
+starts no iteration before it joins (work handed to it directly, e.g. a migration's KV, waits in
+its queue). ``add_instance(..., defer=True)`` adds one whose join time is not known yet (it waits
+for GPUs that other instances still hold): ``cl.join(j, at=t)`` sets it later.
+
+Holding: with ``hold_unroutable=True`` a request that no routable instance can take (the router
+returns None: every instance of the pool is draining or not up yet, or a class router has no
+instance for its class) is held by the cluster, in arrival order, and routed again whenever an
+instance joins or the owner calls ``cl.reroute_held()`` (after changing a router's weights);
+draining the last routable instance is then allowed. Without it such a request is an error.
+
+Request classes: ``run(workload, classes=...)`` carries a per-row int on each request
+(``Req.cls``) for routers that route by class (``WeightedRouter``: shares per class).
 
 Routers are those of :mod:`servesim.sim.routers` (the fleet's too): the cluster keeps one
 :class:`~servesim.sim.routers.InstanceLoad` per instance (``loads``; ``seq`` = instance index,
@@ -50,7 +62,7 @@ from ..workload import schema
 from .instance import Instance, InstanceConfig, InstanceListener
 from .kernel import PRIO_ARRIVAL, PRIO_CONTROL, Kernel
 from .request_log import RequestLog, request_frame
-from .request import Req
+from .request import NEW, Req
 from .routers import CallableRouter, InstanceLoad, Router, make_router
 from .timeseries import Sampler
 
@@ -72,7 +84,8 @@ class Cluster(InstanceListener):
                  names: list[str] | None = None, kv_transfer_s: Callable[[Req], float] | None = None,
                  kv_transfer_bw: float = 25e9, sample_interval: float | None = None,
                  tbt_p99: bool = True, check_invariants: bool = False,
-                 kv_link_s: Callable[[Req, int, int], float] | None = None) -> None:
+                 kv_link_s: Callable[[Req, int, int], float] | None = None,
+                 hold_unroutable: bool = False) -> None:
         if len(configs) != len(step_models):
             raise ValueError(f"{len(configs)} configs but {len(step_models)} step models")
         if not configs:
@@ -119,6 +132,9 @@ class Cluster(InstanceListener):
         self._mode_check = check_invariants
         #: KV tokens on their way to each instance (pick-then-pull hand-offs not yet delivered)
         self.inbound_tokens = [0] * len(configs)
+        self.hold_unroutable = bool(hold_unroutable)
+        self._held: list[tuple[Router, Req]] = []  # requests no routable instance could take yet
+        self._joined: set[int] = set(range(len(configs)))
 
     @classmethod
     def uniform(cls, n: int, cfg: InstanceConfig, step_model: StepTimeModel, **kw) -> Cluster:
@@ -126,9 +142,13 @@ class Cluster(InstanceListener):
         return cls([cfg] * n, [step_model] * n, **kw)
 
     def add_instance(self, cfg: InstanceConfig, step_model: StepTimeModel, *, name: str | None = None,
-                     at: float | None = None) -> int:
+                     at: float | None = None, defer: bool = False) -> int:
         """Add an instance (its index is returned) that joins the pool(s) of its role at ``at``
-        (default now); until then no router sees it. Before or during ``run``."""
+        (default now); until then no router sees it and it starts no iteration (requests handed
+        to it directly wait in its queue). ``defer``: no join time yet; call :meth:`join` later.
+        Before or during ``run``."""
+        if defer and at is not None:
+            raise ValueError("add_instance: give either at= or defer=True, not both")
         if (cfg.role != "both") != self.disaggregated:
             raise ValueError(f"add_instance: role={cfg.role!r} in a {'' if self.disaggregated else 'non-'}disaggregated cluster")
         j = len(self.instances)
@@ -140,18 +160,64 @@ class Cluster(InstanceListener):
         self.inbound_tokens.append(0)
         if at is not None and at < self.kernel.now:
             raise ValueError(f"add_instance(at={at}): the clock is already at {self.kernel.now}")
+        if defer:
+            inst.hold_until(math.inf)
+            return j
+        if at is not None and at > self.kernel.now:
+            inst.hold_until(float(at))
         self.kernel.at(self.kernel.now if at is None else float(at), lambda _: self._join(j), None, PRIO_CONTROL)
         return j
 
+    def join(self, j: int, at: float | None = None) -> None:
+        """Let instance ``j`` (added with ``defer=True``) join its pool(s) at ``at`` (default now)."""
+        if not 0 <= j < len(self.instances):
+            raise IndexError(f"join({j}): no instance {j}; the cluster has {len(self.instances)}")
+        t = self.kernel.now if at is None else float(at)
+        if t < self.kernel.now:
+            raise ValueError(f"join({j}, at={at}): the clock is already at {self.kernel.now}")
+        if t > self.kernel.now:
+            self.instances[j].hold_until(t)
+        self.kernel.at(t, lambda _: self._join(j), None, PRIO_CONTROL)
+
+    def is_joined(self, j: int) -> bool:
+        """Instance ``j`` has joined its pool(s) (routers may pick it), drained or not since."""
+        return j in self._joined
+
     def _join(self, j: int) -> None:
-        if j in self._draining or j in self._drained:
-            return  # drained before it joined: it never serves
+        if j in self._draining or j in self._drained or j in self._joined:
+            return  # drained before it joined: it never serves (or joined already)
+        self._joined.add(j)
+        self.instances[j].release_hold()
         role = self.instances[j].cfg.role
         for pool, rt, roles in ((self._pools[0], self.router, ("both", "prefill")),
                                 (self._pools[1], self.decode_router, ("both", "decode"))):
             if rt is not None and role in roles:
                 pool.add(j)
                 rt.add(self.loads[j])
+        if self._held:
+            self.reroute_held()
+
+    # ---------------------------------------------------------------- holding
+    @property
+    def held(self) -> int:
+        """Requests held now for want of a routable instance (``hold_unroutable``)."""
+        return len(self._held)
+
+    def _hold(self, router: Router, r: Req) -> None:
+        if not self.hold_unroutable:
+            raise RuntimeError(f"request {r.rid}: no routable instance (router {type(router).__name__}); "
+                               "Cluster(hold_unroutable=True) holds such requests until one joins")
+        r.state = NEW
+        r.inst = -1
+        self._held.append((router, r))
+
+    def reroute_held(self) -> None:
+        """Route the held requests again, in the order they were held (those still without a
+        routable instance stay held). Call it from a kernel event, e.g. after changing a
+        router's weights."""
+        held, self._held = self._held, []
+        for rt, r in held:
+            self._route(rt, r)
 
     # ---------------------------------------------------------------- listener
     def on_done(self, inst: Instance, r: Req) -> None:
@@ -180,7 +246,8 @@ class Cluster(InstanceListener):
 
         ``at``: do it at that simulated time (schedule before ``run`` or from a callback);
         default now. Draining the last routable instance of a pool is an error (its requests
-        would have nowhere to go), and so is draining under a callable router (it picks indices
+        would have nowhere to go) unless the cluster holds unroutable requests
+        (``hold_unroutable``), and so is draining under a callable router (it picks indices
         itself and cannot be told an instance left). ``on_stopped(j, t)`` runs when it stops.
         """
         if not 0 <= j < len(self.instances):
@@ -199,8 +266,9 @@ class Cluster(InstanceListener):
         for rt, _ in routers:
             if isinstance(rt, CallableRouter):
                 raise TypeError(f"drain({j}): a callable router cannot be told that an instance left")
-            if len(rt) <= 1:
-                raise ValueError(f"drain({j}): instance {self.names[j]} is the last routable one of its pool")
+            if len(rt) <= 1 and not self.hold_unroutable:
+                raise ValueError(f"drain({j}): instance {self.names[j]} is the last routable one of its pool "
+                                 "(Cluster(hold_unroutable=True) holds its requests until another joins)")
         rec = self.loads[j]
         for rt, _ in routers:
             rt.remove(rec)
@@ -230,18 +298,27 @@ class Cluster(InstanceListener):
         return j in self._drained
 
     def _route(self, router: Router, r: Req) -> None:
-        """Send ``r`` to the instance ``router`` picks, counting it in that instance's load."""
-        rec = self._pick(router, r)
+        """Send ``r`` to the instance ``router`` picks, counting it in that instance's load (or
+        hold it: ``hold_unroutable``)."""
+        rec = router.select(r)
+        if rec is None:
+            return self._hold(router, r)
+        self._count(rec, r)
         self.instances[rec.seq].submit(r)
 
     def _pick(self, router: Router, r: Req) -> InstanceLoad:
         rec = router.select(r)
+        if rec is None:
+            raise RuntimeError(f"request {r.rid}: no routable instance (router {type(router).__name__})")
+        self._count(rec, r)
+        return rec
+
+    def _count(self, rec: InstanceLoad, r: Req) -> None:
         rec.outstanding += 1
         rec.pending_tokens += r.prompt + 1
         self.router.update(rec)
         if self.decode_router is not None:
             self.decode_router.update(rec)
-        return rec
 
     def on_handoff(self, inst: Instance, r: Req) -> None:
         self._release(inst.index, r)
@@ -276,11 +353,13 @@ class Cluster(InstanceListener):
     # ---------------------------------------------------------------- driving
     def run(self, workload: pd.DataFrame, until: float | None = None, *,
             validate: bool = True, allow_unloaded_models: bool = False,
-            predicted=None) -> SimResult:
+            predicted=None, classes=None) -> SimResult:
         """Simulate ``workload`` (request schema) to completion, or until ``until`` seconds.
 
         ``predicted``: per-row predicted output tokens (array-like, aligned with ``workload``),
         carried on the requests as ``Req.pred`` for routers that must use predictions.
+        ``classes``: per-row int classes (>= 0, aligned with ``workload``), carried as ``Req.cls``
+        for routers that route by class.
 
         Requests not terminal when the run stops are reported ``unfinished`` and ``partial``.
         A request for a model no instance has loaded waits (parked) until some instance
@@ -317,14 +396,28 @@ class Cluster(InstanceListener):
             if n and pred.min() < 0:
                 raise ValueError(f"predicted: row {int(np.argmin(pred))} is negative")
             pred = pred.tolist()
+        if classes is None:
+            cls = [-1] * n
+        else:
+            cls = np.asarray(classes)
+            if cls.shape != (n,) or (n and not np.issubdtype(cls.dtype, np.integer)):
+                raise ValueError(f"classes: need {n} ints aligned with the workload rows, got shape {cls.shape} "
+                                 f"of {cls.dtype}")
+            if n and cls.min() < 0:
+                raise ValueError(f"classes: row {int(np.argmin(cls))} is negative")
+            cls = cls.astype(np.int64).tolist()
         router = self.router
+        hold = self._hold
         insts = self.instances
 
         if self.decode_router is None:  # the hot path, inlined
             def arrive(i: int) -> None:
                 r = Req(i, arr_list[i], prompt[i], output[i], models[i] if models else model0, rid[i])
                 r.pred = pred[i]
+                r.cls = cls[i]
                 rec = router.select(r)
+                if rec is None:
+                    return hold(router, r)
                 rec.outstanding += 1
                 rec.pending_tokens += r.prompt + 1
                 router.update(rec)
@@ -333,6 +426,7 @@ class Cluster(InstanceListener):
             def arrive(i: int) -> None:
                 r = Req(i, arr_list[i], prompt[i], output[i], models[i] if models else model0, rid[i])
                 r.pred = pred[i]
+                r.cls = cls[i]
                 self._route(router, r)
 
         self.kernel.add_stream(arrival, arrive)
@@ -353,6 +447,7 @@ class Cluster(InstanceListener):
             "sim_end_s": self.kernel.now,
             "mode": self.mode,
             "requeued": self.requeued,
+            "held_at_end": len(self._held),
             "drained": {self.names[j]: t for j, t in sorted(self._drained.items())},
         }
         ts = sampler.frame(self.names) if sampler is not None else None
@@ -371,5 +466,7 @@ class Cluster(InstanceListener):
                     inst.ds.materialize(r)
                 log.record(r, partial=True)
         for r in self._in_transfer.values():
+            log.record(r, partial=True)
+        for _, r in self._held:  # arrived, never routed: no instance took them before the end
             log.record(r, partial=True)
         # requests never routed (arrivals after `until`) stay state 0 (unfinished), not partial

@@ -687,6 +687,21 @@ class Instance:
         if self.kernel.now >= self._blocked_until and not self.busy and not self._paused:
             self._plan()
 
+    def hold_until(self, t: float) -> None:
+        """Start no iteration before ``t`` (``math.inf``: until :meth:`release_hold`); work
+        submitted meanwhile waits in the queue (an instance that is not up yet:
+        ``Cluster.add_instance``)."""
+        self._blocked_until = float(t)
+        if math.isfinite(t) and t > self.kernel.now:
+            self.kernel.at(float(t), self._on_unblock, None, PRIO_INSTANCE)
+
+    def release_hold(self) -> None:
+        """Lift :meth:`hold_until` now: start on the queued work."""
+        if self._blocked_until > self.kernel.now:
+            self._blocked_until = self.kernel.now
+        if not self.busy:
+            self._poke()
+
     def pause(self) -> None:
         """Stop starting iterations after the current one (requests stay queued)."""
         def do():

@@ -14,7 +14,12 @@ The migration is abandoned, the request staying where it is, when it stops decod
 before the last stage (finished or preempted: its KV is gone) or when the destination has fewer
 free KV blocks than the request needs at the last stage. Every attempt is logged in ``records``
 (bytes copied, stages, downtime, outcome); ``busy(j)`` says whether instance ``j`` takes part in
-one now (a policy moves one request per instance at a time).
+``max_per_instance`` of them now (default 1: a policy moves one request per instance at a time,
+as Llumnix does). With more at once (a batched move, e.g. OServe's KV hand-over at a deployment
+switch), copies on the same link (source, destination) queue behind each other: the link's
+bandwidth is shared, not multiplied. ``on_end(record)`` is called when a migration ends, whatever
+its outcome. A destination drained or stopped while the KV was on its way hands the request to
+the cluster's router instead.
 """
 
 from __future__ import annotations
@@ -53,23 +58,28 @@ class LiveMigrator:
     """
 
     def __init__(self, cluster, kv_bytes_per_token: float, bandwidth: float | Callable[[int, int], float], *,
-                 last_stage_tokens: int = 16, max_stages: int = 8) -> None:
+                 last_stage_tokens: int = 16, max_stages: int = 8, max_per_instance: int = 1,
+                 on_end: Callable[[MigrationRecord], None] | None = None) -> None:
         if not kv_bytes_per_token > 0:
             raise ValueError(f"kv_bytes_per_token={kv_bytes_per_token!r} must be > 0")
-        if last_stage_tokens < 0 or max_stages < 1:
-            raise ValueError("last_stage_tokens must be >= 0 and max_stages >= 1")
+        if last_stage_tokens < 0 or max_stages < 1 or max_per_instance < 1:
+            raise ValueError("last_stage_tokens must be >= 0, max_stages and max_per_instance >= 1")
         self.cluster = cluster
         self.kv = float(kv_bytes_per_token)
         self._bw = bandwidth if callable(bandwidth) else (lambda s, d, b=float(bandwidth): b)
         self.last_stage_tokens = int(last_stage_tokens)
         self.max_stages = int(max_stages)
+        self.max_per_instance = int(max_per_instance)
+        self.on_end = on_end
         self.records: list[MigrationRecord] = []
         self.migrated: set[int] = set()   # request ids moved at least once
-        self._busy: set[int] = set()
+        self._busy: dict[int, int] = {}   # instance -> migrations it takes part in now
+        self._link_free: dict[tuple[int, int], float] = {}  # (src, dst) -> when its queued copies end
 
     # ------------------------------------------------------------------ queries
     def busy(self, j: int) -> bool:
-        return j in self._busy
+        """Instance ``j`` takes part in ``max_per_instance`` migrations now."""
+        return self._busy.get(j, 0) >= self.max_per_instance
 
     def copy_s(self, tokens: int, src: int, dst: int) -> float:
         """Seconds to copy ``tokens`` tokens of KV from ``src`` to ``dst``."""
@@ -84,7 +94,7 @@ class LiveMigrator:
         """Begin moving ``r`` (decoding on instance ``src``: its first token sampled) to ``dst`` now;
         False (nothing done) when either instance is busy migrating or ``r`` is not decoding on ``src``."""
         insts = self.cluster.instances
-        if src == dst or src in self._busy or dst in self._busy:
+        if src == dst or self.busy(src) or self.busy(dst):
             return False
         s = insts[src]
         kernel = self.cluster.kernel
@@ -92,7 +102,8 @@ class LiveMigrator:
             return False  # not decoding there (a prefill under way has no KV to copy yet)
         rec = MigrationRecord(int(r.rid), src, dst, kernel.now)
         self.records.append(rec)
-        self._busy.update((src, dst))
+        for j in (src, dst):
+            self._busy[j] = self._busy.get(j, 0) + 1
         ctx = r.prompt + s.generated(r) - 1  # KV tokens it holds now
         self._stage(r, rec, ctx, 0, r.preemptions)
         return True
@@ -102,8 +113,22 @@ class LiveMigrator:
         rec.stages += 1
         rec.tokens += tokens
         rec.bytes += tokens * self.kv
-        t = self.cluster.kernel.now + self.copy_s(tokens, rec.src, rec.dst)
+        t, _ = self._copy(tokens, rec.src, rec.dst)
         self.cluster.kernel.at(t, lambda _: self._after_stage(r, rec, copied + tokens, preempts), None, PRIO_ARRIVAL)
+
+    def _copy(self, tokens: int, src: int, dst: int) -> tuple[float, float]:
+        """(end time, seconds from now) of a copy of ``tokens`` tokens started now on the link
+        ``src -> dst``, behind the copies already queued on it."""
+        now = self.cluster.kernel.now
+        d = self.copy_s(tokens, src, dst)
+        free = self._link_free.get((src, dst), now)
+        if free > now:
+            t = free + d
+            d = t - now
+        else:
+            t = now + d
+        self._link_free[(src, dst)] = t
+        return t, d
 
     def _after_stage(self, r: Req, rec: MigrationRecord, copied: int, preempts: int) -> None:
         s = self.cluster.instances[rec.src]
@@ -130,21 +155,30 @@ class LiveMigrator:
         rec.stages += 1
         rec.tokens += left
         rec.bytes += left * self.kv
-        rec.downtime_s = self.copy_s(left, rec.src, rec.dst)
-        cl.kernel.at(cl.kernel.now + rec.downtime_s, lambda _: self._deliver(r, rec), None, PRIO_ARRIVAL)
+        t, rec.downtime_s = self._copy(left, rec.src, rec.dst)
+        cl.kernel.at(t, lambda _: self._deliver(r, rec), None, PRIO_ARRIVAL)
 
     def _deliver(self, r: Req, rec: MigrationRecord) -> None:
         cl = self.cluster
         del cl._in_transfer[r.idx]
+        self.migrated.add(int(r.rid))
+        if cl.is_drained(rec.dst) or rec.dst in cl._draining:  # it left meanwhile: route it afresh
+            self._end(rec, "migrated")
+            cl._route(cl.decode_router or cl.router, r)
+            return
         load = cl.loads[rec.dst]
         load.outstanding += 1
         load.pending_tokens += r.prompt + 1
         cl.router.update(load)
-        self.migrated.add(int(r.rid))
         self._end(rec, "migrated")
         cl.instances[rec.dst].submit(r, front=True)
 
     def _end(self, rec: MigrationRecord, outcome: str) -> None:
         rec.outcome = outcome
         rec.end_s = self.cluster.kernel.now
-        self._busy.difference_update((rec.src, rec.dst))
+        for j in (rec.src, rec.dst):
+            self._busy[j] -= 1
+            if not self._busy[j]:
+                del self._busy[j]
+        if self.on_end is not None:
+            self.on_end(rec)

@@ -41,13 +41,15 @@ class Req:
       (P/D hand-off or swap-in) so no prefill is needed.
       pred: predicted output tokens (-1: no prediction). Policies that must not see the true
       ``output`` (a router using a length predictor) read this instead.
+      cls: the request's class (an int from ``Cluster.run(classes=...)``, e.g. a workload type;
+      -1: none), for routers that route by class (``servesim.sim.routers.WeightedRouter``).
     """
 
     __slots__ = (
         "idx", "rid", "arrival", "prompt", "output", "model", "state", "reason",
         "generated", "computed", "held", "sched_t", "first_t", "last_t", "finish_t",
         "preemptions", "inst", "kv_ready", "adm", "c0", "d0", "hkey", "fin", "gaps", "stints",
-        "prefill_inst", "tag", "dec", "pred",
+        "prefill_inst", "tag", "dec", "pred", "cls",
     )
 
     def __init__(self, idx: int, arrival: float, prompt: int, output: int,
@@ -81,6 +83,7 @@ class Req:
         self.tag = None     # free slot for policies / fleet layer
         self.dec = False    # member of its instance's decode set
         self.pred = -1      # predicted output tokens (-1: none given)
+        self.cls = -1       # request class (-1: none given)
 
     @property
     def num_tokens(self) -> int:

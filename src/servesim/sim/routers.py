@@ -276,6 +276,106 @@ class MostFreeKV(ListRouter):
         return max(self._items, key=lambda x: (self.free_tokens(x), -x.seq))
 
 
+@register_router("weighted")
+class WeightedRouter(ListRouter):
+    """Shares by request class: a request of class ``c`` (``Req.cls``, from
+    ``Cluster.run(classes=...)``) goes to one of the routable instances whose weight for ``c`` is
+    positive, in proportion to those weights. Weights are per instance (its ``seq``) and class,
+    set with :meth:`set_weights` (before or during a run: a plan that changes over time); an
+    instance given no weights is never picked. ``mode``:
+
+    - ``smooth`` (default): smooth weighted round-robin per class (nginx's: each pick adds every
+      candidate's weight to its credit, takes the largest credit (ties: the first in weight
+      order) and takes the candidates' total off it): deterministic, and every instance stays
+      within one request of its share;
+    - ``random``: ``u`` from the router's rng (one draw a request), the first candidate in weight
+      order whose cumulative share exceeds ``u``.
+
+    A class without a routable instance of positive weight (they are draining or not up yet)
+    gets None: ``Cluster(hold_unroutable=True)`` holds the request until one joins or the
+    weights change. A request without a class (-1) is routed on each instance's summed weights.
+    Scans the candidates (O(n) a request: meant for tens of instances).
+    """
+
+    MODES = ("smooth", "random")
+
+    def __init__(self, rng: np.random.Generator | None = None, weights: dict | None = None,
+                 mode: str = "smooth") -> None:
+        super().__init__(rng)
+        if mode not in self.MODES:
+            raise ValueError(f"weighted router: mode {mode!r} is not one of {self.MODES}")
+        self.mode = mode
+        self._w: dict[int, np.ndarray] = {}
+        self._cand: dict[int, tuple] = {}     # class -> (records, weights, cumulative shares)
+        self._credit: dict[int, dict[int, float]] = {}
+        if weights is not None:
+            self.set_weights(weights)
+
+    def set_weights(self, weights: dict) -> None:
+        """``{seq: per-class weights}`` (each a sequence, index = class; finite, >= 0), in the
+        order candidates are taken; replaces the previous weights and restarts the rotation."""
+        w = {}
+        for seq, v in weights.items():
+            a = np.asarray(v, dtype=np.float64).reshape(-1)
+            if not np.all(np.isfinite(a)) or np.any(a < 0):
+                raise ValueError(f"weighted router: weights of instance {seq} must be finite and >= 0, got {a.tolist()}")
+            w[int(seq)] = a
+        self._w = w
+        self._cand.clear()
+        self._credit.clear()
+
+    def weights(self, seq: int) -> np.ndarray | None:
+        """Instance ``seq``'s per-class weights (None: none given)."""
+        return self._w.get(seq)
+
+    def add(self, inst: Any) -> None:
+        super().add(inst)
+        self._cand.clear()
+
+    def remove(self, inst: Any) -> None:
+        super().remove(inst)
+        self._cand.clear()
+
+    def _candidates(self, c: int) -> tuple:
+        got = self._cand.get(c)
+        if got is None:
+            recs, ws = [], []
+            for seq, a in self._w.items():
+                i = self._pos.get(seq)
+                if i is None:
+                    continue
+                x = float(a.sum()) if c < 0 else (float(a[c]) if c < a.size else 0.0)
+                if x > 0:
+                    recs.append(self._items[i])
+                    ws.append(x)
+            cum = np.cumsum(ws)
+            got = (recs, ws, cum / cum[-1] if ws else cum)
+            self._cand[c] = got
+        return got
+
+    def select(self, request: Any) -> Any | None:
+        c = int(getattr(request, "cls", -1))
+        if self.mode == "random":
+            u = self.rng.random()
+            recs, _, share = self._candidates(c)
+            if not recs:
+                return None
+            return recs[min(int(np.searchsorted(share, u, side="right")), len(recs) - 1)]
+        recs, ws, _ = self._candidates(c)
+        if not recs:
+            return None
+        credit = self._credit.setdefault(c, {})
+        best, bk, total = None, -np.inf, 0.0
+        for rec, x in zip(recs, ws):
+            k = credit.get(rec.seq, 0.0) + x
+            credit[rec.seq] = k
+            total += x
+            if k > bk:
+                best, bk = rec, k
+        credit[best.seq] = bk - total
+        return best
+
+
 class CallableRouter(ListRouter):
     """Wraps ``fn(cluster, request) -> instance index``; only meaningful bound to a Cluster."""
 
@@ -319,6 +419,7 @@ __all__ = [
     "RandomRouter",
     "RoundRobin",
     "Router",
+    "WeightedRouter",
     "canonical_name",
     "make_router",
     "register_router",
