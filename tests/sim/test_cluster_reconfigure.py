@@ -157,3 +157,79 @@ def test_batched_migrations_share_the_link(mode):
     # the first's last stage (3 tokens at 6.0) waits behind the second's first copy: 9.3 -> 9.6
     assert f.end_s.tolist() == pytest.approx([9.6, 10.7]) and f.downtime_s.tolist() == pytest.approx([3.6, 0.7])
     assert not mig.busy(0) and not math.isnan(f.downtime_s.max())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_draining_instance_hands_its_preempted_requests_back(mode):
+    # both requests go to i0 (4 blocks of 16 tokens); it drains at 0.1 s. Growing to 16 + 40 tokens
+    # each, they outgrow its KV: the one preempted is routed again, to i1, not recomputed on i0
+    small = InstanceConfig(num_blocks=4, block_size=16, max_num_seqs=4, max_num_batched_tokens=512)
+    rt = WeightedRouter(weights={0: [1.0], 1: [0.0]})
+    cl = Cluster([small, CFG], [DYADIC, DYADIC], router=rt, mode=mode, check_invariants=True)
+
+    def retire(_):
+        rt.set_weights({1: [1.0]})
+        cl.drain(0)
+
+    cl.kernel.at(0.1, retire, None, PRIO_CONTROL)
+    res = cl.run(workload([0.0, 0.0], [16, 16], [40, 40]), classes=[0, 0])
+    r = res.requests.sort_values("request_id")
+    assert (r.state == "finished").all() and r.instance.tolist() == ["i0", "i1"]
+    assert r.preemptions.tolist() == [0, 1] and res.stats["requeued"] == 1
+    assert res.stats["drained"]["i0"] == pytest.approx(r.finish_s.iloc[0])
+
+
+def test_requests_held_are_routed_once_every_instance_of_the_instant_has_joined():
+    # i0 retires at 0.5 s; two instances join together at 8 s: the requests held meanwhile are
+    # shared by both (round-robin), not all given to the first to join
+    w = workload(np.arange(16) * 0.5, [16] * 16, [2] * 16)
+    cl = Cluster.uniform(1, CFG, DYADIC, router="round-robin", hold_unroutable=True)
+    a = cl.add_instance(CFG, DYADIC, name="a", at=8.0)
+    b = cl.add_instance(CFG, DYADIC, name="b", at=8.0)
+    cl.drain(0, at=0.5)
+    r = cl.run(w).requests
+    held = r[(r.arrival_s > 0.5) & (r.arrival_s < 8.0)]
+    assert len(held) == 14 and held.instance.value_counts().to_dict() == {"a": 7, "b": 7}
+    assert (a, b) == (1, 2) and (r.state == "finished").all()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_held_instance_is_routed_to_but_serves_only_from_its_hold_end(mode):
+    # i1 joins at once but is held (not up): round-robin gives it every other request, which waits
+    # in its queue; hold(1, 5.0) then brings it up at 5 s
+    cl = Cluster.uniform(1, CFG, DYADIC, router="round-robin", mode=mode, check_invariants=True)
+    j = cl.add_instance(CFG, DYADIC, name="new", defer=True)
+    cl.join(j)
+    cl.hold(j, math.inf)
+    cl.kernel.at(2.0, lambda _: cl.hold(j, 5.0), None, PRIO_CONTROL)
+    r = cl.run(workload(np.arange(8) * 0.5, [16] * 8, [2] * 8)).requests
+    new = r[r.instance == "new"]
+    assert len(new) == 4 and new.scheduled_s.min() == 5.0 and (r.state == "finished").all()
+    with pytest.raises(IndexError):
+        cl.hold(9, 1.0)
+
+
+@pytest.mark.parametrize("order", ["back", "arrival"])
+def test_requeued_requests_keep_their_arrival_order_when_asked(order):
+    # i0 (1 seq at a time, every request goes to it until 3 s) builds a queue; at 3 s it drains into
+    # i1, which by then holds requests that arrived later: "arrival" queues the older ones first
+    one = InstanceConfig(num_blocks=64, block_size=16, max_num_seqs=1, max_num_batched_tokens=512)
+    rt = WeightedRouter(weights={0: [1.0], 1: [0.0]})
+    cl = Cluster([one, one], [DYADIC, DYADIC], router=rt, requeue_order=order, check_invariants=True)
+
+    def move(_):
+        rt.set_weights({1: [1.0]})
+        cl.hold(1, math.inf)  # i1 queues the new arrivals until 3.5 s
+        cl.kernel.at(3.5, lambda _: cl.hold(1, 0.0), None, PRIO_CONTROL)
+
+    cl.kernel.at(1.5, move, None, PRIO_CONTROL)
+    cl.drain(0, at=3.0)
+    r = cl.run(workload(np.arange(12) * 0.25, [16] * 12, [8] * 12), classes=[0] * 12).requests
+    on1 = r[r.instance == "i1"].sort_values("scheduled_s")
+    late = on1.arrival_s.to_numpy()
+    if order == "arrival":
+        assert (np.diff(late) > 0).all()  # FCFS across the move
+    else:
+        assert not (np.diff(late) > 0).all()  # the moved (older) ones queue behind
+    with pytest.raises(ValueError, match="requeue_order"):
+        Cluster([one], [DYADIC], requeue_order="front")

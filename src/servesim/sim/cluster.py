@@ -22,20 +22,27 @@ is chosen when the prefill ends (counted in its load at once) and the KV takes t
 reach it, so the transfer time can depend on where the two instances sit (NVLink vs network).
 
 Draining: ``cl.drain(j, at=t)`` (before or during ``run``) stops routing to instance ``j`` at
-``t``; with ``requeue`` (default) the requests it has not admitted yet are routed again to the rest
-of its pool, else it serves them too; once it holds nothing it stops (``stats["drained"]`` gives
+``t``; with ``requeue`` (default) the requests it has not admitted yet, and those it preempts
+while it drains, are routed again to the rest of its pool, else it serves them too; once it holds nothing it stops (``stats["drained"]`` gives
 the time per instance name, ``cl.is_drained(j)``; ``on_stopped(j, t)`` is called then).
 
 Scaling up: ``cl.add_instance(cfg, step_model, at=t)`` (before or during ``run``) adds an instance
 that joins its role's pool(s) at ``t`` (a worker brought up elsewhere, e.g. after a drain); it
 starts no iteration before it joins (work handed to it directly, e.g. a migration's KV, waits in
 its queue). ``add_instance(..., defer=True)`` adds one whose join time is not known yet (it waits
-for GPUs that other instances still hold): ``cl.join(j, at=t)`` sets it later.
+for GPUs that other instances still hold): ``cl.join(j, at=t)`` sets it later (``cl.join(j)``:
+now, at once). ``cl.hold(j, until)`` keeps a routable instance from serving until then
+(``math.inf``: until the next ``hold``): requests routed to it wait in its queue.
+
+Re-routing order: with ``requeue_order="arrival"`` the requests taken back from a draining
+instance, and the held ones routed again, are queued at their new instance by arrival, ahead of
+the requests that came after them (first come, first served across the move); ``"back"``
+(default) queues them behind everything there.
 
 Holding: with ``hold_unroutable=True`` a request that no routable instance can take (the router
 returns None: every instance of the pool is draining or not up yet, or a class router has no
-instance for its class) is held by the cluster, in arrival order, and routed again whenever an
-instance joins or the owner calls ``cl.reroute_held()`` (after changing a router's weights);
+instance for its class) is held by the cluster, in arrival order, and routed again once the
+instances joining at an instant have all joined, or when the owner calls ``cl.reroute_held()`` (after changing a router's weights);
 draining the last routable instance is then allowed. Without it such a request is an error.
 
 Request classes: ``run(workload, classes=...)`` carries a per-row int on each request
@@ -85,7 +92,7 @@ class Cluster(InstanceListener):
                  kv_transfer_bw: float = 25e9, sample_interval: float | None = None,
                  tbt_p99: bool = True, check_invariants: bool = False,
                  kv_link_s: Callable[[Req, int, int], float] | None = None,
-                 hold_unroutable: bool = False) -> None:
+                 hold_unroutable: bool = False, requeue_order: str = "back") -> None:
         if len(configs) != len(step_models):
             raise ValueError(f"{len(configs)} configs but {len(step_models)} step models")
         if not configs:
@@ -123,6 +130,8 @@ class Cluster(InstanceListener):
         self._in_transfer: dict[int, Req] = {}
         self._pools = (set(prefill_pool), set(decode_pool))
         self._draining: set[int] = set()
+        self._requeue_on: set[int] = set()   # draining with requeue: preempted requests go back too
+        self._requeue_due: set[int] = set()  # a requeue is scheduled for this instant
         self._drained: dict[int, float] = {}  # instance index -> time it stopped
         self._on_stopped: dict[int, Callable[[int, float], None]] = {}
         self.requeued = 0  # requests taken back from draining instances and routed again
@@ -133,7 +142,11 @@ class Cluster(InstanceListener):
         #: KV tokens on their way to each instance (pick-then-pull hand-offs not yet delivered)
         self.inbound_tokens = [0] * len(configs)
         self.hold_unroutable = bool(hold_unroutable)
+        if requeue_order not in ("back", "arrival"):
+            raise ValueError(f"requeue_order={requeue_order!r}: 'back' or 'arrival'")
+        self.requeue_order = requeue_order
         self._held: list[tuple[Router, Req]] = []  # requests no routable instance could take yet
+        self._reroute_due = False
         self._joined: set[int] = set(range(len(configs)))
 
     @classmethod
@@ -169,15 +182,26 @@ class Cluster(InstanceListener):
         return j
 
     def join(self, j: int, at: float | None = None) -> None:
-        """Let instance ``j`` (added with ``defer=True``) join its pool(s) at ``at`` (default now)."""
+        """Let instance ``j`` (added with ``defer=True``) join its pool(s) and serve from ``at``
+        (default: now, at once)."""
         if not 0 <= j < len(self.instances):
             raise IndexError(f"join({j}): no instance {j}; the cluster has {len(self.instances)}")
-        t = self.kernel.now if at is None else float(at)
-        if t < self.kernel.now:
+        if at is None:
+            self.instances[j].release_hold()
+            self._join(j)
+            return
+        if at < self.kernel.now:
             raise ValueError(f"join({j}, at={at}): the clock is already at {self.kernel.now}")
-        if t > self.kernel.now:
-            self.instances[j].hold_until(t)
-        self.kernel.at(t, lambda _: self._join(j), None, PRIO_CONTROL)
+        self.instances[j].hold_until(float(at))
+        self.kernel.at(float(at), lambda _: self._join(j), None, PRIO_CONTROL)
+
+    def hold(self, j: int, until: float) -> None:
+        """Instance ``j`` starts no iteration before ``until`` (``math.inf``: until the next
+        ``hold``); routable or not, requests handed to it wait in its queue (a replica that is
+        routed to but not up yet)."""
+        if not 0 <= j < len(self.instances):
+            raise IndexError(f"hold({j}): no instance {j}; the cluster has {len(self.instances)}")
+        self.instances[j].hold_until(float(until))
 
     def is_joined(self, j: int) -> bool:
         """Instance ``j`` has joined its pool(s) (routers may pick it), drained or not since."""
@@ -187,15 +211,19 @@ class Cluster(InstanceListener):
         if j in self._draining or j in self._drained or j in self._joined:
             return  # drained before it joined: it never serves (or joined already)
         self._joined.add(j)
-        self.instances[j].release_hold()
         role = self.instances[j].cfg.role
         for pool, rt, roles in ((self._pools[0], self.router, ("both", "prefill")),
                                 (self._pools[1], self.decode_router, ("both", "decode"))):
             if rt is not None and role in roles:
                 pool.add(j)
                 rt.add(self.loads[j])
-        if self._held:
-            self.reroute_held()
+        if self._held and not self._reroute_due:  # after every join of this instant (ties: insertion order)
+            self._reroute_due = True
+            self.kernel.at(self.kernel.now, self._reroute_now, None, PRIO_CONTROL)
+
+    def _reroute_now(self, _arg) -> None:
+        self._reroute_due = False
+        self.reroute_held()
 
     # ---------------------------------------------------------------- holding
     @property
@@ -216,8 +244,25 @@ class Cluster(InstanceListener):
         routable instance stay held). Call it from a kernel event, e.g. after changing a
         router's weights."""
         held, self._held = self._held, []
-        for rt, r in held:
-            self._route(rt, r)
+        self._route_all(held)
+
+    def _route_all(self, items: list[tuple[Router, Req]]) -> None:
+        """Route ``(router, request)`` pairs in turn; with ``requeue_order="arrival"`` each is
+        queued at its instance by arrival."""
+        if self.requeue_order == "back":
+            for rt, r in items:
+                self._route(rt, r)
+            return
+        to: dict[int, list[Req]] = {}
+        for rt, r in items:
+            rec = rt.select(r)
+            if rec is None:
+                self._hold(rt, r)
+                continue
+            self._count(rec, r)
+            to.setdefault(rec.seq, []).append(r)
+        for j, rs in to.items():
+            self.instances[j].submit_by_arrival(rs)
 
     # ---------------------------------------------------------------- listener
     def on_done(self, inst: Instance, r: Req) -> None:
@@ -274,15 +319,32 @@ class Cluster(InstanceListener):
             rt.remove(rec)
         self._draining.add(j)
         if requeue:
-            inst = self.instances[j]
-            for r in inst.take_waiting():
-                rec.outstanding -= 1
-                rec.pending_tokens -= r.prompt + 1
-                self.requeued += 1
-                to = self.decode_router if (r.kv_ready and self.decode_router is not None) else self.router
-                self._route(to, r)
+            self._requeue_on.add(j)
+            self._requeue_waiting(j)
+        elif rec.outstanding == 0:
+            self._stop_drained(j)
+
+    def _requeue_waiting(self, j: int) -> None:
+        """Route instance ``j``'s not-yet-admitted requests again (it is draining)."""
+        self._requeue_due.discard(j)
+        if j not in self._draining:
+            return
+        rec = self.loads[j]
+        items = []
+        for r in self.instances[j].take_waiting():
+            rec.outstanding -= 1
+            rec.pending_tokens -= r.prompt + 1
+            self.requeued += 1
+            items.append((self.decode_router if (r.kv_ready and self.decode_router is not None) else self.router, r))
+        self._route_all(items)
         if rec.outstanding == 0:
             self._stop_drained(j)
+
+    def on_preempt(self, inst: Instance, r: Req) -> None:
+        j = inst.index
+        if j in self._requeue_on and j not in self._requeue_due:  # a draining instance's preempted request
+            self._requeue_due.add(j)
+            self.kernel.at(self.kernel.now, lambda _: self._requeue_waiting(j), None, PRIO_CONTROL)
 
     def _stop_drained(self, j: int) -> None:
         self._draining.discard(j)

@@ -136,6 +136,11 @@ class InstanceListener:
     def on_done(self, inst: "Instance", r: Req) -> None:
         """``r`` reached a terminal state (finished, rejected, dropped) at ``inst.now``."""
 
+    def on_preempt(self, inst: "Instance", r: Req) -> None:
+        """``r`` was preempted (recompute: back at the head of ``inst``'s waiting queue, no KV),
+        while the iteration at ``inst.now`` is being planned: change queues only from a later
+        event (``kernel.at(now, ..., PRIO_CONTROL)``)."""
+
     def on_handoff(self, inst: "Instance", r: Req) -> None:
         """(role="prefill") ``r`` finished its prefill; its KV (``r.computed`` tokens) must now
         be sent to a decode instance (``submit`` it there with ``r.kv_ready`` True)."""
@@ -327,11 +332,14 @@ class Instance:
         return self.ds.generated(r) if r.dec else r.generated
 
     # ------------------------------------------------------------------ submitting work
-    def submit(self, r: Req, front: bool = False) -> None:
+    def submit(self, r: Req, front: bool = False, by_arrival: bool = False) -> None:
         """Hand ``r`` to this instance at the current time (queued; joins at the next boundary).
 
         ``front``: queue it ahead of the waiting requests (a request migrated in with its KV,
         whose blocks the destination admits first, as Llumnix pre-allocates them).
+        ``by_arrival``: queue it ahead of the waiting requests that arrived after it (a request
+        taken back from another instance keeps its place in first-come-first-served order;
+        :meth:`submit_by_arrival` does it for many at once).
 
         Requests that can never run here end ``rejected`` at once with a reason. A request for
         another model than the one loaded is parked until :meth:`switch_model` loads it.
@@ -359,10 +367,39 @@ class Instance:
             return None
         if front:
             self.waiting.appendleft(r)
+        elif by_arrival and self.waiting and self.waiting[-1].arrival > r.arrival:
+            self._merge_waiting([r])
         else:
             self.waiting.append(r)
         self._poke()
         return None
+
+    def submit_by_arrival(self, rs: list[Req]) -> None:
+        """:meth:`submit` each of ``rs`` (in arrival order), each ahead of the waiting requests that
+        arrived after it: one merge of the two queues (each keeps its own order)."""
+        ok = []
+        for r in sorted(rs, key=lambda r: r.arrival):
+            n = len(self.waiting)
+            self.submit(r)  # checks it, parks or rejects it, or appends it
+            if len(self.waiting) > n:
+                ok.append(self.waiting.pop())
+        if ok:
+            self._merge_waiting(ok)
+            self._poke()
+
+    def _merge_waiting(self, rs: list[Req]) -> None:
+        """Merge ``rs`` (sorted by arrival) into the waiting queue by arrival: each goes ahead of
+        the first waiting request (in queue order) that arrived after it."""
+        out: deque[Req] = deque()
+        i, n = 0, len(rs)
+        for w in self.waiting:
+            while i < n and rs[i].arrival < w.arrival:
+                out.append(rs[i])
+                i += 1
+            out.append(w)
+        out.extend(rs[i:])
+        self.waiting.clear()
+        self.waiting.extend(out)
 
     def _terminal(self, r: Req, state: int, reason: str) -> None:
         r.state = state
@@ -382,8 +419,8 @@ class Instance:
 
     def _on_wake(self, _arg: Any) -> None:
         self._wake = False
-        if not self.busy:
-            self._plan()
+        if not self.busy and self.kernel.now >= self._blocked_until and not self._paused:
+            self._plan()  # (held or paused since the wake-up was scheduled: the hold's end plans)
 
     def _truncate(self, t: float) -> None:
         """Keep only the run iterations that start before ``t``."""
@@ -517,6 +554,7 @@ class Instance:
         r.preemptions += 1
         r.state = WAITING
         self.waiting.appendleft(r)
+        self.listener.on_preempt(self, r)
 
     def _drop_head(self, reason: str) -> None:
         r = self.waiting.popleft()
@@ -688,12 +726,15 @@ class Instance:
             self._plan()
 
     def hold_until(self, t: float) -> None:
-        """Start no iteration before ``t`` (``math.inf``: until :meth:`release_hold`); work
-        submitted meanwhile waits in the queue (an instance that is not up yet:
-        ``Cluster.add_instance``)."""
+        """Start no iteration before ``t`` (``math.inf``: until another ``hold_until`` or
+        :meth:`release_hold`); work submitted meanwhile waits in the queue (an instance that is
+        not up yet: ``Cluster.add_instance``, ``Cluster.hold``). Replaces an earlier hold."""
+        if t <= self.kernel.now:
+            return self.release_hold()
         self._blocked_until = float(t)
-        if math.isfinite(t) and t > self.kernel.now:
+        if math.isfinite(t):
             self.kernel.at(float(t), self._on_unblock, None, PRIO_INSTANCE)
+        return None
 
     def release_hold(self) -> None:
         """Lift :meth:`hold_until` now: start on the queued work."""

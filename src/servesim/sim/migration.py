@@ -89,6 +89,18 @@ class LiveMigrator:
         cols = list(MigrationRecord.__dataclass_fields__)
         return pd.DataFrame([asdict(r) for r in self.records], columns=cols)
 
+    def summary(self) -> dict:
+        """Counts and means over the migrations so far (a run summary's columns)."""
+        mf = self.frame()
+        ok = mf[mf.outcome == "migrated"]
+        nan = float("nan")
+        return {"migrations_started": len(mf), "migrations_done": len(ok), "migrations_aborted": int(len(mf) - len(ok)),
+                "migrated_requests": len(self.migrated),
+                "migration_gb": float(mf["bytes"].sum() / 1e9) if len(mf) else 0.0,
+                "migration_downtime_mean_s": float(ok["downtime_s"].mean()) if len(ok) else nan,
+                "migration_downtime_max_s": float(ok["downtime_s"].max()) if len(ok) else nan,
+                "migration_copy_mean_s": float((ok["end_s"] - ok["start_s"]).mean()) if len(ok) else nan}
+
     # ------------------------------------------------------------------ mechanism
     def start(self, r: Req, src: int, dst: int) -> bool:
         """Begin moving ``r`` (decoding on instance ``src``: its first token sampled) to ``dst`` now;
