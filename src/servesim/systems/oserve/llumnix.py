@@ -221,14 +221,7 @@ class Llumnix:
         return cl.run(workload)
 
     def stats(self) -> dict:
-        mf = self.migrator.frame()
-        ok = mf[mf.outcome == "migrated"]
-        return {"llumnix_polls": self.polls, "migrations_started": len(mf), "migrations_done": len(ok),
-                "migrations_aborted": int(len(mf) - len(ok)), "migrated_requests": len(self.migrator.migrated),
-                "migration_gb": float(mf["bytes"].sum() / 1e9) if len(mf) else 0.0,
-                "migration_downtime_mean_s": float(ok["downtime_s"].mean()) if len(ok) else np.nan,
-                "migration_downtime_max_s": float(ok["downtime_s"].max()) if len(ok) else np.nan,
-                "migration_copy_mean_s": float((ok["end_s"] - ok["start_s"]).mean()) if len(ok) else np.nan,
+        return {"llumnix_polls": self.polls, **self.migrator.summary(),
                 **{f"llumnix_{k}": v for k, v in asdict(self.opt).items()}}
 
 

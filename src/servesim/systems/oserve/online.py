@@ -11,19 +11,22 @@ deployment and routing, switches when the layout changes, and routes the span's 
 - ``oserve_naive_reload``: the same plans, switched by reloading weights from storage (Fig 14);
 - ``static`` (vLLM static): the homogeneous deployment (one shape, DP copies) with the best
   worst-span α* over the whole trace's true λ (grid search over every shape, spec §2 [R]: scored by
-  the flow model, not by simulating each), round-robin (type-agnostic, equal shares);
-- ``reload`` (vLLM reload): the best homogeneous deployment for each span's λ̂, round-robin, with
-  ad hoc switching (the paper's "reload" uses OServe's switching, spec §2);
+  the flow model, not by simulating each), true round-robin (type-agnostic);
+- ``reload`` (vLLM reload): the best homogeneous deployment for each span's λ̂, true round-robin,
+  with ad hoc switching (the paper's "reload" uses OServe's switching, spec §2);
 - ``hetero`` (ablation middle rung): OServe's deployments with type-agnostic routing, each
   replica's share in proportion to its capacity on λ̂'s mix;
 - ``dynamo`` (Dynamo + vLLM, Fig 18; opt-in with ``--systems``): prefill and decode workers of one
   fixed shape, a reactive ±1 planner, KV-aware decode routing and KV hand-off (``dynamo``).
 
-Serving: each replica lifetime (the spans over which the same shape stays on the same GPUs) is one
-vLLM-like instance in the DES, fed the requests routed to it; a replica that a switch creates takes
-requests from the span start but serves them only once it is ready (start + switch time; the wait
-is in their latency). At a switch, in-flight requests finish on their source replica: short-output
-ones drain, long-output ones are counted as migrated and pay their KV bytes over the link (§5.2).
+Serving (``serving``): every system of an experiment runs as ONE cluster of the shared simulator,
+each replica lifetime (the spans over which the same shape stays on the same GPUs) one vLLM-like
+instance; requests are routed at arrival (OServe, its ablations: the plan's shares by type,
+smooth weighted round-robin, ``--weighted-routing random`` for a seeded draw; vLLM static and
+reload: true round-robin). At a switch the retired replicas stop taking requests, their queued
+requests are routed again, their short-output requests drain and their long-output requests' KV
+moves live (``sim.migration``) to the new layout; a new replica starts its switch once its GPUs
+are free and joins when the switch ends. Nothing is added to the results after the simulation.
 
 Llumnix (Fig 17; opt-in with ``--systems``): vLLM static's homogeneous deployment for the whole
 trace, served by ``llumnix`` as one cluster: load-aware dispatch on Llumnix's freeness and live
@@ -56,6 +59,7 @@ from ...sim import Cluster
 from . import dynamo as DY
 from . import llumnix as LL
 from . import predictor as PR
+from . import serving as SV
 from . import switching as SW
 from .objective import OBJECTIVES, evaluate
 from .profiler import CapacityProfiler, pools_from_frame
@@ -66,7 +70,8 @@ SYSTEMS = ("oserve", "static", "reload", "hetero", "oserve_naive_reload")
 DEFAULT_SYSTEMS = SYSTEMS  # what --systems serves unless told; the opt-in baselines follow
 SYSTEMS += ("dynamo",)  # Fig 18's Dynamo + vLLM (module dynamo)
 SYSTEMS += ("llumnix",)  # Fig 17's Llumnix (module llumnix)
-SO_TYPES = ("SISO", "LISO")  # short-output types drain at a switch; the others migrate
+SO_TYPES = SV.SO_TYPES  # short-output types drain at a switch; the others migrate
+ROUTING = {"static": "round-robin", "reload": "round-robin"}  # the vLLM baselines; the rest: weighted
 PCTS = (90, 95, 96, 97, 98, 99)
 
 
@@ -223,102 +228,13 @@ def mean_mix(kind: str, name: str, seed: int, pool: pd.DataFrame, model: str, st
 
 # ---- serving ----------------------------------------------------------------------------------------
 
-def _route(types: np.ndarray, F: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    u = rng.random(types.size)
-    cum = np.cumsum(F, axis=0)
-    out = np.full(types.size, -1, np.int64)
-    for j in range(F.shape[1]):
-        sel = types == j
-        if sel.any() and cum[-1, j] > 0:
-            out[sel] = np.minimum(np.searchsorted(cum[:, j] / cum[-1, j], u[sel], side="right"), F.shape[0] - 1)
-    return out
-
-
 def serve_plans(model: str, gpus: int, plans: list[Plan], wl: pd.DataFrame, types: np.ndarray, *, switch: str,
                 span_s: float, seed: int, backend: str = "roofline", restart_s: float = SW.RESTART_S,
-                type_names=()) -> tuple[pd.DataFrame, list[dict]]:
-    """Serve ``wl`` span by span on ``plans`` (one per span); ``switch`` = adhoc | reload | none."""
-    rng = np.random.default_rng(seed)
-    span = np.minimum((wl["arrival_s"].to_numpy() // span_s).astype(int), len(plans) - 1)
-    arrival = wl["arrival_s"].to_numpy(float)
-    lifetimes: dict[int, dict] = {}
-    active: dict[SW.Placed, int] = {}
-    prev: tuple[SW.Placed, ...] = ()
-    switches = []
-    dest_life = np.full(len(wl), -1, np.int64)
-    ready_at = np.zeros(len(wl))
-    for s, p in enumerate(plans):
-        lay = SW.layout(p.shapes, gpus, prev)
-        # match the plan's replicas (place order) to the layout's: same (tp, pp), in turn
-        taken, order = set(), []
-        for sh in p.shapes:
-            i = next(i for i, q in enumerate(lay) if (q.shape.tp, q.shape.pp) == (sh.tp, sh.pp) and i not in taken)
-            taken.add(i)
-            order.append(i)
-        t0 = s * span_s
-        ready = {}
-        if s > 0 and set(lay) != set(prev):
-            sp = SW.plan(prev, lay, model)
-            dur = SW.adhoc_switch_s(sp, restart_s) if switch == "adhoc" else SW.reload_switch_s(sp, model, restart_s)
-            if switch == "none":
-                dur = 0.0
-            switches.append({"span": s, "from": " + ".join(q.shape.label() for q in prev),
-                             "to": " + ".join(q.shape.label() for q in lay), "switch_s": dur,
-                             "transfer_s": sp.transfer_s, "bytes_nvlink": sp.bytes_nvlink, "bytes_ib": sp.bytes_ib,
-                             "replicas_changed": len(sp.changed), "replicas_kept": len(sp.kept)})
-            for q in sp.changed:
-                ready[q] = t0 + dur
-        for q in lay:
-            if q not in active or (s > 0 and q not in set(prev)):
-                active[q] = len(lifetimes)
-                lifetimes[active[q]] = {"placed": q, "start_span": s, "end_s": None}
-        for q in set(prev) - set(lay):
-            lifetimes[active.pop(q)]["end_s"] = t0
-        sel = np.flatnonzero(span == s)
-        k = _route(types[sel], p.fractions, rng)
-        ok = k >= 0
-        life = np.array([active[lay[order[i]]] for i in range(len(order))], np.int64)
-        dest_life[sel[ok]] = life[k[ok]]
-        rdy = np.array([ready.get(lay[order[i]], t0) for i in range(len(order))])
-        ready_at[sel[ok]] = np.maximum(arrival[sel[ok]], rdy[k[ok]])
-        prev = lay
-    kv_tok = get_model(model).kv_bytes_per_token(get_model(model).dtype_bytes)
-    so_codes = [i for i, t in enumerate(type_names) if t in SO_TYPES]
-    parts = []
-    base = wl.assign(model=pd.Categorical([model] * len(wl)))
-    for lid, L in lifetimes.items():
-        idx = np.flatnonzero(dest_life == lid)
-        if idx.size == 0:
-            continue
-        sub = base.iloc[idx].copy()
-        sub["arrival_s"] = ready_at[idx]
-        o = np.argsort(sub["arrival_s"].to_numpy(), kind="stable")
-        sub = sub.iloc[o].reset_index(drop=True)
-        shape = L["placed"].shape
-        res = Cluster.uniform(1, instance_config(model, shape, GPU), step_model(model, shape, GPU, backend)).run(sub)
-        r = res.requests.set_index("request_id").loc[sub["request_id"]].reset_index()
-        wait = (sub["arrival_s"].to_numpy() - arrival[sub["request_id"].to_numpy()])
-        r["wait_s"] = wait
-        r["e2e_s"] = r["e2e_s"] + wait
-        r["ttft_s"] = r["ttft_s"] + wait
-        r["lifetime"] = lid
-        r["shape"] = shape.label()
-        r["migrated"] = False
-        if L["end_s"] is not None:  # in flight at the switch: long-output KV migrates, short-output drains
-            live = (r["finish_s"] > L["end_s"]).to_numpy() & (r["scheduled_s"] < L["end_s"]).to_numpy()
-            lo = ~np.isin(types[r["request_id"].to_numpy()], so_codes)
-            mig = live & lo
-            ctx = r["prompt_tokens"].to_numpy() + r["output_tokens"].to_numpy()
-            delay = np.where(mig, ctx * kv_tok / SW.NVLINK_BPS, 0.0)
-            r["e2e_s"] = r["e2e_s"] + delay
-            r["finish_s"] = r["finish_s"] + delay
-            r["migrated"] = mig
-        parts.append(r)
-    df = pd.concat(parts, ignore_index=True).sort_values("request_id", kind="stable").reset_index(drop=True)
-    df["arrival_s"] = arrival[df["request_id"].to_numpy()]
-    df["span"] = span[df["request_id"].to_numpy()]
-    df["type"] = types[df["request_id"].to_numpy()]
-    return df, switches
+                type_names=(), router: str = "weighted", weighted_mode: str = "smooth") -> tuple[pd.DataFrame, list[dict]]:
+    """Serve ``wl`` span by span on ``plans`` (one per span) as one cluster (``serving``);
+    ``switch`` = adhoc | reload | none; ``router`` = weighted | round-robin."""
+    return SV.serve_plans(model, gpus, plans, wl, types, switch=switch, span_s=span_s, seed=seed, backend=backend,
+                          restart_s=restart_s, type_names=type_names, router=router, weighted_mode=weighted_mode)
 
 
 def summarize(df: pd.DataFrame, n_total: int) -> dict:
@@ -466,7 +382,8 @@ def run(a: argparse.Namespace) -> int:
                               backend=a.backend, options=LL.LlumnixOptions.parse(a.llumnix_option)), []
         else:
             df, sw = serve_plans(a.model, a.gpus, plans[sysname], wl, types, switch=switch, span_s=PR.SPAN_S, seed=a.seed,
-                                 backend=a.backend, restart_s=a.restart_s, type_names=G.TYPES)
+                                 backend=a.backend, restart_s=a.restart_s, type_names=G.TYPES,
+                                 router=ROUTING.get(sysname, "weighted"), weighted_mode=a.weighted_routing)
         summ = summarize(df, len(wl))
         summ.update({"switches": len(sw), "switch_s_total": float(sum(x["switch_s"] for x in sw)),
                      "switch_s_max": float(max([x["switch_s"] for x in sw], default=np.nan)),
@@ -493,7 +410,7 @@ def run(a: argparse.Namespace) -> int:
               f"{len(sw)} switches  ({summ['sim_wall_s']:.1f} s)", flush=True)
     out = {"model": a.model, "gpus": a.gpus, "kind": a.kind, "name": a.name, "load": a.load, "rate_rps": rate,
            "static_deployment": ref.label(), "static_capacity_busiest_span": cap, "busiest_span": busiest, "types": list(G.TYPES),
-           "type_method": a.types, "predictor": a.predictor, "search": a.search, "search_init": a.search_init, "objective": a.objective, "minute_stride": a.minute_stride,
+           "type_method": a.types, "weighted_routing": a.weighted_routing, "predictor": a.predictor, "search": a.search, "search_init": a.search_init, "objective": a.objective, "minute_stride": a.minute_stride,
            "n_spans": n_spans, "n_requests": len(wl), "period_edges_s": edges.tolist(), "restart_s": a.restart_s,
            "rrmse_pred_pct": float(np.nanmean(PR.rrmse(counts[1:], lam_hat[1:]))) if n_spans > 1 else np.nan,
            "plan_s": plan_s, "searches": planner.searches, "search_s": planner.search_s, "profile_runs": prof.runs,
@@ -505,7 +422,8 @@ def run(a: argparse.Namespace) -> int:
         pd.DataFrame(span_rows).to_csv(tmp / "spans.csv", index=False)
         pd.DataFrame(plan_rows).to_csv(tmp / "plans.csv", index=False)
         pd.DataFrame(switch_rows, columns=["system", "span", "from", "to", "switch_s", "transfer_s", "bytes_nvlink", "bytes_ib",
-                                           "replicas_changed", "replicas_kept"]).to_csv(tmp / "switches.csv", index=False)
+                                           "replicas_changed", "replicas_kept", "drain_s", "ready_s"]).to_csv(
+            tmp / "switches.csv", index=False)
         (tmp / "summary.json").write_text(json.dumps(out, indent=2, default=float) + "\n")
     print(f"-> {Path(a.out)} ({out['wall_s']:.1f} s)")
     return 0
@@ -536,6 +454,8 @@ def main(argv=None) -> int:
                     help="OServe's deployment objective: the paper's flow value (phi-alpha) or the latency-aware "
                          "phi-alpha-xnode (cross-node pipeline hand-offs discounted; objective.py)")
     ap.add_argument("--max-pp", type=int, default=8)
+    ap.add_argument("--weighted-routing", choices=("smooth", "random"), default="smooth",
+                    help="OServe's routing by type shares: smooth weighted round-robin, or a seeded draw per request")
     ap.add_argument("--restart-s", type=float, default=SW.RESTART_S)
     ap.add_argument("--llumnix-option", nargs="*", default=[], metavar="KEY=VALUE",
                     help="Llumnix knobs: poll_s, threshold_steps, migration, last_stage_tokens, max_stages")
