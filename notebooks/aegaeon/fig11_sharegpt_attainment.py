@@ -54,6 +54,10 @@ apply_style()
 pts = sw.load("fig11/*", ["panel"], scale, root)
 cur = sw.curves(pts, ["panel"])   # with MuxServe's capacity rule on the #models sweeps
 gp = sw.goodput(cur, ["panel"], goodput_reading)
+# the seed bands (runs `fig11seeds/*`): the same systems on workloads drawn with the artifact's rule,
+# one per seed, over the same or a finer grid; shaded around each system's line
+seeds = sw.load("fig11seeds/*", ["panel"], scale, root)
+bands = sw.band(seeds, ["panel"])
 gp
 
 # %%
@@ -62,7 +66,7 @@ titles = {"rps0p1": "(a) 0.1 req/s per model", "rps0p5": "(b) 0.5 req/s per mode
 fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.2), squeeze=False)
 for ax, p in zip(axes[0], panels):
     c = cur[cur.panel == p]
-    sw.plot(ax, c, gp[gp.panel == p])
+    sw.plot(ax, c, gp[gp.panel == p], bands=bands[bands.panel == p])
     ax.set_xlabel("per-model rate (req/s)" if c.x_name.iloc[0] == "rate" else "number of models")
     ax.set_title(titles[p], fontsize=9)
 axes[0][0].legend(fontsize=7, loc="lower left")
@@ -119,6 +123,9 @@ ded16 = cur16[(cur16.system == "sllm") & (cur16.x_name == "models")].assign(syst
 ded16.loc[ded16.x > 16, ["attainment_pct", "attainment_token_pct"]] = 0.0
 metrics.update({f"bw16_{k}": v for k, v in fig11_metrics(sw.goodput(pd.concat([cur16, ded16], ignore_index=True),
                                                                      ["panel"], goodput_reading)).items()})
+# The seed band of every metric (`<key>__seed_min/max/mean`); the orderings between systems are
+# judged on it (one side's seed maximum below the other's seed minimum: every seed agrees)
+metrics.update(sw.seed_metrics(seeds, ["panel"], goodput_reading, fig11_metrics))
 metrics["rps_sweep_max"] = float(cur[cur.panel == "models40"].x.max()) if "models40" in panels else float("nan")
 below = gp[gp.below_grid]
 if len(below):  # a goodput of 0 means no load on the sweep met the line

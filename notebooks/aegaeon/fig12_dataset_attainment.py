@@ -51,6 +51,11 @@ plain = sw.load("fig11/rps0p*/*", ["panel"], scale, root).assign(data="plain")
 pts = pd.concat([plain[plain.panel.isin(set(alt.panel))], alt], ignore_index=True)
 cur = sw.curves(pts, ["panel", "data"])   # with MuxServe's capacity rule
 gp = sw.goodput(cur, ["panel", "data"], goodput_reading)
+# the seed bands (runs `fig12seeds/*`, with `fig11seeds/*` as the plain ShareGPT of the same seeds:
+# seed k is one draw, its lengths doubled for ix2 / ox2, so each seed's drop is paired)
+seeds = pd.concat([sw.load("fig11seeds/rps0p*/*", ["panel"], scale, root).assign(data="plain"),
+                   sw.load("fig12seeds/*", ["panel", "data"], scale, root)], ignore_index=True)
+bands = sw.band(seeds, ["panel", "data"])
 gp.pivot_table(index=["panel", "system"], columns="data", values="goodput")
 
 # %%
@@ -58,7 +63,8 @@ cells = [(p, d) for p in ("rps0p1", "rps0p5") for d in ("ix2", "ox2") if ((alt.p
 fig, axes = plt.subplots(1, len(cells), figsize=(3.6 * len(cells), 3.2), squeeze=False)
 for ax, (p, d) in zip(axes[0], cells):
     sel = (cur.panel == p) & (cur.data == d)
-    sw.plot(ax, cur[sel], gp[(gp.panel == p) & (gp.data == d)])
+    sw.plot(ax, cur[sel], gp[(gp.panel == p) & (gp.data == d)],
+            bands=bands[(bands.panel == p) & (bands.data == d)])
     ax.set_xlabel("number of models")
     ax.set_title(f"{'0.1' if p == 'rps0p1' else '0.5'} req/s, ShareGPT-{d}", fontsize=9)
 axes[0][0].legend(fontsize=7, loc="lower left")
@@ -89,6 +95,8 @@ def fig12_metrics(gp) -> dict:
 
 
 metrics = sw.metrics_by_reading(cur, ["panel", "data"], goodput_reading, fig12_metrics)
+# the seed band of every metric (`<key>__seed_min/max/mean`): the ix2 drop orderings are judged on it
+metrics.update(sw.seed_metrics(seeds, ["panel", "data"], goodput_reading, fig12_metrics))
 out = FigureOutputs("aegaeon", "fig12_dataset_attainment", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(cur.merge(gp[["panel", "data", "system", "goodput", "below_grid"]], on=["panel", "data", "system"],

@@ -55,13 +55,18 @@ base = base[(base.panel == "rps0p1") & base.system.isin(set(strict.system))].ass
 pts = pd.concat([base, strict], ignore_index=True)
 cur = sw.curves(pts, ["slo"])   # with MuxServe's capacity rule
 gp = sw.goodput(cur, ["slo"], goodput_reading)
+# the seed bands (runs `fig13seeds/*`, with `fig11seeds/rps0p1/*` as SLO x1 for the same seeds)
+sbase = sw.load("fig11seeds/rps0p1/*", ["panel"], scale, root).assign(slo="x1").drop(columns="panel")
+seeds = pd.concat([sbase, sw.load("fig13seeds/*", ["slo"], scale, root)], ignore_index=True)
+bands = sw.band(seeds, ["slo"])
 gp.pivot_table(index="slo", columns="system", values="goodput")
 
 # %%
 slos = [s for s in ("x1", "x0.5", "x0.3", "x0.2") if s in set(cur.slo)]
 fig, axes = plt.subplots(1, len(slos), figsize=(3.6 * len(slos), 3.2), squeeze=False)
 for ax, s in zip(axes[0], slos):
-    sw.plot(ax, cur[cur.slo == s], gp[gp.slo == s], systems=("aegaeon", "sllm", "muxserve"))
+    sw.plot(ax, cur[cur.slo == s], gp[gp.slo == s], systems=("aegaeon", "sllm", "muxserve"),
+            bands=bands[bands.slo == s])
     k = 1.0 if s == "x1" else float(s[1:])
     ax.set_title(f"SLO {s} ({10 * k:g} s / {100 * k:g} ms)", fontsize=9)
     ax.set_xlabel("number of models")
@@ -90,6 +95,7 @@ def fig13_metrics(gp) -> dict:
 
 
 metrics = sw.metrics_by_reading(cur, ["slo"], goodput_reading, fig13_metrics)
+metrics.update(sw.seed_metrics(seeds, ["slo"], goodput_reading, fig13_metrics))   # `<key>__seed_min/max/mean`
 out = FigureOutputs("aegaeon", "fig13_strict_slo_attainment", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(cur.merge(gp[["slo", "system", "goodput", "below_grid"]], on=["slo", "system"], how="left"))

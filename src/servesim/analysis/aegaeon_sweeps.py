@@ -104,13 +104,46 @@ def ratio(a: float, b: float) -> float:
     return float(a) / float(b) if b else float("nan")
 
 
-def plot(ax, cur: pd.DataFrame, gp: pd.DataFrame | None = None, systems=("aegaeon", "sllm", "sllm_plus", "muxserve")):
-    """One panel: attainment vs load per system, the 90 % line and each system's goodput line."""
+def band(points: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Per (facets, system, x): the lowest and highest attainment over the seeds (``repeat``) of a
+    generated-workload sweep, the band a single workload per point cannot show."""
+    g = points.groupby([*by, "system", "x"], sort=True).attainment_pct
+    return pd.DataFrame({"lo": g.min(), "hi": g.max(), "seeds": g.size()}).reset_index()
+
+
+def seed_metrics(points: pd.DataFrame, by: list[str], reading: str, metrics_of) -> dict:
+    """``metrics_of`` on each seed's sweep alone (curves, goodput under ``reading``), summarised over
+    the seeds as ``<key>__seed_min`` / ``__seed_max`` / ``__seed_mean`` (numeric keys only). An
+    ordering judged on the band compares one side's ``__seed_max`` with the other's ``__seed_min``:
+    it holds only if every seed agrees."""
+    per = [metrics_of(goodput(curves(g, by), by, reading)) for _, g in points.groupby("repeat", sort=True)]
+    out: dict[str, float] = {}
+    for key in (per[0] if per else {}):
+        vals = [p[key] for p in per]
+        if not all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in vals):
+            continue
+        v = np.asarray(vals, float)
+        finite = v[np.isfinite(v)]
+        lo, hi, mean = ((float(finite.min()), float(finite.max()), float(finite.mean())) if finite.size == v.size
+                        else (float("nan"),) * 3)   # a seed without the value: no band
+        out.update({f"{key}__seed_min": lo, f"{key}__seed_max": hi, f"{key}__seed_mean": mean})
+    out["seeds"] = len(per)
+    return out
+
+
+def plot(ax, cur: pd.DataFrame, gp: pd.DataFrame | None = None, systems=("aegaeon", "sllm", "sllm_plus", "muxserve"),
+         bands: pd.DataFrame | None = None):
+    """One panel: attainment vs load per system, the 90 % line and each system's goodput line;
+    ``bands`` (from :func:`band`) shades each system's seed band."""
     for s in systems:
         g = cur[cur.system == s].sort_values("x")
         if g.empty:
             continue
         color, style = STYLE[s]
+        if bands is not None:
+            b = bands[bands.system == s].sort_values("x")
+            if len(b):
+                ax.fill_between(b.x, b.lo, b.hi, color=color, alpha=0.15, lw=0)
         ax.plot(g.x, g.attainment_pct, style, color=color, ms=3, lw=1, label=LABELS[s])
         if gp is not None:
             v = gp.loc[gp.system == s, "goodput"]
