@@ -230,11 +230,13 @@ def mean_mix(kind: str, name: str, seed: int, pool: pd.DataFrame, model: str, st
 
 def serve_plans(model: str, gpus: int, plans: list[Plan], wl: pd.DataFrame, types: np.ndarray, *, switch: str,
                 span_s: float, seed: int, backend: str = "roofline", restart_s: float = SW.RESTART_S,
-                type_names=(), router: str = "weighted", weighted_mode: str = "smooth") -> tuple[pd.DataFrame, list[dict]]:
+                type_names=(), router: str = "weighted", weighted_mode: str = "smooth",
+                route_new: str = "at-switch") -> tuple[pd.DataFrame, list[dict]]:
     """Serve ``wl`` span by span on ``plans`` (one per span) as one cluster (``serving``);
     ``switch`` = adhoc | reload | none; ``router`` = weighted | round-robin."""
     return SV.serve_plans(model, gpus, plans, wl, types, switch=switch, span_s=span_s, seed=seed, backend=backend,
-                          restart_s=restart_s, type_names=type_names, router=router, weighted_mode=weighted_mode)
+                          restart_s=restart_s, type_names=type_names, router=router, weighted_mode=weighted_mode,
+                          route_new=route_new)
 
 
 def summarize(df: pd.DataFrame, n_total: int) -> dict:
@@ -383,7 +385,8 @@ def run(a: argparse.Namespace) -> int:
         else:
             df, sw = serve_plans(a.model, a.gpus, plans[sysname], wl, types, switch=switch, span_s=PR.SPAN_S, seed=a.seed,
                                  backend=a.backend, restart_s=a.restart_s, type_names=G.TYPES,
-                                 router=ROUTING.get(sysname, "weighted"), weighted_mode=a.weighted_routing)
+                                 router=ROUTING.get(sysname, "weighted"), weighted_mode=a.weighted_routing,
+                                 route_new=a.route_new)
         summ = summarize(df, len(wl))
         summ.update({"switches": len(sw), "switch_s_total": float(sum(x["switch_s"] for x in sw)),
                      "switch_s_max": float(max([x["switch_s"] for x in sw], default=np.nan)),
@@ -410,7 +413,8 @@ def run(a: argparse.Namespace) -> int:
               f"{len(sw)} switches  ({summ['sim_wall_s']:.1f} s)", flush=True)
     out = {"model": a.model, "gpus": a.gpus, "kind": a.kind, "name": a.name, "load": a.load, "rate_rps": rate,
            "static_deployment": ref.label(), "static_capacity_busiest_span": cap, "busiest_span": busiest, "types": list(G.TYPES),
-           "type_method": a.types, "weighted_routing": a.weighted_routing, "predictor": a.predictor, "search": a.search, "search_init": a.search_init, "objective": a.objective, "minute_stride": a.minute_stride,
+           "type_method": a.types, "weighted_routing": a.weighted_routing, "route_new": a.route_new,
+           "predictor": a.predictor, "search": a.search, "search_init": a.search_init, "objective": a.objective, "minute_stride": a.minute_stride,
            "n_spans": n_spans, "n_requests": len(wl), "period_edges_s": edges.tolist(), "restart_s": a.restart_s,
            "rrmse_pred_pct": float(np.nanmean(PR.rrmse(counts[1:], lam_hat[1:]))) if n_spans > 1 else np.nan,
            "plan_s": plan_s, "searches": planner.searches, "search_s": planner.search_s, "profile_runs": prof.runs,
@@ -456,6 +460,9 @@ def main(argv=None) -> int:
     ap.add_argument("--max-pp", type=int, default=8)
     ap.add_argument("--weighted-routing", choices=("smooth", "random"), default="smooth",
                     help="OServe's routing by type shares: smooth weighted round-robin, or a seeded draw per request")
+    ap.add_argument("--route-new", choices=SV.ROUTE_NEW, default="at-switch",
+                    help="a replica a switch brings up takes its plan share from the switch (waiting in its queue "
+                         "until up) or only once up (the replicas already up take it meanwhile)")
     ap.add_argument("--restart-s", type=float, default=SW.RESTART_S)
     ap.add_argument("--llumnix-option", nargs="*", default=[], metavar="KEY=VALUE",
                     help="Llumnix knobs: poll_s, threshold_steps, migration, last_stage_tokens, max_stages")

@@ -110,7 +110,7 @@ class PlanServer:
         self.active = {q: j for j, q in enumerate(lay0)}  # the current layout's replicas -> instance
         self.holder: dict[int, int] = {g: j for j, q in enumerate(lay0) for g in q.gpus}
         self.start_s = [0.0] * len(lay0)               # when each instance took its GPUs
-        self.up_s = [0.0] * len(lay0)                # when it started serving (nan: never)
+        self.up_s = [0.0] * len(lay0)                  # when it started serving (nan: never)
         self.stop_s = [math.nan] * len(lay0)           # when it stopped (retired and empty)
         self.retire_s = [math.nan] * len(lay0)         # when it left the router (retired)
         self.queued_at_retire: dict[int, list[int]] = {}  # retired instance -> request ids routed away
@@ -345,9 +345,10 @@ class PlanServer:
 
 def serve_plans(model: str, gpus: int, plans, wl: pd.DataFrame, types: np.ndarray, *, switch: str, span_s: float,
                 seed: int, backend: str = "roofline", restart_s: float = SW.RESTART_S, type_names=(),
-                router: str = "weighted", weighted_mode: str = "smooth") -> tuple[pd.DataFrame, list[dict]]:
+                router: str = "weighted", weighted_mode: str = "smooth",
+                route_new: str = "at-switch") -> tuple[pd.DataFrame, list[dict]]:
     """Serve ``wl`` span by span on ``plans`` (one per span) as one cluster; ``switch`` = adhoc |
     reload | none; ``router`` = weighted (the plans' shares by type) | round-robin."""
     srv = PlanServer(model, gpus, plans, switch=switch, router=router, span_s=span_s, seed=seed, backend=backend,
-                     restart_s=restart_s, type_names=type_names, weighted_mode=weighted_mode)
+                     restart_s=restart_s, type_names=type_names, weighted_mode=weighted_mode, route_new=route_new)
     return srv.run(wl, types)
