@@ -18,8 +18,10 @@
 #
 # With fixed arrivals, throughput equals the arrival rate until a system saturates (spec §2 [A]).
 # The `online/<trace>/<model>/throughput` runs scale each trace so that its busiest span loads the
-# best static deployment to 2.5: every system is saturated for part of the trace, and completed
-# requests / (last completion - first arrival) is its sustained rate. Gain = throughput(OServe) /
+# best static deployment to the run's `load` (its argument in workflow/runs/oserve.yaml; the value
+# each run used is read back from its summary.json below and printed in the figure's title), well
+# above 1: every system is saturated for most of the trace, and completed requests / (last
+# completion - first arrival) is its sustained rate. Gain = throughput(OServe) /
 # throughput(baseline) per (model, trace).
 #
 # | quantity | paper |
@@ -41,11 +43,17 @@ import numpy as np
 import pandas as pd
 
 from servesim.analysis import oserve_online as OO
+from servesim.analysis import runs as R
 from servesim.analysis.outputs import FigureOutputs, apply_style
 
 apply_style()
 SYS = ["oserve", "static", "reload"]
 sysdf = OO.load("online/*/*/throughput", "systems.csv", scale, root)
+# the load each run used (the busiest span's arrivals over the best static deployment's capacity)
+loads = {r.name: float(R.load_summary("oserve", r.name, scale, root)["load"])
+         for r in OO.declared("online/*/*/throughput", scale, root)}
+load_label = ", ".join(f"{x:g}x" for x in sorted(set(loads.values()))) or "no runs"
+print(f"busiest span loaded to {load_label} of the best static deployment's capacity: {loads}")
 sysdf[["model", "trace", "system", "throughput_rps", "n_completed", "e2e_p99_s"]] if not sysdf.empty else sysdf
 
 # %%
@@ -58,6 +66,7 @@ if not sysdf.empty:
     ax.set_xticks(x, [f"{m}\n{t}" for m, t in p.index], fontsize=7)
     ax.legend(fontsize=7)
 ax.set_ylabel("throughput (req/s)")
+ax.set_title(f"busiest span at {load_label} of vLLM static's capacity", fontsize=9)
 fig.tight_layout()
 fig
 
@@ -72,6 +81,8 @@ metrics = {
     "throughput_gain_vs_reload_max": OO.stat(vs_reload, "max"),
     "throughput_gain_vs_reload_mean": OO.stat(vs_reload, "mean"),
     "n_cases": len(vs_static),
+    # the runs' load (read from their summary.json; NaN when they differ or none ran)
+    "busiest_span_load": (next(iter(set(loads.values()))) if len(set(loads.values())) == 1 else float("nan")),
     "throughput_gain_reload_vs_static_max": OO.stat(null_vs_static, "max"),
     "throughput_gain_reload_vs_static_mean": OO.stat(null_vs_static, "mean"),
     "throughput_gain_static_vs_reload_max": OO.stat(null_vs_reload, "max"),
