@@ -74,7 +74,9 @@ def test_azure_week_ratios(azure_mirror):
     assert abs(r["code_peak_over_avg"] / TARGETS["code_peak_over_avg"] - 1) < 0.05
     assert abs(r["code_peak_over_min"] / TARGETS["code_peak_over_min"] - 1) < 0.35  # the minimum is noisy
     assert abs(r["code_over_chat_peak_prompt"] / 2 - 1) < 0.1
-    assert abs(r["code_peak_over_lowest_weekday_peak"] / 1.35 - 1) < 0.05
+    # a ratio of two days' largest noisy 30-min bins: it moves by several % with the draw (seeds 0-3
+    # give 1.27-1.36 here); the weights meet 1.35 exactly on the noise-free curve (test_azure_week_days)
+    assert abs(r["code_peak_over_lowest_weekday_peak"] / 1.35 - 1) < 0.08
     # weekday vs weekend per-minute peaks (spec preserve §2.2: ~5-5.8 K vs ~1-1.4 K per minute at scale 1)
     per_min = C.counts_per_bin(code["arrival_s"].to_numpy(), 3600, 7 * 86400).reshape(7, 24).max(1) / 60 / 0.02
     assert 4000 < per_min[0] < 6000 and per_min[1:3].max() < 1600  # Fri, then Sat/Sun (hourly means)

@@ -3,7 +3,7 @@
 The Azure LLM inference traces 2024 (one week, May 2024) are not reachable offline; users who
 have them load them with :func:`servesim.workload.load_azure`. This generator stands in for them:
 
-* arrivals: a Cox process with per-minute rate ``W[weekday] * diurnal(hour) * noise``; the shape
+* arrivals: a Cox process with per-minute rate ``W(t) * diurnal(hour) * noise``; the shape
   parameters are *solved* (bisection on the noise-free curve) so the 30-minute prompt-TPS profile
   has PreServe's quoted ratios (§3.1.1, Fig 2a/b):
 
@@ -17,6 +17,11 @@ have them load them with :func:`servesim.workload.load_azure`. This generator st
   chat peak response TPS / code peak response TPS        4        not imposed (reported)
   ====================================================  =======  ==========================
 
+* weekday level ``W(t)`` (``day_weights``): ``interpolated`` (default) moves from one day's weight
+  to the next over a raised-cosine ramp of ``RAMP_HALF_H`` hours either side of each 00:00 UTC;
+  ``step`` (the generator before issue 31) holds each calendar day's weight from 00:00 to 24:00,
+  so the code service jumps 4.5x (Sunday 0.22 -> Monday 1.0) from one minute to the next at
+  Monday 00:00. See :func:`day_level` for why the ramp and its width.
 * volume: 16,803,695 code and 27,303,999 conversation requests at ``scale=1`` (the real files);
   calendars as the real files: code starts Friday 2024-05-10, conversation Sunday 2024-05-12,
   t = 0 at 00:00 UTC of the first day.
@@ -48,12 +53,54 @@ TARGETS = {"code_peak_over_avg": 3.3, "code_peak_over_min": 35.6, "code_over_cha
            "chat_over_code_peak_response": 4.0, "code_peak_over_lowest_weekday_peak": 1.35}
 PEAK_HOUR = 16.0
 CHAT_FLOOR = 0.3
+#: readings of the weekday level between calendar days (the first is the default)
+DAY_WEIGHT_READINGS = ("interpolated", "step")
+#: half-width (hours) of the ramp between two days' weights, centred on 00:00 UTC [A]
+RAMP_HALF_H = 3.0
 
 
-def _profile(kind: str, floor: float, width_h: float, days: int = 7) -> np.ndarray:
+def day_level(kind: str, minute: np.ndarray, day_weights: str = "interpolated") -> np.ndarray:
+    """The weekday level W at each trace minute (minute 0 = 00:00 UTC of the first day).
+
+    ``step``: the weight of the minute's calendar day. ``interpolated``: within ``RAMP_HALF_H``
+    hours of a midnight, ``(1 - s) * W[day before] + s * W[day after]`` with the raised cosine
+    ``s = (1 - cos(pi * (x + H) / (2 H))) / 2`` of the offset x from that midnight (s = 0 at
+    x = -H, 1/2 at midnight, 1 at x = +H, flat at both ends); elsewhere the day's own weight.
+    The days before the first and after the last are the calendar's (the trace is a window of a
+    continuous week).
+
+    Why a ramp and why this one [A]: neither the spec (§2.2, §5) nor the DynamoLLM trace's
+    description says how the level changes between days; they give only weekday and weekend
+    per-minute peaks. The real trace's timestamps are UTC and its users are spread over time
+    zones, so the weekday/weekend change happens at each user's local midnight and has no single
+    switch time in UTC; a one-minute 4.5x jump at 00:00 UTC is an artifact of multiplying
+    calendar days. +-3 h spans the Americas' and Europe's offsets from one another (UTC-7 to
+    UTC+2 in May) to first order; the ramp is centred on 00:00 UTC and symmetric, so each calendar
+    day keeps its weight at its own hours and its total moves by only the small share of the
+    diurnal curve that falls within 3 h of midnight (the curve's floor is there: peak at 16 UTC):
+    within 5 % of the step reading's total for every day of both services (tested). The cosine
+    rather than a linear ramp keeps the rate's slope continuous at the ramp's ends.
+    """
+    if day_weights not in DAY_WEIGHT_READINGS:
+        raise WorkloadError(f"azure_week: day_weights={day_weights!r}; expected one of {DAY_WEIGHT_READINGS}")
+    w = np.asarray(DAY_WEIGHTS[kind], dtype=np.float64)
+    minute = np.asarray(minute)
+    day = minute // 1440
+    first = START[kind][1]
+    if day_weights == "step":
+        return w[(first + day) % 7]
+    h = RAMP_HALF_H
+    t_h = minute / 60.0
+    k = np.floor(t_h / 24.0 + 0.5).astype(np.int64)  # the nearest midnight (day k starts there)
+    x = t_h - 24.0 * k  # hours from it, in [-12, 12)
+    s = 0.5 * (1.0 - np.cos(np.pi * (np.clip(x, -h, h) + h) / (2.0 * h)))
+    return (1.0 - s) * w[(first + k - 1) % 7] + s * w[(first + k) % 7]
+
+
+def _profile(kind: str, floor: float, width_h: float, days: int = 7,
+             day_weights: str = "interpolated") -> np.ndarray:
     minute = np.arange(days * 1440)
-    wd = (START[kind][1] + minute // 1440) % 7
-    return np.asarray(DAY_WEIGHTS[kind])[wd] * diurnal((minute % 1440) / 60.0, floor, PEAK_HOUR, width_h)
+    return day_level(kind, minute, day_weights) * diurnal((minute % 1440) / 60.0, floor, PEAK_HOUR, width_h)
 
 
 def _ratios(rate: np.ndarray) -> tuple[float, float]:
@@ -72,24 +119,31 @@ def _bisect(f, lo: float, hi: float, target: float, increasing: bool, it: int = 
 
 
 @lru_cache(maxsize=16)
-def _solve(kind: str, peak_over_avg: float, peak_over_min: float | None) -> tuple[float, float]:
+def _solve(kind: str, peak_over_avg: float, peak_over_min: float | None,
+           day_weights: str = "interpolated") -> tuple[float, float]:
     """Diurnal (floor, width) giving the target 30-min ratios for the noise-free curve."""
+    def prof(f: float, w: float) -> np.ndarray:
+        return _profile(kind, f, w, day_weights=day_weights)
+
     def floor_for(w: float) -> float:
         if peak_over_min is None:
             return CHAT_FLOOR
-        return _bisect(lambda f: _ratios(_profile(kind, f, w))[1], 1e-4, 0.99, peak_over_min, increasing=False)
+        return _bisect(lambda f: _ratios(prof(f, w))[1], 1e-4, 0.99, peak_over_min, increasing=False)
 
-    w = _bisect(lambda w: _ratios(_profile(kind, floor_for(w), w))[0], 0.3, 12.0, peak_over_avg, increasing=False)
+    w = _bisect(lambda w: _ratios(prof(floor_for(w), w))[0], 0.3, 12.0, peak_over_avg, increasing=False)
     f = floor_for(w)
-    got = _ratios(_profile(kind, f, w))
+    got = _ratios(prof(f, w))
     if abs(got[0] / peak_over_avg - 1) > 0.01:
         raise WorkloadError(f"azure_week[{kind}]: peak/avg {peak_over_avg} not reachable (got {got[0]:.3f})")
     return f, w
 
 
-def solve_shape(kind: str, peak_over_avg: float, peak_over_min: float | None = None) -> dict:
+def solve_shape(kind: str, peak_over_avg: float, peak_over_min: float | None = None,
+                day_weights: str = "interpolated") -> dict:
     """Diurnal (floor, width) giving the target 30-min ratios for the noise-free curve."""
-    f, w = _solve(kind, float(peak_over_avg), None if peak_over_min is None else float(peak_over_min))
+    if day_weights not in DAY_WEIGHT_READINGS:
+        raise WorkloadError(f"azure_week: day_weights={day_weights!r}; expected one of {DAY_WEIGHT_READINGS}")
+    f, w = _solve(kind, float(peak_over_avg), None if peak_over_min is None else float(peak_over_min), day_weights)
     return {"floor": f, "width_h": w}
 
 
@@ -101,30 +155,40 @@ def _pool(kind: str, lengths: pd.DataFrame | None) -> pd.DataFrame:
     return load_azure_2023(kind)
 
 
+def week_shape(kind: str, lengths: pd.DataFrame | None = None, other_lengths: pd.DataFrame | None = None,
+               day_weights: str = "interpolated") -> dict:
+    """The solved diurnal (floor, width_h) of ``kind`` (see the module doc's table)."""
+    if kind == "code":
+        return solve_shape("code", TARGETS["code_peak_over_avg"], TARGETS["code_peak_over_min"], day_weights)
+    pool, code_pool = _pool(kind, lengths), _pool("code", other_lengths)
+    # chat peak prompt TPS = code peak prompt TPS / 2  =>  chat peak/avg ratio:
+    ratio = (TARGETS["code_peak_over_avg"] * ROWS["code"] * code_pool["prompt_tokens"].mean()
+             / (TARGETS["code_over_chat_peak_prompt"] * ROWS["conv"] * pool["prompt_tokens"].mean()))
+    return solve_shape("conv", ratio, day_weights=day_weights)
+
+
 def azure_week(kind: str = "code", scale: float = 1.0, seed: int = 0, *, days: int = 7, noise_sigma: float = 0.1,
                lengths: pd.DataFrame | None = None, other_lengths: pd.DataFrame | None = None,
-               max_context: int | None = None) -> pd.DataFrame:
+               max_context: int | None = None, day_weights: str = "interpolated") -> pd.DataFrame:
     """One synthetic Azure-2024-like week of ``kind`` = ``code`` or ``conv`` (see the module doc).
 
     ``scale`` multiplies the real file's row count (PreServe's 8 A40s need ~0.15-0.25, spec §2.2).
     ``lengths`` overrides the (prompt, output) pool (default: the 2023 trace of the same kind);
     ``other_lengths`` is the other service's pool, used only to solve the chat shape.
     ``max_context``: clip prompts to ``max_context - output`` (LLaMA-2's 4096; None = no clip).
+    ``day_weights``: ``interpolated`` (default) or ``step``, the weekday level between calendar
+    days (:func:`day_level`); the diurnal shape is solved for the reading, so both meet the
+    module doc's ratios.
     """
     if kind not in ROWS:
         raise WorkloadError(f"azure_week: kind={kind!r}; expected 'code' or 'conv'")
+    if day_weights not in DAY_WEIGHT_READINGS:
+        raise WorkloadError(f"azure_week: day_weights={day_weights!r}; expected one of {DAY_WEIGHT_READINGS}")
     check_volume("azure_week", ROWS[kind] * scale * days / 7.0, days)  # before the per-minute arrays
     pool = _pool(kind, lengths)
-    if kind == "code":
-        shape = solve_shape("code", TARGETS["code_peak_over_avg"], TARGETS["code_peak_over_min"])
-    else:
-        code_pool = _pool("code", other_lengths)
-        # chat peak prompt TPS = code peak prompt TPS / 2  =>  chat peak/avg ratio:
-        ratio = (TARGETS["code_peak_over_avg"] * ROWS["code"] * code_pool["prompt_tokens"].mean()
-                 / (TARGETS["code_over_chat_peak_prompt"] * ROWS["conv"] * pool["prompt_tokens"].mean()))
-        shape = solve_shape("conv", ratio)
+    shape = week_shape(kind, pool, other_lengths, day_weights)
     r_arr, r_noise, r_len = seeds(seed, 3)
-    prof = _profile(kind, shape["floor"], shape["width_h"], days)
+    prof = _profile(kind, shape["floor"], shape["width_h"], days, day_weights)
     rate = ROWS[kind] * scale * days / 7.0 * prof / prof.sum()
     if noise_sigma > 0:
         rate = rate * np.exp(noise_sigma * r_noise.standard_normal(rate.shape) - 0.5 * noise_sigma ** 2)
@@ -142,7 +206,7 @@ def azure_week(kind: str = "code", scale: float = 1.0, seed: int = 0, *, days: i
                        "app": categorical(one, [kind]), "deadline_s": np.nan})
     out = validate(df, f"<azure_week:{kind}>")
     out.attrs.update(generator="azure_week", kind=kind, seed=seed, scale=scale, t0=START[kind][0],
-                     first_weekday=START[kind][1], **shape)
+                     first_weekday=START[kind][1], day_weights=day_weights, **shape)
     return out
 
 
