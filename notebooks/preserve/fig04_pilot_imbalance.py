@@ -17,7 +17,8 @@
 # # PreServe Fig 4 — the pilot: LR and MU leave single instances overloaded (§3.2.2)
 #
 # Four LLaMA-2-7B instances on four A40s serve ShareGPT at a fixed QPS for about five minutes
-# under least requests (LR) and minimum use (MU); per instance, the queued prompt tokens, the KV
+# under least requests (LR) and minimum use (MU, reading GPU utilisation and KV usage every 1 s as
+# Fig 9's MU does); per instance, the queued prompt tokens, the KV
 # usage and the normalised latency (E2E / output tokens of the requests finishing there). The paper: under LR instance 1 overloads at **2 min** and again
 # at **4 min**; under MU instance 2 at **3 min** and instance 1 at **4 min**.
 #

@@ -18,9 +18,10 @@
 #
 # Four LLaMA-2-7B instances (one A40 each) and four LLaMA-2-13B instances (TP = 2) serve ShareGPT
 # requests at Poisson QPS for 10 minutes under four routers: round robin (RR), least requests
-# (LR), minimum use (MU: 0.5 x GPU busy fraction + 0.5 x KV usage) and PreServe's Eq. 1
-# (queued prompt tokens + predicted decode tokens + the anticipated KV overflow over the next 100
-# iterations). The paper: below 9.3 QPS the routers are comparable; at 10.5 QPS (7B) LR, the second
+# (LR), minimum use (MU: 0.5 x GPU busy fraction + 0.5 x KV usage, both read every 1 s as a router
+# polling vLLM's `/metrics` and NVML would, held between reads; `--mu-kv oracle` gives it the
+# engine's exact values) and PreServe's Eq. 1 (queued prompt tokens + predicted decode tokens + the
+# anticipated KV overflow over the next 100 iterations). The paper: below 9.3 QPS the routers are comparable; at 10.5 QPS (7B) LR, the second
 # best, has mean TTFT **7.6 s** and P99 normalised latency **1.1 s** against PreServe's **2.2 s**
 # and **0.45 s** (−71.1 %, −59.1 %), SLO attainment **88.8 → 98.8 %** (−89.3 % violations); 13B:
 # P99 normalised latency −**45.8 %**, violations −**61.8 %** against the second-best router.

@@ -8,7 +8,9 @@ Two commands, one job each in ``workflow/runs/preserve.yaml``:
 
 ``plan`` (per service, shared by the policies) fixes the workload and PreServe's Tier-1 plan:
 
-1. Trace: 4 days of the synthetic week (``azure_week``, prompts clipped to 4096 - output), generated
+1. Trace: 4 days of the synthetic week (``azure_week``, prompts clipped to 4096 - output; the
+   weekday level ramps across each midnight, ``day_weights`` = ``interpolated``, or holds each
+   calendar day, ``step``, the reading before issue 31), generated
    at ``base_scale`` of the real volume and thinned uniformly (a seeded uniform draw per request,
    kept when below f / base_scale, so a smaller f keeps a subset of a larger f's requests).
 2. Thinning factor f, by a stated rule (spec §2.2 [A]): the largest f (bisection) at which
@@ -23,8 +25,10 @@ Two commands, one job each in ``workflow/runs/preserve.yaml``:
    forecast when its window ends); N_w = ceil(max(P^/mu_p, D^/mu_d, (P^+D^)/mu_t)) in [1, 8].
 
 ``replay`` simulates one policy over the replay span (days 3-4, or the scale's slice of it) on the
-fleet simulator: ``static`` (8 instances), ``reactive`` (the shared ``reactive`` controller with
-the spec's thresholds), ``proactive`` / ``hybrid`` / ``preserve`` (:mod:`.scaler`). All policies
+fleet simulator: ``static`` (8 instances), ``reactive`` (the Reactive baseline: ``reactive_signal``
+``kv``, the paper's KV usage > 95 % with the spec's thresholds, or ``rate``, prompt-token arrival
+rate over the profiled capacity > 80 %; see :mod:`.scaler`), ``proactive`` / ``hybrid`` (the plan
+plus the same Reactive baseline) / ``preserve`` (:mod:`.scaler`). All policies
 use ground-truth output lengths (RQ2) and the same router; new instances pay ``cold_start_s``.
 It writes ``timeline.csv`` (5-minute bins: mean normalised latency by arrival, mean billed
 instances), ``decisions.csv`` and ``summary.json`` (instance-seconds, peak bin, bins over the SLO).
@@ -47,6 +51,7 @@ from ...metrics import step_integral_hours
 from ...metrics.instance_hours import billed_count
 from ...metrics.latency import per_request
 from ...metrics.timeline import binned_mean
+from ...workload.gen_azure_week import DAY_WEIGHT_READINGS
 from .workload_predictor import WINDOW_S, WINDOWS_PER_DAY, online_forecast, window_totals
 
 SERVICES = {"code": ("code", 0), "chat": ("conv", 1)}  # as table1: azure_week kind, seed offset
@@ -80,6 +85,8 @@ class Fig8Settings:
     drain_s: float = 600.0       # simulated after the span so its last requests finish
     sample_s: float = 5.0
     router: str = "jsq-tokens"   # [A] RQ2's router is not stated (spec §6.9); least pending tokens
+    day_weights: str = "interpolated"  # the synthetic week's weekday level across midnight ("step": before issue 31)
+    reactive_signal: str = "kv"  # Reactive / Hybrid observe KV usage (§5.3); "rate": arrival rate / capacity
     gpu: str = "a40"
     model: str = "llama-2-7b"
     seed: int = 0
@@ -169,7 +176,7 @@ def service_trace(service: str, s: Fig8Settings) -> pd.DataFrame:
     if service not in SERVICES:
         raise InputError(f"--service {service!r}: known {sorted(SERVICES)}")
     kind, off = SERVICES[service]
-    df = azure_week(kind, s.base_scale, s.seed + off, days=s.days, max_context=MAX_CONTEXT)
+    df = azure_week(kind, s.base_scale, s.seed + off, days=s.days, max_context=MAX_CONTEXT, day_weights=s.day_weights)
     u = np.random.default_rng(np.random.SeedSequence([s.seed, off, 8])).random(len(df))
     return df.assign(u=u)
 
@@ -307,16 +314,32 @@ def make_plan(service: str, s: Fig8Settings) -> dict:
 
 
 # --------------------------------------------------------------------------- one policy
+def reactive_options(signal: str, plan: dict) -> dict:
+    """The Reactive baseline's options (alone and inside Hybrid) for ``signal`` (:mod:`.scaler`):
+    ``kv``: §5.3's KV usage, +1 above 95 % (§3.2.1's example), -1 after 5 min below 30 %;
+    ``rate``: prompt-token arrival rate over the active instances' profiled capacity (the plan's
+    mu_p per second), +1 above 80 % (§1's "CPU utilization exceeding 80%"), -1 after 5 min below
+    30 %. Both: every 10 s, 60 s cooldown (spec §2.4 [A])."""
+    from .scaler import REACTIVE_SIGNALS
+
+    common = {"period_s": 10.0, "down": 0.3, "cooldown_s": 60.0, "down_for_s": 300.0}
+    if signal == "kv":
+        return {**common, "up": 0.95, "metric": "kv"}
+    if signal == "rate":
+        return {**common, "up": 0.8, "metric": "rate", "mu_prompt_tokens_s": plan["mu_prompt_tokens"] / WINDOW_S}
+    raise InputError(f"reactive signal {signal!r}: known {list(REACTIVE_SIGNALS)}")
+
+
 def autoscaler_for(policy: str, plan: dict, s: Fig8Settings, scaler_options: dict | None = None) -> dict | None:
     """The scenario's ``autoscaler`` entry of a policy (None: static); ``scaler_options`` are
     extra options of the PreServe scaler (e.g. ``scaledown_floor: none``, ``count_queued: false``:
     the literal readings, see :mod:`.scaler`)."""
     from . import scaler  # noqa: F401 - registers the PreServe controllers
 
-    reactive = {"period_s": 10.0, "up": 0.95, "down": 0.3, "cooldown_s": 60.0, "down_for_s": 300.0, "metric": "kv"}
+    reactive = reactive_options(s.reactive_signal, plan)
     plan_opts = {"targets": plan["targets"], "window_s": WINDOW_S, "max_instances": s.max_instances}
     return {"static": None,
-            "reactive": {"name": "reactive", **reactive},
+            "reactive": {"name": "reactive" if s.reactive_signal == "kv" else "preserve-reactive-rate", **reactive},
             "proactive": {"name": "preserve-proactive", **plan_opts},
             "hybrid": {"name": "preserve-hybrid", **plan_opts, "reactive": reactive},
             "preserve": {"name": "preserve", **plan_opts, **(scaler_options or {})}}[policy]
@@ -367,6 +390,7 @@ def replay(plan: dict, policy: str, s: Fig8Settings,
         "peak_hour": float(timeline.hour.iloc[peak_i]) if peak_i >= 0 else float("nan"),
         "bins_over_slo": int(np.nansum(lat > s.slo_s)), "bins": int(len(lat)),
         "slo_s": s.slo_s, "bin_s": s.bin_s, "cold_start_s": s.cold_start_s, "router": s.router,
+        "day_weights": s.day_weights, "reactive_signal": s.reactive_signal,
         "uses_true_lengths": True, "max_instances": s.max_instances, "scaler_options": scaler_options or {},
         "scale_denied": int(res.summary.get("scale_denied", 0)),
         "instances_started": int((life["to_state"] == "loading").sum()),
@@ -446,6 +470,10 @@ def _settings(a: argparse.Namespace) -> Fig8Settings:
         over["cold_start_s"] = a.cold_start_s
     if getattr(a, "router", None):
         over["router"] = a.router
+    if getattr(a, "day_weights", None):
+        over["day_weights"] = a.day_weights
+    if getattr(a, "reactive_signal", None):
+        over["reactive_signal"] = a.reactive_signal
     return replace(SCALES[a.scale], **over)
 
 
@@ -496,6 +524,8 @@ def _run_replay(a: argparse.Namespace) -> int:
     plan = _read_plan(a.plan)
     if a.scale is None:
         a.scale = plan["scale"]
+    # the trace is the plan's: a plan written before the reading existed used the step rule
+    a.day_weights = plan["settings"].get("day_weights", "step")
     s = _settings(a)
     if s.seed != plan["settings"]["seed"] or s.base_scale != plan["settings"]["base_scale"]:
         raise InputError(f"{a.plan}: planned with seed {plan['settings']['seed']} / base_scale "
@@ -520,11 +550,16 @@ def main(argv=None) -> int:
     p = sub.add_parser("plan", help="thinning factor, capacities and the Tier-1 plan of one service")
     p.add_argument("--service", required=True, choices=sorted(SERVICES))
     p.add_argument("--scale", default="quick", choices=sorted(SCALES))
+    p.add_argument("--day-weights", default=None, choices=DAY_WEIGHT_READINGS,
+                   help="the synthetic week's weekday level across midnight (default interpolated; step: the old rule)")
     r = sub.add_parser("replay", help="simulate one policy on a plan")
     r.add_argument("plan", help="the plan's summary.json")
     r.add_argument("--policy", required=True, choices=POLICIES)
     r.add_argument("--scale", default=None, choices=sorted(SCALES), help="default: the plan's")
     r.add_argument("--cold-start-s", type=float, default=None, help="seconds a new instance takes (default 60)")
+    r.add_argument("--reactive-signal", default=None, choices=("kv", "rate"),
+                   help="what Reactive and Hybrid observe: kv (default; §5.3's KV usage > 95 %%) or rate (arrival "
+                        "rate over the profiled capacity > 80 %%)")
     r.add_argument("--scaler-option", action="append", default=[], metavar="KEY=VALUE",
                    help="a PreServe scaler option (policy preserve), e.g. scaledown_floor=none count_queued=false")
     for q in (p, r):

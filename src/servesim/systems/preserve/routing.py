@@ -21,7 +21,19 @@ Fig 10's measured "other" overhead.
 
 ``min-use`` (MU): the lowest 0.5 x GPU utilisation + 0.5 x KV usage, GPU utilisation = the
 fraction of the last ``window_s`` seconds the instance was busy (sampled every ``sample_s``);
-the weights and window are not stated [A].
+the weights and window are not stated [A]. What MU sees, ``kv_source``:
+
+- ``scraped`` (default): both values as a router outside the engines has them, read every
+  ``scrape_s`` = 1 s and held until the next read. vLLM exposes KV usage only through its
+  Prometheus ``/metrics`` endpoint (gauge ``vllm:gpu_cache_usage_perc``, set by V0's
+  ``PrometheusStatLogger`` at every engine step) and GPU utilisation comes from NVML / DCGM
+  (nvidia-smi's ``utilization.gpu`` is the busy fraction over a sample period of up to 1 s), so a
+  router reads them by polling. 1 s is the favourable end for MU: vLLM's production-stack router
+  scrapes its engines every ``--engine-stats-interval`` = 30 s by default, Prometheus every 15 s
+  in its example configuration. Between reads every request goes to the instance that looked
+  least used at the last read.
+- ``oracle``: the engine's exact, instantaneous KV usage and the live busy fraction at every
+  routing decision (the reading before issue 31): no deployed router has it.
 """
 
 from __future__ import annotations
@@ -143,19 +155,34 @@ class PreServeRouter(ListRouter):
         return rec
 
 
+#: what the MU router reads (the first is the default; see the module doc)
+MU_KV_SOURCES = ("scraped", "oracle")
+
+
 @register_router("min-use")
 class MinUseRouter(ListRouter):
-    """MU: the lowest ``w_util`` x GPU utilisation + (1 - ``w_util``) x KV usage (see module doc)."""
+    """MU: the lowest ``w_util`` x GPU utilisation + (1 - ``w_util``) x KV usage (see module doc).
+    ``kv_source``: ``scraped`` (both values read every ``scrape_s``, a multiple of ``sample_s``)
+    or ``oracle`` (exact and live at every decision)."""
 
     def __init__(self, rng: np.random.Generator | None = None, w_util: float = 0.5, window_s: float = 1.0,
-                 sample_s: float = 0.1) -> None:
+                 sample_s: float = 0.1, kv_source: str = "scraped", scrape_s: float = 1.0) -> None:
         super().__init__(rng)
         if not 0 <= w_util <= 1 or not window_s > 0 or not sample_s > 0:
             raise ValueError("min-use: need 0 <= w_util <= 1, window_s > 0, sample_s > 0")
+        if kv_source not in MU_KV_SOURCES:
+            raise ValueError(f"min-use: kv_source must be one of {MU_KV_SOURCES}, got {kv_source!r}")
+        per = scrape_s / sample_s
+        if not scrape_s > 0 or abs(per - round(per)) > 1e-9 or round(per) < 1:
+            raise ValueError(f"min-use: scrape_s ({scrape_s}) must be a positive multiple of sample_s ({sample_s})")
         self.w_util = float(w_util)
         self.n_samples = max(1, int(round(window_s / sample_s)))
         self.sample_s = float(sample_s)
+        self.kv_source, self.scrape_s = kv_source, float(scrape_s)
+        self._per_scrape = int(round(per))
         self._busy: dict[int, deque] = {}
+        self.seen: dict[int, tuple[float, float]] = {}  # scraped: (utilisation, KV usage) at the last read
+        self.scrapes = 0
 
     def bind(self, cluster: Any, pool: list[int]) -> None:
         super().bind(cluster, pool)
@@ -169,23 +196,38 @@ class MinUseRouter(ListRouter):
         insts = self.cluster.instances
         for j, d in self._busy.items():
             d.append(1.0 if insts[j].busy else 0.0)
+        if self.kv_source == "scraped" and self._k % self._per_scrape == 0:
+            self.scrape()
         self._k += 1
         if kernel.arrivals_pending() or any(insts[j].busy or insts[j].outstanding for j in self._busy):
             kernel.at(self._k * self.sample_s, self._sample, None, PRIO_SAMPLE)
+
+    def scrape(self) -> None:
+        """Read every instance's utilisation and KV usage now (what the next decisions see)."""
+        insts = self.cluster.instances
+        self.seen = {j: (self.utilisation(j), insts[j].kv_usage()) for j in self._busy}
+        self.scrapes += 1
 
     def utilisation(self, j: int) -> float:
         d = self._busy.get(j)
         return sum(d) / len(d) if d else 0.0
 
+    def signals(self, j: int) -> tuple[float, float]:
+        """(GPU utilisation, KV usage) of instance ``j`` as this router sees them now."""
+        if self.kv_source == "oracle":
+            return self.utilisation(j), self.cluster.instances[j].kv_usage()
+        return self.seen.get(j, (0.0, 0.0))
+
     def select(self, r) -> Any | None:
         best, best_key = None, None
         for rec in self._items:
             j = rec.seq
-            u = self.w_util * self.utilisation(j) + (1 - self.w_util) * self.cluster.instances[j].kv_usage()
+            util, kv = self.signals(j)
+            u = self.w_util * util + (1 - self.w_util) * kv
             key = (u, j)
             if best_key is None or key < best_key:
                 best, best_key = rec, key
         return best
 
 
-__all__ = ["MinUseRouter", "PreServeRouter"]
+__all__ = ["MU_KV_SOURCES", "MinUseRouter", "PreServeRouter"]

@@ -16,7 +16,9 @@ true length. ``--time-predictor N``
 times the length predictor's encoder (MiniLM-L6, batch 1, one thread, up to 512 tokens) on N
 ShareGPT prompts (PreServe runs only): Fig 10's measured load-prediction latency. ``--dispatch-overhead``: the delay
 before PreServe routes a request, counted in its TTFT/E2E: ``paper`` (45.6 ms, §5.5),
-``measured`` (the --time-predictor mean) or ``none``.
+``measured`` (the --time-predictor mean) or ``none``. ``--mu-kv``: what the MU router reads,
+``scraped`` (default: utilisation and KV usage every ``--mu-scrape-s`` = 1 s) or ``oracle`` (the
+engine's exact values at every decision); recorded under ``settings`` in summary.json.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import pandas as pd
 
 from ...errors import InputError
 from . import serving as sv
+from .routing import MU_KV_SOURCES
 
 OVERHEADS = ("paper", "measured", "none")
 
@@ -91,6 +94,12 @@ def check_options(a: argparse.Namespace) -> sv.ServingSettings:
     if a.predictions != "oracle":
         predictions_path(a.predictions)
     s = sv.ServingSettings()
+    if a.mu_kv is not None:
+        s = replace(s, mu_kv_source=a.mu_kv)
+    if a.mu_scrape_s is not None:
+        if not (a.mu_scrape_s > 0 and np.isfinite(a.mu_scrape_s)):
+            raise InputError(f"--mu-scrape-s {a.mu_scrape_s}: need a finite number > 0")
+        s = replace(s, mu_scrape_s=a.mu_scrape_s)
     if a.gpu_mem_gb is not None:
         if not a.gpu_mem_gb > 0:
             raise InputError(f"--gpu-mem-gb {a.gpu_mem_gb}: need > 0")
@@ -188,6 +197,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dispatch-overhead", default="paper", choices=OVERHEADS)
     ap.add_argument("--time-predictor", type=int, default=0, metavar="N", help="time the length predictor on N prompts")
     ap.add_argument("--gpu-mem-gb", type=float, default=None, help="GPU memory (default the catalog's 48; the paper says 40)")
+    ap.add_argument("--mu-kv", default=None, choices=MU_KV_SOURCES,
+                    help="what MU reads: scraped (default; every --mu-scrape-s) or oracle (exact, live)")
+    ap.add_argument("--mu-scrape-s", type=float, default=None, help="MU's read interval (default 1 s; a multiple of 0.1 s)")
     ap.add_argument("--sample-s", type=float, default=None, help="write timeseries.csv sampled this often (Fig 4)")
     add_output_args(ap)
     return run_command(run, ap.parse_args(argv), "preserve routing_sweep")

@@ -7,7 +7,23 @@ Registered by name (``servesim.policies.CONTROLLERS``):
   a scale-down when every instance's anticipated KV use stays below ``scaledown_threshold``.
 - ``preserve-proactive``: the window-boundary step only (spec §2.4 "Proactive").
 - ``preserve-hybrid``: Proactive plus the Reactive baseline (the shared ``reactive`` controller,
-  called at its own period).
+  or ``preserve-reactive-rate`` with ``metric: rate``, called at its own period).
+- ``preserve-reactive-rate``: the Reactive baseline's ``rate`` reading (:class:`RateReactive`).
+
+What the Reactive baseline (alone and inside Hybrid) observes. §5.3 defines it: "it leverages
+the current instance status (i.e., KV memory usage) to reactively scale LLM instances up or
+down", and Hybrid "combines workload predictions and current instance status"; the threshold is
+§3.2.1's example ("GPU memory utilization beyond a predefined threshold (e.g., 95%)"). So the
+default reading, ``kv``, is the paper's: +1 when the mean KV usage of the serving instances
+exceeds 95 %, -1 after 5 min below 30 % (spec §2.4 [A]: period 10 s, cooldown 60 s). On the
+prefill-bound code service KV usage stays low while the SLO is first missed, and rises only
+once a backlog builds (vLLM V0 prefills every waiting request it can admit before it decodes,
+so prefilled requests hold their KV while they wait): the KV reading reacts late, which is the
+paper's account of Reactive ("untimely scaling response"). ``rate`` is the other reading,
+§1's generic reactive scaler ("real-time metrics (e.g., CPU utilization exceeding 80%)") with
+utilisation = load over capacity: the last minute's prompt-token arrival rate over the active
+instances' profiled prompt capacity (the plan's one-instance mu_p, the same profile Tier 1
+uses), +1 above 0.8, -1 after 5 min below 0.3.
 
 Window-boundary step. ``targets[w]`` is N for replay window w (from the two-step Tier-1 forecast,
 made at the start of window w-1). At the start of window w the scaler pre-initialises up to
@@ -39,7 +55,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -183,7 +199,7 @@ class ProactiveScaler(PreServeScaler):
 @dataclass
 class HybridScaler(PreServeScaler):
     """Proactive plus Reactive (spec §2.4): the window-boundary plan, and between boundaries the
-    shared ``reactive`` controller with ``reactive`` options, at its own period."""
+    Reactive baseline with ``reactive`` options (:func:`reactive_controller`), at its own period."""
 
     intra: bool = False
     reactive: dict = field(default_factory=dict)
@@ -192,7 +208,7 @@ class HybridScaler(PreServeScaler):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._reactive = ReactiveAutoscaler(**self.reactive)
+        self._reactive = reactive_controller(self.reactive)
         self._next_reactive = self._reactive.period_s
 
     def act(self, view: FleetView) -> list[Action]:
@@ -206,4 +222,48 @@ class HybridScaler(PreServeScaler):
         return actions
 
 
-__all__ = ["HybridScaler", "PreServeScaler", "ProactiveScaler", "instance_count", "kv_projection", "overloaded"]
+@register_controller("preserve-reactive-rate")
+@dataclass
+class RateReactive(ReactiveAutoscaler):
+    """The Reactive baseline's ``rate`` reading (module doc): utilisation = the endpoint's prompt
+    tokens per second over the fleet's look-back window (60 s) / (active instances x
+    ``mu_prompt_tokens_s``, one instance's profiled prompt capacity); instances still starting
+    count as capacity already requested (as a Kubernetes HPA counts its replicas), so one surge
+    is not answered twice while the first instance boots. Thresholds and timing as the shared
+    ``reactive`` controller (``up``, ``down``, ``down_for_s``, ``cooldown_s``, ``period_s``)."""
+
+    metric: str = "rate"
+    mu_prompt_tokens_s: float = 0.0
+    Options: ClassVar[Any] = None  # checked by the keyword parameters and __post_init__
+
+    def __post_init__(self) -> None:
+        if self.metric != "rate":
+            raise ValueError(f"preserve-reactive-rate: metric must be 'rate', got {self.metric!r}")
+        if not 0 <= self.down < self.up:
+            raise ValueError(f"preserve-reactive-rate: need 0 <= down < up, got down={self.down}, up={self.up}")
+        if self.step < 1:
+            raise ValueError(f"preserve-reactive-rate: step must be >= 1, got {self.step}")
+        if not (self.mu_prompt_tokens_s > 0 and math.isfinite(self.mu_prompt_tokens_s)):
+            raise ValueError(f"preserve-reactive-rate: mu_prompt_tokens_s must be > 0, got {self.mu_prompt_tokens_s}")
+
+    def utilisation(self, st) -> float:
+        n = st.active
+        if n == 0:
+            return float("inf") if (st.queued or st.outstanding or st.prompt_token_rate > 0) else 0.0
+        return st.prompt_token_rate / (n * self.mu_prompt_tokens_s)
+
+
+#: the Reactive baseline's readings (the first is the default; module doc)
+REACTIVE_SIGNALS = ("kv", "rate")
+
+
+def reactive_controller(options: dict) -> ReactiveAutoscaler:
+    """The Reactive baseline with ``options`` (``metric: rate`` -> :class:`RateReactive`, else the
+    shared ``reactive`` controller)."""
+    if options.get("metric") == "rate":
+        return RateReactive(**options)
+    return ReactiveAutoscaler(**options)
+
+
+__all__ = ["REACTIVE_SIGNALS", "HybridScaler", "PreServeScaler", "ProactiveScaler", "RateReactive", "instance_count",
+           "kv_projection", "overloaded", "reactive_controller"]

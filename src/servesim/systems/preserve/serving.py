@@ -15,7 +15,10 @@ Readings (each a field of :class:`ServingSettings`, recorded in every summary):
   request was seen in training) or the true lengths (``oracle``), named in the summary;
 * dispatch overhead (PreServe only; the baselines predict nothing): the request reaches the
   router ``overhead_s`` after it arrives and its TTFT/E2E count that delay (``paper``: the
-  stated 45.6 ms, §5.5; ``measured``: a measured predictor latency; ``none``).
+  stated 45.6 ms, §5.5; ``measured``: a measured predictor latency; ``none``);
+* MU's signals (``mu_kv_source``): ``scraped`` (default), GPU utilisation and KV usage read
+  every ``mu_scrape_s`` = 1 s as a router polling vLLM's ``/metrics`` and NVML would, or
+  ``oracle``, the engine's exact values at every decision (:class:`.routing.MinUseRouter`).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from ...perf.vidur import VidurStepTime
 from ...sim import Cluster, InstanceConfig
 from ...sim.kernel import PRIO_SAMPLE
 from . import routing  # noqa: F401  (registers "preserve" and "min-use")
-from .routing import PreServeRouter
+from .routing import MinUseRouter, PreServeRouter
 
 MODELS = {"7b": "llama-2-7b", "13b": "llama-2-13b"}
 TP = {"7b": 1, "13b": 2}
@@ -67,6 +70,8 @@ class ServingSettings:
     beta: float = 1.0                    # §4.3.3
     lookahead: int = 100                 # §4.3.1
     extension: float = 0.2               # §4.3.1
+    mu_kv_source: str = "scraped"        # MU reads scraped signals; "oracle": the engine's exact KV (routing.py)
+    mu_scrape_s: float = 1.0             # MU's read interval [A]: the favourable end (production-stack: 30 s)
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -190,6 +195,8 @@ def simulate(model: str, router: str, wl: pd.DataFrame, pred: np.ndarray, s: Ser
     if router == "preserve":
         rt = PreServeRouter(t_mem=s.t_mem, beta=s.beta, lookahead=s.lookahead, extension=s.extension)
         delay = overhead_s
+    elif router == "mu":
+        rt, delay = MinUseRouter(kv_source=s.mu_kv_source, scrape_s=s.mu_scrape_s), 0.0
     else:
         rt, delay = ROUTERS[router], 0.0
     cl = Cluster.uniform(s.n_instances, cfg, sm, router=rt)
