@@ -166,6 +166,8 @@ def test_calibration_restarts_a_server_killed_from_outside_mid_profile(tiny_mode
                     return
             time.sleep(0.05)
 
+    stale = out / "replay" / "load0.5.rep7"   # an earlier run's extra repeat: must not be read as this run's
+    stale.mkdir(parents=True)
     killer = threading.Thread(target=kill_once_profiling_began, daemon=True)
     killer.start()
     try:
@@ -182,4 +184,5 @@ def test_calibration_restarts_a_server_killed_from_outside_mid_profile(tiny_mode
     # before it logs (seen in CI); the sender is recorded by sigwatch in fit.json instead.
     assert (out / "server.log.lost1").read_text(errors="replace").count("POST /v1/completions") >= 3
     assert res["replays"][0.5][0]["all"]["states"] == {"finished": 5}
+    assert not stale.exists() and sorted(p.name for p in (out / "replay").iterdir()) == ["load0.5"]
     assert _procs_with(str(tiny_model)) == []

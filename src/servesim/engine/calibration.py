@@ -189,6 +189,9 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
                 meta.update(kv_blocks=srv.kv_blocks, kv_tokens=srv.kv_tokens, startup_s=srv.startup_s,
                             server_restarts=attempt + 1, server_restart_reason=f"lost mid-profile: {reason}")
         (out / "workloads").mkdir(exist_ok=True)
+        # replays of an earlier run in this folder (more repeats, other shapes) would be read as this
+        # run's: every replay below is run anew, so the old ones go
+        shutil.rmtree(out / "replay", ignore_errors=True)
         bound = send_lag_bound(out / "profile", max_send_lag_p99_s)
         cases = [(f"load{x}", x, heldout_workload(out / "profile" / "fit.json", x, n_requests, seed=seed))
                  for x in loads]
