@@ -6,22 +6,13 @@ import servesim.perf as P
 from servesim.perf import measurements as M
 from servesim.perf.fitted import FittedStepTime, fit
 from servesim.perf.table import Grid, TableStepTime
+from tests.data_marks import needs_aegaeon_profiles, needs_data
 
 
 
-def _has(key):
-    try:
-        from servesim.data import locate
-
-        locate(key)
-        return True
-    except Exception:
-        return False
-
-
-needs_sageserve = pytest.mark.skipif(not _has("sageserve/perf_model.csv"), reason="sageserve data not fetched / no mirror")
-needs_aegaeon = pytest.mark.skipif(not _has("aegaeon/profiles/qwen2_5_7b/H800"), reason="aegaeon profiles not fetched / no mirror")
-needs_vidur = pytest.mark.skipif(not _has("vidur-profiling/compute/a100"), reason="vidur profiles not fetched / no mirror")
+needs_sageserve = needs_data("sageserve/perf_model.csv", "sageserve data")
+needs_aegaeon = needs_aegaeon_profiles
+needs_vidur = needs_data("vidur-profiling/compute/a100", "vidur profiles")
 
 
 TRUE = dict(a_p=0.006, a_d=0.008, b_pt=2e-5, c_pc=3e-10, b_ds=1e-4, c_dc=8e-8)

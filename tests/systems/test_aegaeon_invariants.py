@@ -19,29 +19,17 @@ import math
 from collections import defaultdict
 
 import numpy as np
-import pandas as pd
 import pytest
 
-from servesim.data import DataError, locate
+from tests.data_marks import aegaeon_market, needs_aegaeon_profiles
 from servesim.sim.kernel import PRIO_CONTROL, Kernel
 
 
-def _has(key):
-    try:
-        locate(key)
-        return True
-    except DataError:
-        return False
-
-
-needs_profiles = pytest.mark.skipif(not _has("aegaeon/profiles/qwen2_5_7b/H800"), reason="aegaeon profiles not fetched")
+needs_profiles = needs_aegaeon_profiles
 
 
 def workload(n_models, rate, duration=30.0, seed=3):
-    from servesim.workload.gen_aegaeon import market
-
-    pool = pd.DataFrame({"prompt_tokens": [50, 300, 700, 1500, 2500], "output_tokens": [20, 120, 300, 500, 80]})
-    return market(n_models, rate, duration, seed, lengths=pool)
+    return aegaeon_market(n_models, rate, duration, seed)
 
 
 class ClockKernel(Kernel):
