@@ -24,7 +24,9 @@
 # up to 32 models (2 per GPU), no placement beyond. SLOs: TTFT 10 s, TBT 100 ms; attainment is the
 # artifact's `compute_slo` reading (failed requests count 0). (a) 0.1 req/s per model, #models
 # swept; (b) 0.5 req/s per model; (c) 40 models, per-model rate swept. Goodput: the largest load
-# whose attainment is >= 90 % (dotted verticals), reading `goodput_reading`.
+# whose attainment is >= 90 % (dotted verticals), reading `goodput_reading`. The shading around each
+# line is that system's band (lowest to highest attainment) over generated workloads, one per seed
+# (runs `fig11seeds/*`: 3 seeds at full, 2 at quick); the orderings between systems are judged on it.
 #
 # | quantity | paper |
 # |---|---|

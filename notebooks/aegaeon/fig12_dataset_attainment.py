@@ -24,7 +24,9 @@
 # point, identical for every system. Goodput: the largest #models at >= 90 % attainment (reading
 # `goodput_reading`). The drop of a system on ix2 is `1 - goodput(ix2) / goodput(plain)` averaged
 # over the two rates (a rate where the system meets the line at no load of the plain sweep is left
-# out).
+# out). The shading is each system's band over generated workloads, one per seed (runs
+# `fig12seeds/*`, `fig11seeds/*` as the plain reference of the same seeds); the drop orderings are
+# judged on it.
 #
 # | quantity | paper |
 # |---|---|

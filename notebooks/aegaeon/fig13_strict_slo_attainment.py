@@ -25,7 +25,8 @@
 # is the goodput in #models (largest #models at >= 90 % attainment, reading `goodput_reading`).
 # Since MuxServe is a constant, the claims against it test Aegaeon alone; their null is
 # ServerlessLLM (request-level auto-scaling) in Aegaeon's place. ServerlessLLM+ is simulated too,
-# not drawn: it is the null of the claims against ServerlessLLM (`null_*` keys in `metrics`).
+# not drawn: it is the null of the claims against ServerlessLLM (`null_*` keys in `metrics`). The
+# shading is each system's band over generated workloads, one per seed (runs `fig13seeds/*`).
 #
 # | quantity | paper |
 # |---|---|
