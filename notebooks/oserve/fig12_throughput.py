@@ -31,6 +31,11 @@
 #
 # **Nulls**: the same gains with vLLM reload in OServe's place (over vLLM static) and vLLM static in
 # OServe's place (over vLLM reload).
+#
+# **Readings.** OServe is Alg. 1 on the LSTM's forecast, as the paper's system (the claims read it);
+# `reference` (`online/<trace>/<model>/throughput-reference`, 8-GPU cases: the exhaustive search on
+# the oracle λ, same workload) is reported beside it (`reference_*` metrics, bars "oserve_reference"),
+# and `xnode` (`...-xnode`, full scale's 16-GPU cases: Alg. 1 on the latency-aware objective).
 
 # %% tags=["parameters"]
 scale = "quick"     # "quick", "full" or "test"; names the output folders and the runs read
@@ -47,8 +52,10 @@ from servesim.analysis import runs as R
 from servesim.analysis.outputs import FigureOutputs, apply_style
 
 apply_style()
-SYS = ["oserve", "static", "reload"]
+SYS = ["oserve", "static", "reload", "oserve_reference", "oserve_xnode"]
 sysdf = OO.load("online/*/*/throughput", "systems.csv", scale, root)
+for reading in ("reference", "xnode"):
+    sysdf = OO.with_reading(sysdf, OO.load(f"online/*/*/throughput-{reading}", "systems.csv", scale, root), f"oserve_{reading}")
 # the load each run used (the busiest span's arrivals over the best static deployment's capacity)
 loads = {r.name: float(R.load_summary("oserve", r.name, scale, root)["load"])
          for r in OO.declared("online/*/*/throughput", scale, root)}
@@ -62,7 +69,7 @@ if not sysdf.empty:
     p = sysdf.pivot_table(index=["model", "trace"], columns="system", values="throughput_rps")
     x = np.arange(len(p))
     for i, s in enumerate([s for s in SYS if s in p]):
-        ax.bar(x + (i - 1) * 0.27, p[s], 0.27, label=s)
+        ax.bar(x + (i - 2) * 0.16, p[s], 0.16, label=s)
     ax.set_xticks(x, [f"{m}\n{t}" for m, t in p.index], fontsize=7)
     ax.legend(fontsize=7)
 ax.set_ylabel("throughput (req/s)")
@@ -88,6 +95,12 @@ metrics = {
     "throughput_gain_static_vs_reload_max": OO.stat(null_vs_reload, "max"),
     "throughput_gain_static_vs_reload_mean": OO.stat(null_vs_reload, "mean"),
 }
+# the named readings (`reference`, `xnode`), not the claims' system; each over the cases it ran
+for reading in ("reference", "xnode"):
+    for base in ("static", "reload"):
+        r = OO.paired(sysdf, "throughput_rps", f"oserve_{reading}", base)
+        metrics.update({f"{reading}_throughput_gain_vs_{base}_max": OO.stat(r, "max"),
+                        f"{reading}_throughput_gain_vs_{base}_mean": OO.stat(r, "mean")})
 out = FigureOutputs("oserve", "fig12_throughput", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(sysdf)

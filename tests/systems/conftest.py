@@ -8,7 +8,8 @@ import pytest
 @pytest.fixture
 def oserve_tiny_trace(monkeypatch, tmp_path):
     """OServe's online CLI on a hand-sized trace: a 400-request type pool (4 types), a flat base
-    rate, OPT-30B on 4 GPUs, T1 every 16th minute; returns the common arguments (add -o, --systems)."""
+    rate, OPT-30B on 4 GPUs, T1 every 16th minute, the oracle λ (no LSTM to train); returns the common
+    arguments (add -o, --systems)."""
     from servesim.workload import gen_oserve as G
 
     rng = np.random.default_rng(1)
@@ -17,4 +18,4 @@ def oserve_tiny_trace(monkeypatch, tmp_path):
     monkeypatch.setattr(G, "type_pool", lambda *a, **k: pool)
     monkeypatch.setattr(G, "_base_rate", lambda minutes: np.ones(minutes))
     return ["--model", "opt-30b", "--gpus", "4", "--name", "T1", "--minute-stride", "16", "--search", "exhaustive",
-            "--n-requests", "60", "--cache-dir", str(tmp_path / "c")]
+            "--n-requests", "60", "--cache-dir", str(tmp_path / "c"), "--predictor", "oracle"]

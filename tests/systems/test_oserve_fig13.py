@@ -49,7 +49,12 @@ def test_fig13_runs_cli_at_test_scale(tmp_path, oserve_tiny_trace):
     runs = {n: r for n, r in runs_api.declared("oserve", "test").items() if n.startswith("fig13/")}
     assert set(runs) == {"fig13/T1/latency", "fig13/T1/throughput"}
     r = runs["fig13/T1/latency"]
-    args = [*r.args, "--cache-dir", str(tmp_path / "cache"), "--seed", "0"]
+    assert r.collects == ("fig07/predictor",)  # its LSTM: a tiny one trained here stands in for that run's
+    from servesim.systems.oserve import predictor as P
+
+    assert P.main(["--days", "2", "--hidden", "8", "--layers", "1", "--epochs", "1", "--stride", "8",
+                   "--traces", "T1", "--rate", "1.0", "-o", str(tmp_path / "pred")]) == 0
+    args = [str(tmp_path / "pred" / "summary.json"), *r.args, "--cache-dir", str(tmp_path / "cache"), "--seed", "0"]
     assert online.main([*args, "-o", str(tmp_path / "a")]) == 0
     s = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert s["model"] == "llama-2-70b" and s["gpus"] == 32 and set(s["systems"]) == {"oserve", "static", "reload", "llumnix", "dynamo"}

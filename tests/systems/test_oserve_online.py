@@ -108,3 +108,36 @@ def test_online_cli_refuses_an_output_file_before_any_work(tmp_path, capsys):
     f.write_text("")
     assert main(["--name", "T1", "--model", "opt-30b", "--gpus", "8", "-o", str(f)]) == 2
     assert "is a file, not a folder" in capsys.readouterr().err
+
+
+def test_online_forecasts_with_the_predictor_runs_lstm(tmp_path, oserve_tiny_trace, capsys):
+    """The online runs' default λ̂ is the LSTM the predictor run trained (lstm.pt, collected), not one
+    trained again: the plans' λ̂ equal that model's rolling forecast of the trace's true counts."""
+    from servesim.systems.oserve import online
+    from servesim.systems.oserve import predictor as P
+
+    pred = tmp_path / "pred"
+    assert P.main(["--days", "2", "--hidden", "8", "--layers", "1", "--epochs", "2", "--stride", "8",
+                   "--traces", "T1", "--rate", "1.0", "-o", str(pred)]) == 0
+    args = oserve_tiny_trace[: oserve_tiny_trace.index("--predictor")] + ["--max-pp", "2", "--systems", "oserve"]
+    assert online.main([*args, "--lstm-model", "collected", str(pred / "summary.json"), "-o", str(tmp_path / "a")]) == 0
+    s = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert s["predictor"] == "lstm" and s["predictor_source"]["lstm_model"] == str(pred / P.MODEL_FILE)
+    assert s["predictor_source"]["lstm_settings"]["hidden"] == 8
+    plans = pd.read_csv(tmp_path / "a" / "plans.csv")
+    types = [c[len("true_"):] for c in plans if c.startswith("true_")]
+    true = plans[[f"true_{t}" for t in types]].to_numpy(float)
+    expect = np.nan_to_num(P.rolling(P.LSTMPredictor.load(pred / P.MODEL_FILE), true, 0, pad=True))
+    assert np.allclose(plans[[f"lam_{t}" for t in types]].to_numpy(float), expect)
+    assert not np.allclose(expect, true)  # a forecast, not the oracle
+    capsys.readouterr()
+    # bad inputs name what is wrong, before any work
+    assert online.main([*args, "--lstm-model", "collected", "-o", str(tmp_path / "x2")]) == 2
+    assert "need one predictor run's summary.json" in capsys.readouterr().err
+    assert online.main([*args, "--lstm-model", str(tmp_path / "nope.pt"), "-o", str(tmp_path / "x3")]) == 2
+    assert "nope.pt does not exist" in capsys.readouterr().err
+    assert online.main([str(pred / "summary.json"), *args, "-o", str(tmp_path / "x4")]) == 2
+    assert "only read with --lstm-model collected" in capsys.readouterr().err
+    (tmp_path / "junk.pt").write_bytes(b"not a model")
+    assert online.main([*args, "--lstm-model", str(tmp_path / "junk.pt"), "-o", str(tmp_path / "x5")]) == 2
+    assert "not a trained LSTM" in capsys.readouterr().err

@@ -48,6 +48,15 @@ def test_lstm_is_deterministic_for_a_seed_and_differs_across_seeds():
     assert np.all(a[300:] >= 0) and np.isnan(a[:300]).all()
 
 
+def test_a_saved_lstm_forecasts_bit_for_bit_as_the_trained_one(tmp_path):
+    s = _series()
+    p = P.LSTMPredictor(lookback=20, hidden=8, layers=1, epochs=2, stride=2, seed=5).fit(s[:300])
+    p.save(tmp_path / "m.pt")
+    q = P.LSTMPredictor.load(tmp_path / "m.pt")
+    assert q.settings() == p.settings() and q.history == p.history
+    assert np.array_equal(P.rolling(p, s, 300)[300:], P.rolling(q, s, 300)[300:])
+
+
 def test_moving_average_and_aggregate_baselines():
     s = np.array([[1.0, 3.0], [3.0, 1.0], [5.0, 5.0], [7.0, 1.0]])
     ma = P.MovingAveragePredictor(window=2)
@@ -77,4 +86,5 @@ def test_predictor_cli_at_test_scale(tmp_path, monkeypatch):
     assert set(s["rrmse_test_pct"]) == {"lstm", "moving_average", "aggregate_lstm", "last_value"}
     err = pd.read_csv(out / "rrmse.csv")
     assert set(err.source) == {"azure_week_test", "T1"} and np.isfinite(err.rrmse_mean).all()
+    assert P.LSTMPredictor.load(out / P.MODEL_FILE).settings()["hidden"] == 8  # what the online runs read
     assert P.main(["--days", "0", "-o", str(tmp_path / "bad")]) == 2

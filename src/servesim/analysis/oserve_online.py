@@ -51,7 +51,17 @@ def paired(df: pd.DataFrame, value: str, num: str, den: str, by=("model", "trace
     return (p[num] / p[den]).dropna()
 
 
-OSERVE_VARIANTS = ("oserve", "oserve_naive_reload", "hetero")  # OServe and its ablations: never a baseline
+def with_reading(df: pd.DataFrame, reading: pd.DataFrame, name: str) -> pd.DataFrame:
+    """``df`` plus the OServe rows of a named reading's runs (e.g. ``online/*/*/latency-reference``),
+    renamed ``name``, so that ``paired`` compares the reading with the main runs' baselines on the
+    same workload."""
+    if reading.empty:
+        return df
+    extra = reading[reading.system == "oserve"].assign(system=name)
+    return pd.concat([df, extra], ignore_index=True)
+
+
+OSERVE_VARIANTS = ("oserve", "oserve_naive_reload", "hetero", "oserve_reference")  # OServe and its variants: never a baseline
 
 
 def vs_best_baseline(df: pd.DataFrame, value: str, higher_is_better: bool, by=("trace",),

@@ -1,8 +1,12 @@
 """OServe's online loop (§3) and its baselines, served in the simulator span by span.
 
-Every span (1 minute) each system predicts the per-type counts λ̂ (``--predictor``: ``oracle`` = the
-true counts, or ``lstm`` / ``moving_average`` / ``aggregate_lstm`` from ``predictor``), plans a
-deployment and routing, switches when the layout changes, and routes the span's requests:
+Every span (1 minute) each system predicts the per-type counts λ̂ (``--predictor``: ``lstm``, the
+paper's, by default; ``oracle`` = the true counts, a named reading; or ``moving_average`` /
+``aggregate_lstm`` / ``last_value`` from ``predictor``), plans a deployment and routing, switches
+when the layout changes, and routes the span's requests. The LSTM is the predictor run's trained
+model (``--lstm-model``: its ``lstm.pt``, or ``collected`` = beside the predictor run's summary.json
+given as the positional argument), so every online run forecasts with the one model Fig 7 scores;
+without ``--lstm-model`` it is trained here with the ``--lstm-*`` settings.
 
 - ``oserve``: Alg. 1 (``search.heuristic``) on the flow objective for λ̂, routing by the flow's
   x_kj (type-aware); plans cached by (rounded λ̂, incumbent deployment); the incumbent is kept when
@@ -54,7 +58,7 @@ import pandas as pd
 
 from ...catalog import get_model
 from ...errors import InputError
-from ...metrics.latency import stats
+from ...metrics.summary import summarize as summarize_requests
 from ...sim import Cluster
 from . import dynamo as DY
 from . import llumnix as LL
@@ -240,16 +244,16 @@ def serve_plans(model: str, gpus: int, plans: list[Plan], wl: pd.DataFrame, type
 
 
 def summarize(df: pd.DataFrame, n_total: int) -> dict:
-    done = df[np.isfinite(df["finish_s"].to_numpy(float)) & df["e2e_s"].notna()]
-    e2e = done["e2e_s"].to_numpy(float)
-    out = {"n_requests": int(n_total), "n_completed": int(len(done)), "n_unserved": int(n_total - len(done))}
-    out["e2e_mean_s"] = float(e2e.mean()) if e2e.size else np.nan
-    for q in PCTS:
-        out[f"e2e_p{q}_s"] = float(np.percentile(e2e, q)) if e2e.size else np.nan
-    out["ttft_p99_s"] = stats(done["ttft_s"].to_numpy(float), "ttft", (99,))["p99_ttft_s"]
-    out["tbt_p99_s"] = stats(done["tbt_mean_s"].to_numpy(float), "tbt", (99,))["p99_tbt_s"]
-    makespan = float(done["finish_s"].max() - df["arrival_s"].min()) if len(done) else np.nan
-    out["throughput_rps"] = len(done) / makespan if makespan and makespan > 0 else np.nan
+    """One system's row of systems.csv, read from ``metrics.summarize`` (the one summary of every
+    simulator) under the names the notebooks and claims use; ``n_total``: the trace's requests
+    (one the system never took counts as unserved)."""
+    b = summarize_requests(df, percentiles=PCTS, by_tier=False)["all"]
+    nan = (lambda v: np.nan if v is None else float(v))
+    out = {"n_requests": int(n_total), "n_completed": int(b["completed"]), "n_unserved": int(n_total - b["completed"]),
+           "e2e_mean_s": nan(b["mean_e2el_s"])}
+    out.update({f"e2e_p{q}_s": nan(b[f"p{q}_e2el_s"]) for q in PCTS})
+    out["ttft_p99_s"], out["tbt_p99_s"] = nan(b["p99_ttft_s"]), nan(b["p99_tpot_s"])
+    out["throughput_rps"] = nan(b["request_throughput_per_s"])
     out["migrated"] = int(df["migrated"].sum())
     return out
 
@@ -302,22 +306,48 @@ def check(a: argparse.Namespace) -> None:
     LL.LlumnixOptions.parse(getattr(a, "llumnix_option", ()))
     if a.predictor not in ("oracle", *PR.PREDICTORS):
         raise InputError(f"--predictor {a.predictor!r}: oracle or one of {', '.join(PR.PREDICTORS)}")
+    path = lstm_model_path(a)
+    if path is not None and not path.is_file():
+        raise InputError(f"--lstm-model: {path} does not exist (the predictor run writes {PR.MODEL_FILE})")
     try:
         get_model(a.model)
     except Exception as e:  # the catalog's own message names the model
         raise InputError(f"--model {a.model!r}: {e}") from None
 
 
-def predicted_counts(a, counts: np.ndarray) -> np.ndarray:
-    if a.predictor == "oracle":
-        return counts.copy()
-    from ...workload import gen_oserve as G
+def lstm_model_path(a) -> Path | None:
+    """The trained LSTM ``--lstm-model`` names (``collected``: beside the positional summary.json)."""
+    if a.lstm_model is None:
+        if a.collected:
+            raise InputError(f"{a.collected[0]}: positional inputs are only read with --lstm-model collected")
+        return None
+    if a.predictor != "lstm":
+        return None  # another predictor: the LSTM file is not read (a matrix of predictors shares the args)
+    if a.lstm_model == "collected":
+        if len(a.collected) != 1:
+            raise InputError(f"--lstm-model collected: need one predictor run's summary.json argument, got {len(a.collected)}")
+        return Path(a.collected[0]).parent / PR.MODEL_FILE
+    return Path(a.lstm_model)
 
-    series = G.type_counts(days=a.predictor_days, seed=a.seed)[list(G.TYPES)].to_numpy(float)
-    p = PR.make(a.predictor, hidden=a.lstm_hidden, layers=2, epochs=a.lstm_epochs, stride=a.lstm_stride, seed=a.seed)
-    p.fit(series[: int(0.9 * len(series))])
-    pred = PR.rolling(p, counts, 0, pad=True)
-    return np.nan_to_num(pred)
+
+def predicted_counts(a, counts: np.ndarray) -> tuple[np.ndarray, dict]:
+    """λ̂ per span (spans x types) and where it came from."""
+    if a.predictor == "oracle":
+        return counts.copy(), {"predictor": "oracle"}
+    path = lstm_model_path(a)
+    if path is not None:
+        p = PR.LSTMPredictor.load(path)
+        if p.J != counts.shape[1]:
+            raise InputError(f"{path}: an LSTM of {p.J} types; this run has {counts.shape[1]}")
+        src = {"predictor": "lstm", "lstm_model": str(path), "lstm_settings": p.settings()}
+    else:
+        from ...workload import gen_oserve as G
+
+        series = G.type_counts(days=a.predictor_days, seed=a.seed)[list(G.TYPES)].to_numpy(float)
+        p = PR.make(a.predictor, hidden=a.lstm_hidden, layers=2, epochs=a.lstm_epochs, stride=a.lstm_stride, seed=a.seed)
+        p.fit(series[: int(0.9 * len(series))])
+        src = {"predictor": a.predictor, "lstm_model": "trained in this run" if a.predictor in ("lstm", "aggregate_lstm") else None}
+    return np.nan_to_num(PR.rolling(p, counts, 0, pad=True)), src
 
 
 def run(a: argparse.Namespace) -> int:
@@ -347,7 +377,7 @@ def run(a: argparse.Namespace) -> int:
     types = pd.Categorical(wl["app"], categories=G.TYPES).codes.astype(np.int64)
     n_spans = int(np.ceil((wl["arrival_s"].max() + 1e-9) / PR.SPAN_S))
     counts = PR.span_counts(wl, G.TYPES, PR.SPAN_S, n_spans)
-    lam_hat = predicted_counts(a, counts)
+    lam_hat, lam_source = predicted_counts(a, counts)
     plans: dict[str, list[Plan]] = {}
     t0 = time.perf_counter()
     if {"oserve", "hetero", "oserve_naive_reload"} & set(a.systems):
@@ -414,7 +444,7 @@ def run(a: argparse.Namespace) -> int:
     out = {"model": a.model, "gpus": a.gpus, "kind": a.kind, "name": a.name, "load": a.load, "rate_rps": rate,
            "static_deployment": ref.label(), "static_capacity_busiest_span": cap, "busiest_span": busiest, "types": list(G.TYPES),
            "type_method": a.types, "weighted_routing": a.weighted_routing, "route_new": a.route_new,
-           "predictor": a.predictor, "search": a.search, "search_init": a.search_init, "objective": a.objective, "minute_stride": a.minute_stride,
+           "predictor": a.predictor, "predictor_source": lam_source, "search": a.search, "search_init": a.search_init, "objective": a.objective, "minute_stride": a.minute_stride,
            "n_spans": n_spans, "n_requests": len(wl), "period_edges_s": edges.tolist(), "restart_s": a.restart_s,
            "rrmse_pred_pct": float(np.nanmean(PR.rrmse(counts[1:], lam_hat[1:]))) if n_spans > 1 else np.nan,
            "plan_s": plan_s, "searches": planner.searches, "search_s": planner.search_s, "profile_runs": prof.runs,
@@ -443,7 +473,11 @@ def main(argv=None) -> int:
     ap.add_argument("--name", default="T1", help="trace T1|T2, spatial level S1-S5, temporal level T1-T4")
     ap.add_argument("--systems", nargs="+", default=list(DEFAULT_SYSTEMS))
     ap.add_argument("--load", type=float, default=0.8, help="mean rate / the best static deployment's capacity")
-    ap.add_argument("--predictor", default="oracle")
+    ap.add_argument("collected", nargs="*", help="the predictor run's summary.json (with --lstm-model collected)")
+    ap.add_argument("--predictor", default="lstm", help="lstm (the paper's), oracle (the true counts: a named reading), "
+                    "moving_average, aggregate_lstm or last_value")
+    ap.add_argument("--lstm-model", default=None, help="a trained LSTM (the predictor run's lstm.pt), or 'collected'; "
+                    "without it the LSTM is trained here (--predictor-days, --lstm-*)")
     ap.add_argument("--predictor-days", type=int, default=14)
     ap.add_argument("--lstm-hidden", type=int, default=32)
     ap.add_argument("--lstm-epochs", type=int, default=10)

@@ -22,13 +22,15 @@ trace's first span repeated (``rolling``'s ``pad``).
 
 CLI (``python -m servesim.systems.oserve.predictor``): trains on ``--days`` of
 ``gen_oserve.type_counts`` (90/10 train/test split), scores every predictor (LSTM, moving average, type-agnostic LSTM, last value) on the test part
-and on the T1/T2 traces, and writes predictions.csv, rrmse.csv and summary.json.
+and on the T1/T2 traces, and writes predictions.csv, rrmse.csv, summary.json and lstm.pt (the
+trained LSTM: the online runs forecast with it, ``online.py --lstm-model``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -41,6 +43,7 @@ from ...metrics.forecast_error import rrmse
 
 LOOKBACK = 50  # §5.1: "the past 50 time spans"
 SPAN_S = 60.0  # §3: one-minute spans
+MODEL_FILE = "lstm.pt"  # the CLI's trained LSTM, beside its summary.json (read by the online runs)
 
 
 def span_counts(workload: pd.DataFrame, types, span_s: float = SPAN_S, n_spans: int | None = None) -> np.ndarray:
@@ -140,6 +143,38 @@ class LSTMPredictor:
         self.model.load_state_dict(best_state)
         self.model.eval()
         return self
+
+    def settings(self) -> dict:
+        return {"lookback": self.lookback, "hidden": self.hidden, "layers": self.layers, "epochs": self.epochs,
+                "lr": self.lr, "batch": self.batch, "stride": self.stride, "patience": self.patience, "seed": self.seed}
+
+    def save(self, path) -> None:
+        """The trained weights and settings, so that the online runs forecast with this very model
+        instead of training their own (``load``)."""
+        import torch
+
+        if self.model is None:
+            raise RuntimeError("LSTM predictor: fit() first")
+        torch.save({"settings": self.settings(), "J": self.J, "history": self.history,
+                    "state_dict": self.model.state_dict()}, path)
+
+    @classmethod
+    def load(cls, path) -> LSTMPredictor:
+        import torch
+
+        path = Path(path)
+        if not path.is_file():
+            raise InputError(f"{path}: no trained LSTM here (the predictor run writes lstm.pt)")
+        try:
+            d = torch.load(path, map_location="cpu", weights_only=True)
+            p = cls(**d["settings"])
+            p.J, p.history = int(d["J"]), list(d["history"])
+            p.model = p._build(p.J)
+            p.model.load_state_dict(d["state_dict"])
+        except (KeyError, TypeError, RuntimeError, OSError, ValueError, EOFError, pickle.UnpicklingError) as e:
+            raise InputError(f"{path}: not a trained LSTM of this predictor ({type(e).__name__}: {e})") from None
+        p.model.eval()
+        return p
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Next-span counts (n x J, >= 0) of windows ``X`` (n x lookback x J)."""
@@ -336,6 +371,7 @@ def run(a: argparse.Namespace) -> int:
         pd.DataFrame(rows).to_csv(tmp / "predictions.csv", index=False)
         err.to_csv(tmp / "rrmse.csv", index=False)
         (tmp / "summary.json").write_text(json.dumps(summ, indent=2, default=float) + "\n")
+        preds["lstm"].save(tmp / MODEL_FILE)
     print("RRMSE (test): " + ", ".join(f"{k} {v:.2f}%" for k, v in test.items()) + f" -> {Path(a.out)}")
     return 0
 
