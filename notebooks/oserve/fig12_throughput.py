@@ -35,7 +35,9 @@
 # **Readings.** OServe is Alg. 1 on the LSTM's forecast, as the paper's system (the claims read it);
 # `reference` (`online/<trace>/<model>/throughput-reference`, 8-GPU cases: the exhaustive search on
 # the oracle λ, same workload) is reported beside it (`reference_*` metrics, bars "oserve_reference"),
-# and `xnode` (`...-xnode`, full scale's 16-GPU cases: Alg. 1 on the latency-aware objective).
+# `xnode` (`...-xnode`, full scale's 16-GPU cases: Alg. 1 on the latency-aware objective) and
+# `balanced` (`...-balanced`: the same plans, each type spread over its replicas by capacity among
+# the flow's optimal assignments).
 
 # %% tags=["parameters"]
 scale = "quick"     # "quick", "full" or "test"; names the output folders and the runs read
@@ -52,9 +54,9 @@ from servesim.analysis import runs as R
 from servesim.analysis.outputs import FigureOutputs, apply_style
 
 apply_style()
-SYS = ["oserve", "static", "reload", "oserve_reference", "oserve_xnode"]
+SYS = ["oserve", "static", "reload", "oserve_reference", "oserve_xnode", "oserve_balanced"]
 sysdf = OO.load("online/*/*/throughput", "systems.csv", scale, root)
-for reading in ("reference", "xnode"):
+for reading in ("reference", "xnode", "balanced"):
     sysdf = OO.with_reading(sysdf, OO.load(f"online/*/*/throughput-{reading}", "systems.csv", scale, root), f"oserve_{reading}")
 # the load each run used (the busiest span's arrivals over the best static deployment's capacity)
 loads = {r.name: float(R.load_summary("oserve", r.name, scale, root)["load"])
@@ -69,7 +71,7 @@ if not sysdf.empty:
     p = sysdf.pivot_table(index=["model", "trace"], columns="system", values="throughput_rps")
     x = np.arange(len(p))
     for i, s in enumerate([s for s in SYS if s in p]):
-        ax.bar(x + (i - 2) * 0.16, p[s], 0.16, label=s)
+        ax.bar(x + (i - 2.5) * 0.14, p[s], 0.14, label=s)
     ax.set_xticks(x, [f"{m}\n{t}" for m, t in p.index], fontsize=7)
     ax.legend(fontsize=7)
 ax.set_ylabel("throughput (req/s)")
@@ -96,7 +98,7 @@ metrics = {
     "throughput_gain_static_vs_reload_mean": OO.stat(null_vs_reload, "mean"),
 }
 # the named readings (`reference`, `xnode`), not the claims' system; each over the cases it ran
-for reading in ("reference", "xnode"):
+for reading in ("reference", "xnode", "balanced"):
     for base in ("static", "reload"):
         r = OO.paired(sysdf, "throughput_rps", f"oserve_{reading}", base)
         metrics.update({f"{reading}_throughput_gain_vs_{base}_max": OO.stat(r, "max"),

@@ -141,3 +141,32 @@ def test_online_forecasts_with_the_predictor_runs_lstm(tmp_path, oserve_tiny_tra
     (tmp_path / "junk.pt").write_bytes(b"not a model")
     assert online.main([*args, "--lstm-model", str(tmp_path / "junk.pt"), "-o", str(tmp_path / "x5")]) == 2
     assert "not a trained LSTM" in capsys.readouterr().err
+
+
+def test_balanced_shares_spread_each_type_by_capacity_within_the_optimal_flows():
+    from servesim.systems.oserve.objective import balanced_fractions, evaluate
+
+    lam = np.array([6.0, 3.0])
+    same = np.array([[10.0, 5.0], [10.0, 5.0]])
+    assert np.allclose(balanced_fractions(lam, same), 0.5)  # two identical replicas: every type halved
+    assert np.allclose(balanced_fractions(lam, np.array([[10.0, 5.0], [20.0, 10.0]])), [[1 / 3, 1 / 3], [2 / 3, 2 / 3]])
+    assert np.allclose(balanced_fractions(10 * lam, same), 0.5)  # overloaded: routed at α*, still spread
+    # type 1 only fits replica 1, which α* = 1 then fills: type 0 must go to replica 0, whatever the target
+    n = np.array([[10.0, 0.0], [10.0, 10.0]])
+    F = balanced_fractions(np.array([10.0, 10.0]), n)
+    assert evaluate(np.array([10.0, 10.0]), n).alpha == pytest.approx(1.0)
+    assert F[0, 0] == pytest.approx(1.0, abs=1e-6) and F[1, 1] == pytest.approx(1.0)
+
+
+def test_online_flow_shares_reading(tmp_path, oserve_tiny_trace):
+    from servesim.systems.oserve import online
+
+    args = [*oserve_tiny_trace, "--max-pp", "2", "--systems", "oserve"]
+    for shares in ("vertex", "balanced"):
+        assert online.main([*args, "--flow-shares", shares, "-o", str(tmp_path / shares)]) == 0
+        assert json.loads((tmp_path / shares / "summary.json").read_text())["flow_shares"] == shares
+    v, b = (pd.read_csv(tmp_path / s / "plans.csv") for s in ("vertex", "balanced"))
+    assert v.deployment.tolist() == b.deployment.tolist()  # the same plans, only the shares differ
+    with pytest.raises(SystemExit) as e:  # argparse names the choices
+        online.main([*args, "--flow-shares", "nope", "-o", str(tmp_path / "x")])
+    assert e.value.code == 2

@@ -19,6 +19,13 @@ bottleneck), U = the rest. When some demanded type has no replica that can take 
 all k), α* = 0 and every replica would be "under-used"; the assignment, the O / U sets and the
 tie-break then use ``alpha_served``, the same LP over the types the deployment can serve (Φ, which
 ranks first, already counts the unserved demand). Solved with SciPy's HiGHS (~ms per call).
+
+Routing shares (``SHARES``): the α* LP has many optimal assignments when replicas are alike (two
+identical replicas can split the types any way that fills both), and the paper names none. "vertex"
+(the default, what the routing has always used) takes the solver's basic solution, which tends to
+send whole types to one replica; "balanced" (a named reading) takes, among the assignments that
+route α*·λ, the one closest to each type spread over its replicas in proportion to their capacity
+for it (``balanced_fractions``).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 OBJECTIVES = ("phi-alpha", "alpha", "phi-alpha-xnode")
+SHARES = ("vertex", "balanced")
 XNODE_PENALTY = 0.1  # [R] w: a request through a cross-node pipeline counts as 0.9 of one in the tie-break
 SAT_TOL = 1e-6
 
@@ -122,3 +130,36 @@ def evaluate(lam, n, e=None) -> FlowValue:
     ph = total if alpha >= 1 - 1e-12 else phi(lam, n, e)
     sat = tuple(k for k in range(K) if load[k] >= 1 - SAT_TOL)
     return FlowValue(ph, alpha, alpha_s, x, load, sat, tuple(k for k in range(K) if k not in sat))
+
+
+def balanced_fractions(lam, n, e=None, alpha: float | None = None) -> np.ndarray:
+    """Routing shares (K x J) of the optimal assignment closest to capacity-proportional spreading:
+    among x with Σ_k x_kj = a·λ_j, Σ_j x_kj / n_kj <= 1, 0 <= x_kj <= e_kj (a = α*, or ``alpha``,
+    capped at 1 so an under-loaded λ is routed whole), minimise Σ_kj |x_kj − t_kj| / (a·λ_j) with
+    t_kj = a·λ_j · n_kj / Σ_k' n_k'j over the replicas that can take type j."""
+    lam, n, e = _check(lam, n, e)
+    K, J = n.shape
+    a = evaluate(lam, n, e).alpha_served if alpha is None else float(alpha)
+    a = min(a, 1.0) * (1.0 - 1e-9)  # inside the feasible set despite rounding
+    can = e > 0
+    cap = np.where(can, n, 0.0)
+    tgt = np.divide(cap, cap.sum(0, keepdims=True), out=np.zeros_like(cap), where=cap.sum(0, keepdims=True) > 0) * a * lam
+    w = np.where(lam > 0, 1.0 / np.maximum(a * lam, 1e-12), 0.0)  # each type counts alike
+    # variables: x (K*J), d (K*J): minimise Σ w_j d_kj, d >= |x - t|
+    nv = 2 * K * J
+    c = np.concatenate([np.zeros(K * J), np.tile(w, K)])
+    A_eq = np.zeros((J, nv))
+    for j in range(J):
+        A_eq[j, j:K * J:J] = 1.0
+    b_eq = a * lam
+    I = np.eye(K * J)
+    A_ub = np.vstack([np.hstack([_rows(n), np.zeros((K, K * J))]),  # capacity
+                      np.hstack([I, -I]), np.hstack([-I, -I])])       # x - d <= t, -x - d <= -t
+    b_ub = np.concatenate([np.ones(K), tgt.ravel(), -tgt.ravel()])
+    bounds = list(zip(np.zeros(K * J), e.ravel())) + [(0, None)] * (K * J)
+    r = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs")
+    if r.status != 0:
+        raise RuntimeError(f"balanced shares LP: {r.message}")
+    x = r.x[:K * J].reshape(K, J)
+    tot = x.sum(axis=0)
+    return np.divide(x, tot, out=np.zeros_like(x), where=tot > 0)

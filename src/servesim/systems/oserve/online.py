@@ -65,7 +65,7 @@ from . import llumnix as LL
 from . import predictor as PR
 from . import serving as SV
 from . import switching as SW
-from .objective import OBJECTIVES, evaluate
+from .objective import OBJECTIVES, SHARES, balanced_fractions, evaluate
 from .profiler import CapacityProfiler, pools_from_frame
 from .replica import BACKENDS, GPU, Shape, instance_config, kv_tokens, step_model, strategies
 from .search import INITS, Evaluator, exhaustive, heuristic, place
@@ -106,9 +106,11 @@ class Planner:
     """Deployments for a λ: OServe's (Alg. 1) and the best homogeneous one, with a plan cache."""
 
     def __init__(self, prof: CapacityProfiler, model: str, gpus: int, *, search: str = "heuristic", seed: int = 0,
-                 max_pp: int = 8, round_frac: float = 0.02, init: str = "memory-min", objective: str = "phi-alpha"):
+                 max_pp: int = 8, round_frac: float = 0.02, init: str = "memory-min", objective: str = "phi-alpha",
+                 shares: str = "vertex"):
         self.prof, self.model, self.gpus, self.search, self.seed, self.init = prof, model, gpus, search, seed, init
         self.objective = objective  # objective.OBJECTIVES: the paper's flow value or a latency-aware reading
+        self.shares = shares  # objective.SHARES: the α* LP's own solution, or the balanced optimal one
         self.max_pp, self.round_frac = max_pp, round_frac
         self.cache: dict = {}
         self.search_s = 0.0
@@ -144,7 +146,8 @@ class Planner:
         self.search_s += time.perf_counter() - t0
         self.searches += 1
         n, e = self.prof.matrix(best[0])
-        p = Plan(best[0], fill_routes(best[1].fractions(), n, e), float(best[1].alpha))
+        F = best[1].fractions() if self.shares == "vertex" else balanced_fractions(lam_r, n, e)
+        p = Plan(best[0], fill_routes(F, n, e), float(best[1].alpha))
         self.cache[key] = p
         return p
 
@@ -362,7 +365,7 @@ def run(a: argparse.Namespace) -> int:
     prof = CapacityProfiler(a.model, pools, backend=a.backend, n_requests=a.n_requests, seed=a.seed,
                             cache_dir=a.cache_dir or DEFAULT_CACHE)
     planner = Planner(prof, a.model, a.gpus, search=a.search, seed=a.seed, max_pp=a.max_pp, init=a.search_init,
-                      objective=a.objective)
+                      objective=a.objective, shares=a.flow_shares)
     if not planner.homogeneous_options:
         raise InputError(f"{a.model} has no homogeneous deployment on {a.gpus} GPUs")
     probe_rate = 2.0
@@ -444,7 +447,7 @@ def run(a: argparse.Namespace) -> int:
     out = {"model": a.model, "gpus": a.gpus, "kind": a.kind, "name": a.name, "load": a.load, "rate_rps": rate,
            "static_deployment": ref.label(), "static_capacity_busiest_span": cap, "busiest_span": busiest, "types": list(G.TYPES),
            "type_method": a.types, "weighted_routing": a.weighted_routing, "route_new": a.route_new,
-           "predictor": a.predictor, "predictor_source": lam_source, "search": a.search, "search_init": a.search_init, "objective": a.objective, "minute_stride": a.minute_stride,
+           "predictor": a.predictor, "predictor_source": lam_source, "search": a.search, "search_init": a.search_init, "objective": a.objective, "flow_shares": a.flow_shares, "minute_stride": a.minute_stride,
            "n_spans": n_spans, "n_requests": len(wl), "period_edges_s": edges.tolist(), "restart_s": a.restart_s,
            "rrmse_pred_pct": float(np.nanmean(PR.rrmse(counts[1:], lam_hat[1:]))) if n_spans > 1 else np.nan,
            "plan_s": plan_s, "searches": planner.searches, "search_s": planner.search_s, "profile_runs": prof.runs,
@@ -491,6 +494,9 @@ def main(argv=None) -> int:
     ap.add_argument("--objective", choices=OBJECTIVES, default="phi-alpha",
                     help="OServe's deployment objective: the paper's flow value (phi-alpha) or the latency-aware "
                          "phi-alpha-xnode (cross-node pipeline hand-offs discounted; objective.py)")
+    ap.add_argument("--flow-shares", choices=SHARES, default="vertex",
+                    help="OServe's routing shares among the flow's optimal assignments: the LP's own (vertex, "
+                         "often whole types per replica) or the one closest to capacity-proportional spreading")
     ap.add_argument("--max-pp", type=int, default=8)
     ap.add_argument("--weighted-routing", choices=("smooth", "random"), default="smooth",
                     help="OServe's routing by type shares: smooth weighted round-robin, or a seeded draw per request")
