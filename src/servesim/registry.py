@@ -70,6 +70,14 @@ class Registry(Generic[T]):
 
         return deco
 
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (a component registered for one run, e.g. a scheduler holding that run's
+        workload); an unknown name is an error naming it."""
+        key = self._normalise(name)
+        if key not in self._items:
+            raise UnknownName(f"unknown {self.kind} {name!r}; known: {self.names()}")
+        del self._items[key]
+
     # ---------------------------------------------------------------- reading
     def get(self, name: str) -> T:
         """The component registered under ``name``; `UnknownName` lists the known names."""

@@ -190,3 +190,16 @@ def test_options_without_a_model_are_type_checked_without_coercion():
         with pytest.raises(OptionsError) as e:
             reg.create("w", opts, where="widget")
         assert needle in str(e.value)
+
+
+def test_unregister_removes_a_name_and_refuses_an_unknown_one():
+    reg = Registry("widget")
+
+    @reg.register("a")
+    class A:
+        pass
+
+    reg.unregister("a")
+    assert "a" not in reg and len(reg) == 0
+    with pytest.raises(UnknownName, match="unknown widget 'a'"):
+        reg.unregister("a")

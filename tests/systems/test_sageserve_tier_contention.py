@@ -26,9 +26,13 @@ def _burst() -> pd.DataFrame:
 
 
 def _run(policy: str) -> pd.DataFrame:
+    from servesim.sim.schedulers import policy_names
+
     cfg = SageServeConfig(start_instances=1, min_per_endpoint=1, tier_policy=policy, niw_queue=False,
                           delays_in_sim=False)
+    before = set(policy_names())
     res, _ = run_strategy("reactive", _burst(), config=cfg, seed=0, max_instances=1, drain_s=600.0)
+    assert set(policy_names()) == before  # the run's tier scheduler left the registry with it
     r = res.requests
     assert (r["state"] == "finished").all()
     return r

@@ -251,7 +251,10 @@ def summarize(df: pd.DataFrame, n_total: int) -> dict:
     simulator) under the names the notebooks and claims use; ``n_total``: the trace's requests
     (one the system never took counts as unserved)."""
     b = summarize_requests(df, percentiles=PCTS, by_tier=False)["all"]
-    nan = (lambda v: np.nan if v is None else float(v))
+
+    def nan(v):  # the summary's None (no completed request) is NaN in the table
+        return np.nan if v is None else float(v)
+
     out = {"n_requests": int(n_total), "n_completed": int(b["completed"]), "n_unserved": int(n_total - b["completed"]),
            "e2e_mean_s": nan(b["mean_e2el_s"])}
     out.update({f"e2e_p{q}_s": nan(b[f"p{q}_e2el_s"]) for q in PCTS})

@@ -19,7 +19,8 @@ memory utilisation is low. This module wraps the fleet's engine side (the ``engi
   starts at arrival. A request's deadline is its ``deadline_s`` (set from ``niw_deadline_s``).
 
 `register_tier_scheduler` adds a scheduler policy that orders each instance's waiting queue by a
-tier policy (FCFS / EDF / PF / DPA, `tiers.sort_key`) before the base policy plans an iteration.
+tier policy (FCFS / EDF / PF / DPA, `tiers.sort_key`) before the base policy plans an iteration;
+`unregister_tier_scheduler` drops it when the run ends (`strategies.run_strategy`).
 """
 
 from __future__ import annotations
@@ -214,3 +215,11 @@ def register_tier_scheduler(policy: str, workload: pd.DataFrame, config: SageSer
     name = f"sageserve-{policy}-{next(_names)}"
     register(name)(TierOrdered)
     return name
+
+
+def unregister_tier_scheduler(name: str) -> None:
+    """Drop a scheduler `register_tier_scheduler` added (it holds its run's workload): a long
+    process running many strategies keeps no class per run."""
+    if not name.startswith("sageserve-"):
+        raise ValueError(f"{name!r} is not a scheduler register_tier_scheduler added")
+    _REGISTRY.unregister(name)
