@@ -37,7 +37,8 @@
 # the oracle λ, same workload) is reported beside it (`reference_*` metrics, bars "oserve_reference"),
 # `xnode` (`...-xnode`, full scale's 16-GPU cases: Alg. 1 on the latency-aware objective) and
 # `balanced` (`...-balanced`: the same plans, each type spread over its replicas by capacity among
-# the flow's optimal assignments).
+# the flow's optimal assignments); `openloop` (`...-openloop`: every system planned on n_kj measured
+# under open-loop traffic; gains within its own runs).
 
 # %% tags=["parameters"]
 scale = "quick"     # "quick", "full" or "test"; names the output folders and the runs read
@@ -103,6 +104,11 @@ for reading in ("reference", "xnode", "balanced"):
         r = OO.paired(sysdf, "throughput_rps", f"oserve_{reading}", base)
         metrics.update({f"{reading}_throughput_gain_vs_{base}_max": OO.stat(r, "max"),
                         f"{reading}_throughput_gain_vs_{base}_mean": OO.stat(r, "mean")})
+openloop = OO.load("online/*/*/throughput-openloop", "systems.csv", scale, root)
+for base in ("static", "reload"):
+    r = OO.paired(openloop, "throughput_rps", "oserve", base)
+    metrics.update({f"openloop_throughput_gain_vs_{base}_max": OO.stat(r, "max"),
+                    f"openloop_throughput_gain_vs_{base}_mean": OO.stat(r, "mean")})
 out = FigureOutputs("oserve", "fig12_throughput", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(sysdf)

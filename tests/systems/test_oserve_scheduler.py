@@ -102,6 +102,41 @@ def test_profiler_measures_and_caches(tmp_path):
     assert np.all(n4 > n1)
 
 
+def _ttft_growth(n_per_span: float, pool: TypePool, shape: Shape, seed: int = 5) -> float:
+    """Late / early arrivals' median TTFT of a Poisson run at ``n_per_span`` (an independent probe)."""
+    from servesim.sim import Cluster
+    from servesim.systems.oserve.replica import GPU, instance_config, step_model
+    from servesim.workload import schema
+
+    rng = np.random.default_rng(seed)
+    rate = n_per_span / 60.0
+    t = np.cumsum(rng.exponential(1.0 / rate, int(rate * 120)))
+    i = rng.integers(0, len(pool.prompt), len(t))
+    r = Cluster.uniform(1, instance_config("opt-30b", shape, GPU), step_model("opt-30b", shape, GPU)).run(
+        schema.make(t, pool.prompt[i], pool.output[i], model="opt-30b")).requests
+    arr, ttft = r["arrival_s"].to_numpy(float), r["ttft_s"].to_numpy(float)
+    q = np.quantile(arr, [0.2, 0.4, 0.8])
+    return float(np.median(ttft[arr >= q[2]]) / np.median(ttft[(arr >= q[0]) & (arr < q[1])]))
+
+
+def test_open_loop_capacity_is_a_rate_the_replica_sustains_and_its_own_cache_entry(tmp_path):
+    from servesim.systems.oserve.profiler import OPEN_HI
+
+    closed = CapacityProfiler("opt-30b", _pools(), n_requests=150, cache_dir=tmp_path)
+    opened = CapacityProfiler("opt-30b", _pools(), n_requests=150, cache_dir=tmp_path, method="open")
+    assert opened.key(Shape(2)) != closed.key(Shape(2))
+    n_c = closed.capacity(Shape(2))[0]
+    n_o = opened.capacity(Shape(2))[0]
+    assert np.all(n_o > 0) and np.all(n_o <= OPEN_HI * n_c)
+    again = CapacityProfiler("opt-30b", _pools(), n_requests=150, cache_dir=None, method="open")
+    assert np.array_equal(again.capacity(Shape(2))[0], n_o)  # same seed, same rates
+    lo = _pools()[1]  # long outputs: the queue a rate above capacity builds is plain within 2 minutes
+    assert _ttft_growth(0.85 * n_o[1], lo, Shape(2)) < 2.0
+    assert _ttft_growth(1.5 * n_o[1], lo, Shape(2)) > 3.0
+    with pytest.raises(ValueError, match="capacity method"):
+        CapacityProfiler("opt-30b", _pools(), method="bogus")
+
+
 # ---------------------------------------------------------------- search
 class FakeProfiler:
     """Capacities from a closed form (unit tests only): per-GPU rate with a TP/PP preference per type."""

@@ -66,7 +66,7 @@ from . import predictor as PR
 from . import serving as SV
 from . import switching as SW
 from .objective import OBJECTIVES, SHARES, balanced_fractions, evaluate
-from .profiler import CapacityProfiler, pools_from_frame
+from .profiler import METHODS, CapacityProfiler, pools_from_frame
 from .replica import BACKENDS, GPU, Shape, instance_config, kv_tokens, step_model, strategies
 from .search import INITS, Evaluator, exhaustive, heuristic, place
 
@@ -366,7 +366,7 @@ def run(a: argparse.Namespace) -> int:
     pool = G.type_pool(a.types, a.seed)
     pools = pools_from_frame(pool, names=list(range(len(G.TYPES))), labels=G.TYPES)
     prof = CapacityProfiler(a.model, pools, backend=a.backend, n_requests=a.n_requests, seed=a.seed,
-                            cache_dir=a.cache_dir or DEFAULT_CACHE)
+                            cache_dir=a.cache_dir or DEFAULT_CACHE, method=a.capacity)
     planner = Planner(prof, a.model, a.gpus, search=a.search, seed=a.seed, max_pp=a.max_pp, init=a.search_init,
                       objective=a.objective, shares=a.flow_shares)
     if not planner.homogeneous_options:
@@ -457,6 +457,13 @@ def run(a: argparse.Namespace) -> int:
            "systems": systems, "seed": a.seed, "wall_s": time.perf_counter() - t_start}
     if "dynamo" in a.systems:
         out["dynamo"] = dyn.summary()
+    # the n_kj behind OServe's plans, with the closed-batch ones beside an open-loop reading's
+    used = {sh for sysname in ("oserve", "hetero") if sysname in plans for p in plans[sysname] for sh in p.shapes}
+    closed = prof if a.capacity == "closed" else CapacityProfiler(
+        a.model, pools, backend=a.backend, n_requests=a.n_requests, seed=a.seed, cache_dir=a.cache_dir or DEFAULT_CACHE)
+    out["capacity_method"] = a.capacity
+    out["capacities"] = {sh.label(): {"n": prof.capacity(sh)[0].tolist(), "n_closed": closed.capacity(sh)[0].tolist()}
+                         for sh in sorted(used, key=lambda x: x.label())}
     with staged_output_dir(a.out, command=f"oserve online {a.model} {a.kind} {a.name}", force=a.force) as tmp:
         pd.DataFrame(rows).to_csv(tmp / "systems.csv", index=False)
         pd.DataFrame(span_rows).to_csv(tmp / "spans.csv", index=False)
@@ -497,6 +504,9 @@ def main(argv=None) -> int:
     ap.add_argument("--objective", choices=OBJECTIVES, default="phi-alpha",
                     help="OServe's deployment objective: the paper's flow value (phi-alpha) or the latency-aware "
                          "phi-alpha-xnode (cross-node pipeline hand-offs discounted; objective.py)")
+    ap.add_argument("--capacity", choices=METHODS, default="closed",
+                    help="n_kj from saturation runs (closed, the paper's reading) or the largest Poisson rate a "
+                         "replica sustains per type (open, a named reading); the load scaling stays closed-batch")
     ap.add_argument("--flow-shares", choices=SHARES, default="vertex",
                     help="OServe's routing shares among the flow's optimal assignments: the LP's own (vertex, "
                          "often whole types per replica) or the one closest to capacity-proportional spreading")

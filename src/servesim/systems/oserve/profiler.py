@@ -12,8 +12,19 @@ min(max_num_seqs x pp, KV tokens / the type's mean sequence length). e_kj: n_kj 
 KV cache (and context limit, with ``enforce_context``), else 0 (the spec's reading [R]; the paper
 leaves e_kj undefined). Requests longer than the replica can ever hold are left out of its run.
 
+``method="open"`` (a named reading, issue 28 item 2; the default ``closed`` is the above, the
+paper's "maximum number of requests a replica can process in a span" read as a saturation run):
+n_kj is the largest Poisson arrival rate the replica sustains on type j alone, found by bisection
+between 0 and ``OPEN_HI`` x the closed-batch rate (``OPEN_STEPS`` halvings). A rate is sustained
+when its queue stays bounded: the median TTFT of the requests arriving in the last fifth of the
+arrival window is at most ``OPEN_GROWTH`` x that of the second fifth plus ``OPEN_SLACK_S`` (an
+overloaded replica's TTFT grows with arrival time) and every request finishes. The arrival
+window spans max(``OPEN_WINDOW_S``, ``OPEN_WINDOW_E2E`` x the median E2E of a probe at a third of
+the closed rate): near capacity a queue grows slowly, and a replica starting empty absorbs its
+first batch's ramp-up, so a short window passes rates it cannot sustain.
+
 Results are cached on disk as one small JSON per (inputs) key: the model, shape, GPU, backend,
-pool lengths digest, n_requests, seed, span and a profiler version.
+pool lengths digest, n_requests, seed, span, method (open only) and a profiler version.
 """
 
 from __future__ import annotations
@@ -33,6 +44,14 @@ from .replica import GPU, Shape, instance_config, kv_tokens, step_model
 
 VERSION = 2
 WAVES = 4  # batches' worth of requests per saturation run, at least
+METHODS = ("closed", "open")
+OPEN_VERSION = 2     # of the open-loop probe (2: windows of OPEN_WINDOW_E2E low-load latencies)
+OPEN_HI = 2.5        # bisection over [0, OPEN_HI x the closed-batch rate]
+OPEN_STEPS = 8       # halvings: ~1 % of the closed rate
+OPEN_GROWTH = 1.5    # [R] sustained: late arrivals' median TTFT <= 1.5 x early arrivals' + slack
+OPEN_SLACK_S = 0.25
+OPEN_WINDOW_S = 30.0  # arrivals span at least this long, so a small overload has time to show,
+OPEN_WINDOW_E2E = 20  # and at least this many low-load E2E latencies (past the batch's ramp-up)
 DEFAULT_CACHE = Path(os.environ.get("SERVESIM_OSERVE_CACHE", Path.home() / ".cache" / "servesim" / "oserve_capacity"))
 
 
@@ -75,7 +94,11 @@ class CapacityProfiler:
     """n_kj / e_kj of shapes x types, memoised in memory and on disk."""
 
     def __init__(self, model: str, pools: list[TypePool], *, hardware: str = GPU, backend: str = "roofline",
-                 n_requests: int = 2000, span_s: float = 60.0, seed: int = 0, enforce_context: bool = False, cache_dir: str | Path | None = DEFAULT_CACHE):
+                 n_requests: int = 2000, span_s: float = 60.0, seed: int = 0, enforce_context: bool = False, cache_dir: str | Path | None = DEFAULT_CACHE,
+                 method: str = "closed"):
+        if method not in METHODS:
+            raise ValueError(f"capacity method {method!r}: one of {METHODS}")
+        self.method = method
         self.model, self.pools, self.hardware, self.backend = model, list(pools), hardware, backend
         self.n_requests, self.span_s, self.seed = int(n_requests), float(span_s), int(seed)
         self.enforce_context = bool(enforce_context)
@@ -88,6 +111,8 @@ class CapacityProfiler:
         inputs = {"v": VERSION, "model": self.model, "hw": self.hardware, "backend": self.backend,
                   "shape": [shape.tp, shape.pp, shape.cross_node], "n": self.n_requests, "span": self.span_s,
                   "seed": self.seed, "ctx": self.enforce_context, "pools": [[p.name, p.digest()] for p in self.pools]}
+        if self.method != "closed":  # closed keys stay as they were (their caches keep hitting)
+            inputs["method"] = [self.method, OPEN_VERSION]
         return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:24]
 
     def capacity(self, shape: Shape) -> tuple[np.ndarray, np.ndarray]:
@@ -100,7 +125,7 @@ class CapacityProfiler:
             res = (np.array(d["n"], float), np.array(d["e"], float))
             self.hits += 1
         else:
-            res = self._profile(shape)
+            res = self._profile(shape) if self.method == "closed" else self._profile_open(shape)
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = path.with_suffix(f".{os.getpid()}.tmp")  # concurrent jobs may profile the same shape
@@ -141,3 +166,60 @@ class CapacityProfiler:
             n_out.append(n)
             e_out.append(n if p99 <= min(kv, limit) else 0.0)
         return np.array(n_out), np.array(e_out)
+
+    def _profile_open(self, shape: Shape) -> tuple[np.ndarray, np.ndarray]:
+        """Open-loop n_kj (``method="open"``, module docstring); e_kj as the closed runs'."""
+        closed = CapacityProfiler(self.model, self.pools, hardware=self.hardware, backend=self.backend,
+                                  n_requests=self.n_requests, span_s=self.span_s, seed=self.seed,
+                                  enforce_context=self.enforce_context, cache_dir=self.cache_dir)
+        n_closed, e_closed = closed.capacity(shape)
+        self.runs += closed.runs
+        cfg = instance_config(self.model, shape, self.hardware, self.enforce_context)
+        sm = step_model(self.model, shape, self.hardware, self.backend)
+        kv, limit = kv_tokens(self.model, shape, self.hardware), cfg.max_model_len or np.inf
+        n_out = []
+        for j, pool in enumerate(self.pools):
+            if n_closed[j] <= 0:
+                n_out.append(0.0)
+                continue
+            rng = np.random.default_rng([self.seed, j, 1])
+            conc = min(cfg.max_num_seqs, kv / max(float(np.mean(pool.prompt + pool.output)), 1.0))
+            hi_rate = OPEN_HI * float(n_closed[j])
+            base = max(self.n_requests, int(np.ceil(WAVES * conc)))
+
+            def draw(n: int):
+                idx = rng.integers(0, len(pool.prompt), n)
+                p_, o_ = pool.prompt[idx], pool.output[idx]
+                ok = p_ + o_ <= min(kv, limit)
+                return p_[ok], o_[ok]
+
+            def probe(t, prompt, output):
+                self.runs += 1
+                return Cluster.uniform(1, cfg, sm).run(schema.make(t, prompt, output, model=self.model)).requests
+
+            prompt, output = draw(base)  # a low-load probe sets the window
+            t_low = np.cumsum(rng.exponential(1.0, len(prompt))) * (3 * self.span_s / float(n_closed[j]))
+            e2e_low = float(np.median(probe(t_low, prompt, output)["e2e_s"].dropna()))
+            window = max(OPEN_WINDOW_S, OPEN_WINDOW_E2E * e2e_low)
+            prompt, output = draw(max(base, int(np.ceil(hi_rate / self.span_s * window))))
+            gaps = rng.exponential(1.0, len(prompt))  # unit-rate gaps, scaled per probe: common random numbers
+
+            def sustained(rate_per_span: float) -> bool:
+                t = np.cumsum(gaps) * (self.span_s / rate_per_span)
+                m = max(int(np.searchsorted(t, window)) + 1, min(len(t), base))
+                r = probe(t[:m], prompt[:m], output[:m])
+                if (r["state"] != "finished").any():
+                    return False
+                arr, ttft = r["arrival_s"].to_numpy(float), r["ttft_s"].to_numpy(float)
+                q = np.quantile(arr, [0.2, 0.4, 0.8])
+                early = np.median(ttft[(arr >= q[0]) & (arr < q[1])])
+                late = np.median(ttft[arr >= q[2]])
+                return bool(late <= OPEN_GROWTH * early + OPEN_SLACK_S)
+
+            lo, hi = 0.0, hi_rate
+            for _ in range(OPEN_STEPS):
+                mid = 0.5 * (lo + hi)
+                lo, hi = (mid, hi) if sustained(mid) else (lo, mid)
+            n_out.append(float(max(1, round(lo))))
+        n = np.array(n_out)
+        return n, np.where(e_closed > 0, n, 0.0)
