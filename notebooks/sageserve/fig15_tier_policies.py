@@ -32,9 +32,11 @@
 #
 # **Our setting** (runs `runs_tier/<policy>`, window `tier_<scale>` of
 # `workflow/runs/sageserve.yaml`): SageServe LT-UA, paper reading, Llama-2 in East US on the
-# synthetic week's peak day at Nov'24 volume (quick: 14:00–16:00, ≈5 req/s), **at most 6
-# instances** (started at 6): about the peak's load, so KV memory fills for long stretches and
-# instance queues form. NIW is held in the queue manager and released at < 60 % / < 50 %
+# synthetic week's peak day at Nov'24 volume (quick: 14:00–16:00, ≈5 req/s), **a cap by rule**
+# (`max-instances: auto`, `theta.contended_instances`: the fewest instances whose theta covers the
+# window's busiest 15 minutes; 7 in both windows; started at the cap), so KV memory fills at the
+# peak and instance queues form. LT-UA itself holds fewer (5-6 at the paper's theta), which the
+# backlog in the figures shows; the cap does not bind. NIW is held in the queue manager and released at < 60 % / < 50 %
 # utilisation (J §6.2); its TTFT counts from arrival (hold included) and, as a second number, from
 # release (the authors' code starts the clock there). The policy orders each instance's waiting
 # queue before every iteration (`servesim.systems.sageserve.niw_loop.tier_key`): FCFS = arrival

@@ -56,3 +56,28 @@ def test_tier_policies_order():
     assert ids("edf") == [6, 2, 3, 5, 1, 4]
     assert ids("pf") == [6, 2, 3, 1, 5, 4]
     assert ids("dpa", tau_n=10.0, tau_p=1.0) == [6, 3, 5, 1, 2, 4]
+
+
+def test_contended_cap_covers_the_busiest_quarter_hour_of_each_endpoint():
+    import pandas as pd
+
+    from servesim.systems.sageserve.theta import contended_instances
+
+    # endpoint A: 100 prompt tokens a minute for 15 min, then 250; B: 180 throughout; theta 100 / min
+    rows = [(60.0 * m + 1, 100 if m < 15 else 250, "m", "r1") for m in range(30)]
+    rows += [(60.0 * m + 2, 180, "m", "r2") for m in range(30)]
+    rows += [(-30.0, 10_000, "m", "r1")]  # before t0: not served in the window, not counted
+    df = pd.DataFrame(rows, columns=["arrival_s", "prompt_tokens", "model", "region"])
+    assert contended_instances(df, 0.0, {"m": 100.0}) == 3  # A's busiest bin: 250 / 100 -> 3
+    assert contended_instances(df[df.region == "r2"], 0.0, {"m": 100.0}) == 2
+    assert contended_instances(df, 0.0, {"m": 100.0}, bin_min=30) == 2  # A's 30-min mean is 175
+
+
+def test_max_instances_takes_auto_or_a_count():
+    import argparse
+
+    from servesim.systems.sageserve.runs import _cap
+
+    assert _cap("auto") == "auto" and _cap("6") == 6
+    with pytest.raises(argparse.ArgumentTypeError, match="'six': an integer >= 1 or 'auto'"):
+        _cap("six")

@@ -62,6 +62,16 @@ def window_workload(w: dict, seed: int = 0, burst_factor: float = 8.0, **generat
     return sel.reset_index(drop=True), w["from_h"] * 3600
 
 
+def _cap(v: str):
+    """--max-instances: an integer, or 'auto' (theta.contended_instances)."""
+    if v == "auto":
+        return v
+    try:
+        return int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{v!r}: an integer >= 1 or 'auto'") from None
+
+
 def _add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--strategy", required=True, choices=RUN_STRATEGIES)
     add_window_args(ap)
@@ -75,8 +85,9 @@ def _add_args(ap: argparse.ArgumentParser) -> None:
                     help="instance scheduler (default: the config's, orca as in the paper's simulator)")
     ap.add_argument("--niw-on-arrival", action="store_true",
                     help="route NIW on arrival instead of holding it in the NIW queue manager")
-    ap.add_argument("--max-instances", type=int, default=None,
-                    help="cap on instances per endpoint, also the start count (default 20)")
+    ap.add_argument("--max-instances", type=_cap, default=None,
+                    help="cap on instances per endpoint, also the start count (default 20); 'auto': the fewest "
+                         "whose theta covers the window's busiest 15 minutes (theta.contended_instances, Fig 15)")
     ap.add_argument("--iwn-sla-s", type=float, default=None,
                     help="IW-N TTFT SLA in seconds: rewrites IW-N deadlines (default: the workload's)")
     ap.add_argument("--dpa-tau-n", type=float, default=None, help="override SageServeConfig.dpa_tau_n_s")
@@ -145,7 +156,7 @@ def check_options(a: argparse.Namespace) -> None:
             raise InputError(f"--{d.replace('_', '-')} {v}: must be a finite number >= 0 (0: off)")
     if getattr(a, "lt_ua_window_s", None) and a.lt_ua_window_s > 3600:
         raise InputError(f"--lt-ua-window-s {a.lt_ua_window_s:g}: must be at most the hour (3600 s)")
-    if a.max_instances is not None and a.max_instances < 1:
+    if a.max_instances is not None and a.max_instances != "auto" and a.max_instances < 1:
         raise InputError(f"--max-instances {a.max_instances}: must be >= 1 (0 serves nothing)")
     known_models = MODELS_4 + ([a.fifth_model] if a.fifth_model else [])
     for opt, given, known in (("--models", a.models, known_models), ("--regions", a.regions, REGIONS_3)):
@@ -218,12 +229,18 @@ def _run_into(a: argparse.Namespace, out: Path) -> int:
             cfg = cfg.with_(**{f: v or None})
     if a.reactive_count_starting:
         cfg = cfg.with_(reactive_count_starting=True)
-    cap = a.max_instances
-    if cap is not None:  # a fixed ceiling: start at it so the contended hours are not a ramp-up
-        cfg = cfg.with_(start_instances=cap, min_per_endpoint=min(cfg.min_per_endpoint, cap))
     iwn_sla = a.iwn_sla_s
     gen = {k: v for k, v in (("iw_niw_ratio", a.iw_niw_ratio), ("fifth_model", a.fifth_model)) if v is not None}
     sel, t0_s = window_workload(p, a.seed, a.burst_factor, **gen)
+    cap, cap_rule = a.max_instances, ("given" if a.max_instances is not None else None)
+    if cap == "auto" and len(sel):
+        from .theta import contended_instances, theta_for
+
+        models = sorted(sel["model"].astype(str).unique())
+        cap, cap_rule = contended_instances(sel, t0_s, theta_for(cfg, models, sel, seed=a.seed)), "contended"
+        p["max_instances"] = cap
+    if cap is not None:  # a fixed ceiling: start at it so the contended hours are not a ramp-up
+        cfg = cfg.with_(start_instances=cap, min_per_endpoint=min(cfg.min_per_endpoint, cap))
     if iwn_sla is not None:
         iwn = (sel["tier"] == "IW-N").to_numpy()
         sel.loc[iwn, "deadline_s"] = sel.loc[iwn, "arrival_s"] + float(iwn_sla)
@@ -244,7 +261,7 @@ def _run_into(a: argparse.Namespace, out: Path) -> int:
     s.update(preset=a.preset, reading=a.reading, theta_headroom=cfg.theta_headroom, theta_source=cfg.theta_source,
              theta_reading=cfg.theta_reading(), tier_policy=cfg.tier_policy, engine_policy=cfg.engine_policy,
              niw_queue=cfg.niw_queue, niw_release_rule=cfg.niw_release_rule, seed=a.seed,
-             max_instances=cap, iwn_sla_s=iwn_sla, dpa_tau_n_s=cfg.dpa_tau_n_s, dpa_tau_p_s=cfg.dpa_tau_p_s, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
+             max_instances=cap, max_instances_rule=cap_rule, iwn_sla_s=iwn_sla, dpa_tau_n_s=cfg.dpa_tau_n_s, dpa_tau_p_s=cfg.dpa_tau_p_s, wall_s=wall, **{f"preset_{k}": v for k, v in p.items()})
     s.update(hardware=cfg.hardware, iw_niw_ratio=3.0 if a.iw_niw_ratio is None else a.iw_niw_ratio,
              fifth_model=a.fifth_model, lt_ua_up_ratio=cfg.lt_ua_up_ratio, lt_ua_observed=cfg.lt_ua_observed,
              reactive_interval_s=cfg.reactive_interval_s, lt_ua_window_s=cfg.lt_ua_window_s,

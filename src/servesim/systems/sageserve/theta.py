@@ -63,3 +63,21 @@ def theta_for(config: SageServeConfig, models: list[str], requests: pd.DataFrame
     return {m: config.theta_headroom * measure_theta(m, requests, seed=seed, engine_policy=config.engine_policy,
                                                      hardware=config.hardware)
             for m in models}
+
+
+def contended_instances(requests: pd.DataFrame, t0_s: float, theta: dict[str, float], bin_min: int = 15) -> int:
+    """Journal Fig 15's contended fleet, by rule: the fewest instances per endpoint whose theta
+    covers the busiest ``bin_min`` minutes of the prompt tokens the endpoint serves (every tier,
+    arrivals from ``t0_s``), over the endpoints of ``requests``. At that cap the busiest bins run
+    near saturation, so instance queues form and their order matters, yet the backlog does not grow
+    for hours (a smaller cap is an overload, not a scheduling contest)."""
+    x = requests[requests["arrival_s"] >= t0_s]
+    if len(x) == 0:
+        raise ValueError("contended_instances: no request from t0_s on")
+    need = 1
+    for (model, _region), g in x.groupby(["model", "region"], observed=True):
+        minute = ((g["arrival_s"].to_numpy(float) - t0_s) // 60.0).astype(np.int64)
+        per_min = np.bincount(minute, weights=g["prompt_tokens"].to_numpy(float))
+        bins = [per_min[i:i + bin_min].mean() for i in range(0, len(per_min), bin_min)]
+        need = max(need, int(np.ceil(max(bins) / theta[str(model)])))
+    return need
