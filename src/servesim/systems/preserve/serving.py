@@ -31,7 +31,8 @@ import numpy as np
 import pandas as pd
 
 from ...catalog import get_hardware, get_model, kv_capacity
-from ...metrics.latency import per_request
+from ...metrics.slo import SLO
+from ...metrics.summary import summarize
 from ...perf import CachedStepTime, RooflineStepTime
 from ...perf.vidur import VidurStepTime
 from ...sim import Cluster, InstanceConfig
@@ -229,21 +230,22 @@ def norm_latency_series(df: pd.DataFrame, interval: float, n_instances: int) -> 
 
 
 def point_stats(df: pd.DataFrame, s: ServingSettings) -> dict:
-    """Fig 9's statistics of one run: TTFT and normalised latency (E2E / output tokens), mean and
-    P99 over finished requests; SLO attainment = finished requests with normalised latency
-    <= ``slo_norm_s`` over all requests (a rejected or unfinished one is a violation)."""
-    fin = (df["state"] == "finished").to_numpy()
-    cols = {c: df[c].to_numpy(np.float64) for c in ("ttft_s", "tbt_mean_s", "e2e_s", "arrival_s", "scheduled_s")}
-    cols["output_tokens"] = df["output_tokens"].to_numpy()
-    v = per_request(cols)
-    ttft, norm, e2e = v["ttft"][fin], v["e2el_per_token"][fin], v["e2el"][fin]
-    met = fin & (v["e2el_per_token"] <= s.slo_norm_s)
-    n = len(df)
-    return {"n_requests": n, "n_finished": int(fin.sum()),
-            "ttft_mean_s": float(ttft.mean()), "ttft_p99_s": float(np.percentile(ttft, 99)),
-            "norm_mean_s": float(norm.mean()), "norm_p99_s": float(np.percentile(norm, 99)),
-            "e2e_mean_s": float(e2e.mean()), "slo_attainment_pct": 100.0 * met.sum() / max(n, 1),
-            "slo_violations": int(n - met.sum()), "preemptions": int(df["preemptions"].sum())}
+    """Fig 9's statistics of one run, read from ``metrics.summarize`` (the one summary of every
+    simulator): TTFT and normalised latency (E2E / output tokens), mean and P99 over finished
+    requests; SLO attainment = finished requests with normalised latency <= ``slo_norm_s`` over all
+    requests (a rejected or unfinished one is a violation)."""
+    b = summarize(df, slo=SLO(e2el_per_token_s=s.slo_norm_s), percentiles=(99,), by_tier=False)["all"]
+    n = b["requests"]
+    met = round(b["slo_attainment"] * n) if n else 0
+    nan = float("nan")
+    return {"n_requests": n, "n_finished": b["completed"],
+            "ttft_mean_s": b["mean_ttft_s"] if b["mean_ttft_s"] is not None else nan,
+            "ttft_p99_s": b["p99_ttft_s"] if b["p99_ttft_s"] is not None else nan,
+            "norm_mean_s": b["mean_e2el_per_token_s"] if b["mean_e2el_per_token_s"] is not None else nan,
+            "norm_p99_s": b["p99_e2el_per_token_s"] if b["p99_e2el_per_token_s"] is not None else nan,
+            "e2e_mean_s": b["mean_e2el_s"] if b["mean_e2el_s"] is not None else nan,
+            "slo_attainment_pct": 100.0 * met / max(n, 1),
+            "slo_violations": int(n - met), "preemptions": int(df["preemptions"].sum())}
 
 
 def isolated_norm_latency(model: str, pool: pd.DataFrame, s: ServingSettings, n: int = 500, seed: int = 0) -> float:
