@@ -38,9 +38,8 @@
 # lengths, so no split applies to them); the T1/T2 traces the predictor is scored on, and the online
 # runs `online/T1/opt-30b/pred-*`, draw each type's lengths from the **k-means** split of the Azure
 # 2023 pool (the predictor fixes it; `online.py --types` defaults to `kmeans` and these runs do not
-# set it): as the paper. The scheduler's own runs (Fig 16, Table 3) take the quadrant (median)
-# split instead (see those notebooks). The split each run used is read back from its summary.json
-# below.
+# set it): as the paper, and as the scheduler's own runs (Fig 16, Table 3: `search.py --types`,
+# default `kmeans`). The split each run used is read back from its summary.json below.
 
 # %% tags=["parameters"]
 scale = "quick"     # "quick", "full" or "test"; names the output folders and the runs read

@@ -35,10 +35,9 @@
 # cases.csv: each search's own wall clock), (c) P99 of the served plans; (d) adds each plan's α*
 # (the flow objective the searches maximise; the claims' objective gap reads it).
 #
-# Request types: the search runs take the **quadrant** split of the Azure 2023 pool (median input
-# and output; `search.py` has no `--types`, it uses `gen_oserve.type_pool`'s default) for the type
-# pools behind the S3 mix, while the paper types requests by k-means (§5.1) and our online runs use
-# k-means (`online.py --types`, default `kmeans`): here we differ from the paper (spec §1.2 [R]).
+# Request types: the search runs type the Azure 2023 pool by **k-means** on the lengths, as the
+# paper (§5.1) and our online runs (`search.py --types`, default `kmeans`; the median split
+# `quadrant` is a reading), for the type pools behind the S3 mix.
 #
 # | quantity | paper |
 # |---|---|

@@ -25,8 +25,8 @@
 # mixes large model-parallel replicas (TP3-4, PP2) with small TP2 ones at DP 3-5, and T1 moves to
 # fewer, larger replicas (DP 5 → 3) as long-output types grow. "ours" is Alg. 1 from §4.3's start
 # (memory-minimum pure TP); "ours (best-uniform start)" from App. E's reading (the best uniform one).
-# Request types: the search runs draw each type's lengths from the quadrant (median) split of the
-# Azure 2023 pool (`search.py` has no `--types`), not k-means as the paper (§5.1) and our online runs.
+# Request types: the search runs draw each type's lengths from the k-means split of the Azure 2023
+# pool, as the paper (§5.1) and our online runs (`search.py --types`, default `kmeans`).
 #
 # | quantity | paper |
 # |---|---|

@@ -312,9 +312,10 @@ def cases_and_pools(a) -> tuple[list, list[tuple[str, np.ndarray]]]:
     if a.lengths:
         i, o = _parse_lengths(a.lengths)
         return [TypePool(f"I{i}O{o}", np.array([i]), np.array([o]))], [("homogeneous", np.ones(1))]
-    pools = pools_from_frame(gen_oserve.type_pool(), names=list(range(len(gen_oserve.TYPES))), labels=gen_oserve.TYPES)
+    frame = gen_oserve.type_pool(a.types, a.seed)
+    pools = pools_from_frame(frame, names=list(range(len(gen_oserve.TYPES))), labels=gen_oserve.TYPES)
     if a.trace:
-        df = gen_oserve.trace(a.trace, rate_rps=a.rate, seed=a.seed)
+        df = gen_oserve.trace(a.trace, rate_rps=a.rate, seed=a.seed, pool=frame)
         edges = [s for s, _ in df.attrs["spans_s"]] + [df.attrs["spans_s"][-1][1]]
         comp = gen_oserve.composition(df, edges)
         return pools, [(f"{a.trace}-P{k + 1}", comp[k]) for k in range(len(comp))]
@@ -377,7 +378,8 @@ def run(a) -> int:
         for s in sorted({st for d in range(1, a.gpus + 1) for st in strategies(a.model, d, max_pp=a.max_pp)}):
             for cross in ((False, True) if s.pp > 1 and a.gpus > GPUS_PER_NODE else (False,)):
                 prof.capacity(Shape(s.tp, s.pp, cross))
-        summ = {"model": a.model, "gpus": a.gpus, "types": types, "objective": a.objective, "mode": a.mode, "max_pp": a.max_pp,
+        summ = {"model": a.model, "gpus": a.gpus, "types": types, "type_method": None if a.lengths else a.types,
+                "objective": a.objective, "mode": a.mode, "max_pp": a.max_pp,
                 "seed": a.seed, "init": a.init, "profile_seed": a.profile_seed, "backend": a.backend, "n_requests": a.n_requests, "rate_rps": a.rate,
                 "span_s": prof.span_s, "patience": a.patience, "max_iter": a.max_iter, "serve_load": a.serve_load,
                 "serve_minutes": a.serve_minutes, "profile_seconds": time.perf_counter() - t0, "profile_runs": prof.runs,
@@ -437,6 +439,9 @@ def main(argv=None) -> int:
     ap.add_argument("--trace", default=None, help="T1 or T2: one case per span P1-P6 with the span's type mix")
     ap.add_argument("--lengths", default=None, help="IN:OUT: one homogeneous type of fixed lengths (App. J)")
     ap.add_argument("--rate", type=float, default=10.0, help="total arrivals, req/s (λ = mix * rate * span)")
+    ap.add_argument("--types", choices=("kmeans", "quadrant"), default="kmeans",
+                    help="how requests are typed: k-means on the lengths (§5.1, as the online runs) or the "
+                         "median split (quadrant, a reading)")
     ap.add_argument("--objective", choices=OBJECTIVES, default="phi-alpha")
     ap.add_argument("--mode", choices=MODES, default="both")
     ap.add_argument("--seed", type=int, default=0, help="Alg. 1's RNG (and the served workload's)")
