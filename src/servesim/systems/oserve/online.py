@@ -459,8 +459,7 @@ def run(a: argparse.Namespace) -> int:
         out["dynamo"] = dyn.summary()
     # the n_kj behind OServe's plans, with the closed-batch ones beside an open-loop reading's
     used = {sh for sysname in ("oserve", "hetero") if sysname in plans for p in plans[sysname] for sh in p.shapes}
-    closed = prof if a.capacity == "closed" else CapacityProfiler(
-        a.model, pools, backend=a.backend, n_requests=a.n_requests, seed=a.seed, cache_dir=a.cache_dir or DEFAULT_CACHE)
+    closed = prof.closed()
     out["capacity_method"] = a.capacity
     out["capacities"] = {sh.label(): {"n": prof.capacity(sh)[0].tolist(), "n_closed": closed.capacity(sh)[0].tolist()}
                          for sh in sorted(used, key=lambda x: x.label())}

@@ -104,6 +104,7 @@ class CapacityProfiler:
         self.enforce_context = bool(enforce_context)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._mem: dict[Shape, tuple[np.ndarray, np.ndarray]] = {}
+        self._closed: CapacityProfiler | None = None
         self.runs = 0  # saturation runs actually simulated (cache misses)
         self.hits = 0
 
@@ -139,22 +140,47 @@ class CapacityProfiler:
         caps = [self.capacity(s) for s in shapes]
         return np.array([c[0] for c in caps]), np.array([c[1] for c in caps])
 
-    def _profile(self, shape: Shape) -> tuple[np.ndarray, np.ndarray]:
+    def closed(self) -> CapacityProfiler:
+        """This profiler's closed-batch sibling (itself when closed): the open-loop probes' brackets
+        and the closed n_kj reported beside an open-loop reading's."""
+        if self.method == "closed":
+            return self
+        if self._closed is None:
+            self._closed = CapacityProfiler(self.model, self.pools, hardware=self.hardware, backend=self.backend,
+                                            n_requests=self.n_requests, span_s=self.span_s, seed=self.seed,
+                                            enforce_context=self.enforce_context, cache_dir=self.cache_dir)
+        return self._closed
+
+    def _replica(self, shape: Shape):
+        """(instance config, step model, the longest sequence it can hold, KV tokens) of one replica."""
         cfg = instance_config(self.model, shape, self.hardware, self.enforce_context)
-        sm = step_model(self.model, shape, self.hardware, self.backend)
-        kv, limit = kv_tokens(self.model, shape, self.hardware), cfg.max_model_len or np.inf
+        kv = kv_tokens(self.model, shape, self.hardware)
+        return cfg, step_model(self.model, shape, self.hardware, self.backend), min(kv, cfg.max_model_len or np.inf), kv
+
+    def _base_requests(self, cfg, kv: float, pool: TypePool) -> int:
+        """max(n_requests, WAVES x the replica's concurrency on this type)."""
+        conc = min(cfg.max_num_seqs, kv / max(float(np.mean(pool.prompt + pool.output)), 1.0))
+        return max(self.n_requests, int(np.ceil(WAVES * conc)))
+
+    @staticmethod
+    def _draw(rng, pool: TypePool, n: int, hold: float) -> tuple[np.ndarray, np.ndarray]:
+        """``n`` requests drawn from ``pool``, less those the replica can never hold (not its load)."""
+        idx = rng.integers(0, len(pool.prompt), n)
+        prompt, output = pool.prompt[idx], pool.output[idx]
+        keep = prompt + output <= hold
+        return prompt[keep], output[keep]
+
+    def _profile(self, shape: Shape) -> tuple[np.ndarray, np.ndarray]:
+        cfg, sm, hold, kv = self._replica(shape)
         n_out, e_out = [], []
         for j, pool in enumerate(self.pools):
             rng = np.random.default_rng([self.seed, j])
-            conc = min(cfg.max_num_seqs, kv / max(float(np.mean(pool.prompt + pool.output)), 1.0))
-            idx = rng.integers(0, len(pool.prompt), max(self.n_requests, int(np.ceil(WAVES * conc))))
-            prompt, output = pool.prompt[idx], pool.output[idx]
-            keep = prompt + output <= min(kv, limit)  # requests the replica can never hold are not its load
-            if not keep.any():
+            prompt, output = self._draw(rng, pool, self._base_requests(cfg, kv, pool), hold)
+            if not len(prompt):
                 n_out.append(0.0)
                 e_out.append(0.0)
                 continue
-            w = schema.make(np.zeros(int(keep.sum())), prompt[keep], output[keep], model=self.model)
+            w = schema.make(np.zeros(len(prompt)), prompt, output, model=self.model)
             res = Cluster.uniform(1, cfg, sm).run(w)
             self.runs += 1
             fin = np.sort(res.requests["finish_s"].dropna().to_numpy())
@@ -164,44 +190,34 @@ class CapacityProfiler:
             n = float(max(1, round(rate * self.span_s)))
             p99 = float(np.quantile(pool.prompt + pool.output, 0.99))
             n_out.append(n)
-            e_out.append(n if p99 <= min(kv, limit) else 0.0)
+            e_out.append(n if p99 <= hold else 0.0)
         return np.array(n_out), np.array(e_out)
 
     def _profile_open(self, shape: Shape) -> tuple[np.ndarray, np.ndarray]:
         """Open-loop n_kj (``method="open"``, module docstring); e_kj as the closed runs'."""
-        closed = CapacityProfiler(self.model, self.pools, hardware=self.hardware, backend=self.backend,
-                                  n_requests=self.n_requests, span_s=self.span_s, seed=self.seed,
-                                  enforce_context=self.enforce_context, cache_dir=self.cache_dir)
+        closed = self.closed()
+        before = closed.runs
         n_closed, e_closed = closed.capacity(shape)
-        self.runs += closed.runs
-        cfg = instance_config(self.model, shape, self.hardware, self.enforce_context)
-        sm = step_model(self.model, shape, self.hardware, self.backend)
-        kv, limit = kv_tokens(self.model, shape, self.hardware), cfg.max_model_len or np.inf
+        self.runs += closed.runs - before
+        cfg, sm, hold, kv = self._replica(shape)
         n_out = []
         for j, pool in enumerate(self.pools):
             if n_closed[j] <= 0:
                 n_out.append(0.0)
                 continue
             rng = np.random.default_rng([self.seed, j, 1])
-            conc = min(cfg.max_num_seqs, kv / max(float(np.mean(pool.prompt + pool.output)), 1.0))
             hi_rate = OPEN_HI * float(n_closed[j])
-            base = max(self.n_requests, int(np.ceil(WAVES * conc)))
-
-            def draw(n: int):
-                idx = rng.integers(0, len(pool.prompt), n)
-                p_, o_ = pool.prompt[idx], pool.output[idx]
-                ok = p_ + o_ <= min(kv, limit)
-                return p_[ok], o_[ok]
+            base = self._base_requests(cfg, kv, pool)
 
             def probe(t, prompt, output):
                 self.runs += 1
                 return Cluster.uniform(1, cfg, sm).run(schema.make(t, prompt, output, model=self.model)).requests
 
-            prompt, output = draw(base)  # a low-load probe sets the window
+            prompt, output = self._draw(rng, pool, base, hold)  # a low-load probe sets the window
             t_low = np.cumsum(rng.exponential(1.0, len(prompt))) * (3 * self.span_s / float(n_closed[j]))
             e2e_low = float(np.median(probe(t_low, prompt, output)["e2e_s"].dropna()))
             window = max(OPEN_WINDOW_S, OPEN_WINDOW_E2E * e2e_low)
-            prompt, output = draw(max(base, int(np.ceil(hi_rate / self.span_s * window))))
+            prompt, output = self._draw(rng, pool, max(base, int(np.ceil(hi_rate / self.span_s * window))), hold)
             gaps = rng.exponential(1.0, len(prompt))  # unit-rate gaps, scaled per probe: common random numbers
 
             def sustained(rate_per_span: float) -> bool:
