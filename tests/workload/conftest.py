@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.data_marks import has_data
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -14,23 +16,13 @@ def pytest_configure(config):
         os.environ.setdefault("SERVESIM_ROOT", str(ROOT))
 
 
-def _has(key: str) -> bool:
-    from servesim.data import DataError, locate
-
-    try:
-        locate(key)
-        return True
-    except DataError:
-        return False
-
-
 @pytest.fixture(scope="session")
 def azure_mirror():
-    if not _has("azure-llm-2023/AzureLLMInferenceTrace_code.csv"):
+    if not has_data("azure-llm-2023/AzureLLMInferenceTrace_code.csv"):
         pytest.skip("azure-llm-2023 not fetched and no data mirror (run `snakemake fetch`)")
 
 
 @pytest.fixture(scope="session")
 def aegaeon_mirror():
-    if not _has("aegaeon/workloads"):
+    if not has_data("aegaeon/workloads"):
         pytest.skip("aegaeon workloads not fetched and no data mirror (run `snakemake fetch`)")
