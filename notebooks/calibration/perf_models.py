@@ -133,8 +133,10 @@ tr.pivot_table(index=["gpu_pair", "model"], columns="reading", values="mape_pct"
 # decode steps, one GPU's 1/tp shard with no all-reduce). `gpu-bench+engine`: plus the engine's
 # costs (`engine_overhead`: a kernel-speed factor for prefill and for decode steps, a per-step
 # and a per-sequence CPU cost) fitted on the *other* Aegaeon H100 models (leave one model out),
-# or on all three for the Splitwise sets (a move across engines too). Scored on the measured rows
-# inside the profile's grid.
+# or on all three for the Splitwise sets (a move across engines too). `gpu-bench-fit`: the roofline
+# fitted to the profile with the datasheet TP all-reduce put back (`perf.shard_fit`, the step
+# model of OServe's replicas); on the tp > 1 Splitwise sets it tests that all-reduce. Scored on
+# the measured rows inside the profile's grid.
 
 # %%
 gb = report.gpu_bench_vs_engine(sets)
@@ -172,9 +174,12 @@ a2.set_xlabel("MAPE % on the target set (all rows)")
 a2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.09), frameon=False)
 g3 = gb[gb.regime == "all"].pivot(index="dataset", columns="backend", values="mape_pct")
 y3 = np.arange(len(g3))
-a3.barh(y3 - 0.2, g3["gpu-bench"], height=0.4, label="H100 profile, bare", color="0.7")
+a3.barh(y3 - 0.27, g3["gpu-bench"], height=0.27, label="H100 profile, bare", color="0.7")
 if "gpu-bench+engine" in g3:
-    a3.barh(y3 + 0.2, g3["gpu-bench+engine"], height=0.4, label="+ engine costs fitted on other models", color="tab:green")
+    a3.barh(y3, g3["gpu-bench+engine"], height=0.27, label="+ engine costs fitted on other models", color="tab:green")
+if "gpu-bench-fit" in g3:
+    a3.barh(y3 + 0.27, g3["gpu-bench-fit"], height=0.27, label="roofline fitted to it + datasheet all-reduce",
+            color="tab:purple")
 a3.set_yticks(y3, [d.replace(":h100-80gb", "") for d in g3.index], fontsize=6)
 a3.set_xlabel("MAPE % against the engines' measured steps")
 a3.set_title("our H100 profile vs engine steps (H100; H800 = same silicon)", fontsize=8)

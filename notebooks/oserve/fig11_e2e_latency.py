@@ -41,7 +41,9 @@
 # latency-aware objective phi-alpha-xnode instead of the paper's Φ (`xnode_*` metrics). The reading
 # `balanced` (`...-balanced`) keeps OServe's plans but takes, among the flow's optimal assignments,
 # the one that spreads each type over its replicas by capacity, not the LP's own vertex, which
-# sends whole types to one replica (`balanced_*` metrics). The reading `openloop` (`...-openloop`)
+# sends whole types to one replica (`balanced_*` metrics). The reading `uniform` (`...-uniform`)
+# starts Alg. 1 from the best homogeneous deployment instead of §4.3's memory minimum
+# (`uniform_*` metrics). The reading `openloop` (`...-openloop`)
 # re-runs OServe, static and reload with n_kj measured under open-loop traffic instead of closed
 # batches (the trace's rate can differ, as static's reference deployment is chosen on them); its
 # speedups are within its own runs (`openloop_*` metrics).
@@ -60,9 +62,9 @@ from servesim.analysis import oserve_online as OO
 from servesim.analysis.outputs import FigureOutputs, apply_style
 
 apply_style()
-SYS = ["oserve", "static", "reload", "oserve_reference", "oserve_xnode", "oserve_balanced"]
+SYS = ["oserve", "static", "reload", "oserve_reference", "oserve_xnode", "oserve_balanced", "oserve_uniform"]
 sysdf = OO.load("online/*/*/latency", "systems.csv", scale, root)
-for reading in ("reference", "xnode", "balanced"):
+for reading in ("reference", "xnode", "balanced", "uniform"):
     sysdf = OO.with_reading(sysdf, OO.load(f"online/*/*/latency-{reading}", "systems.csv", scale, root), f"oserve_{reading}")
 sysdf = sysdf[sysdf.system.isin(SYS)] if not sysdf.empty else sysdf
 cols = ["e2e_mean_s", "e2e_p90_s", "e2e_p95_s", "e2e_p96_s", "e2e_p97_s", "e2e_p98_s", "e2e_p99_s"]
@@ -76,7 +78,7 @@ for ax, (m, t) in zip(axes[0], cases):
     x = np.arange(len(cols))
     for i, s in enumerate(SYS):
         if s in g.index:
-            ax.bar(x + (i - 2.5) * 0.14, g.loc[s, cols].astype(float), 0.14, label=s)
+            ax.bar(x + (i - 3) * 0.12, g.loc[s, cols].astype(float), 0.12, label=s)
     ax.set_xticks(x, ["avg", "P90", "P95", "P96", "P97", "P98", "P99"], fontsize=7)
     ax.set_title(f"{m}, {t}", fontsize=9)
     ax.set_ylabel("latency (s)")
@@ -113,7 +115,7 @@ metrics = {
 }
 # the named readings (`reference`: exhaustive search on the oracle λ; `xnode`: the latency-aware
 # objective), not the claims' system; each over the cases it ran
-for reading in ("reference", "xnode", "balanced"):
+for reading in ("reference", "xnode", "balanced", "uniform"):
     for base in ("static", "reload"):
         r = OO.paired(sysdf, "e2e_p99_s", base, f"oserve_{reading}")
         metrics.update({f"{reading}_p99_speedup_vs_{base}_max": OO.stat(r, "max"),

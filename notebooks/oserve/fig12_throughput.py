@@ -37,7 +37,8 @@
 # the oracle λ, same workload) is reported beside it (`reference_*` metrics, bars "oserve_reference"),
 # `xnode` (`...-xnode`, full scale's 16-GPU cases: Alg. 1 on the latency-aware objective) and
 # `balanced` (`...-balanced`: the same plans, each type spread over its replicas by capacity among
-# the flow's optimal assignments); `openloop` (`...-openloop`: every system planned on n_kj measured
+# the flow's optimal assignments), `uniform` (`...-uniform`: Alg. 1 from the best homogeneous
+# deployment instead of §4.3's memory minimum); `openloop` (`...-openloop`: every system planned on n_kj measured
 # under open-loop traffic; gains within its own runs).
 
 # %% tags=["parameters"]
@@ -55,9 +56,9 @@ from servesim.analysis import runs as R
 from servesim.analysis.outputs import FigureOutputs, apply_style
 
 apply_style()
-SYS = ["oserve", "static", "reload", "oserve_reference", "oserve_xnode", "oserve_balanced"]
+SYS = ["oserve", "static", "reload", "oserve_reference", "oserve_xnode", "oserve_balanced", "oserve_uniform"]
 sysdf = OO.load("online/*/*/throughput", "systems.csv", scale, root)
-for reading in ("reference", "xnode", "balanced"):
+for reading in ("reference", "xnode", "balanced", "uniform"):
     sysdf = OO.with_reading(sysdf, OO.load(f"online/*/*/throughput-{reading}", "systems.csv", scale, root), f"oserve_{reading}")
 # the load each run used (the busiest span's arrivals over the best static deployment's capacity)
 loads = {r.name: float(R.load_summary("oserve", r.name, scale, root)["load"])
@@ -72,7 +73,7 @@ if not sysdf.empty:
     p = sysdf.pivot_table(index=["model", "trace"], columns="system", values="throughput_rps")
     x = np.arange(len(p))
     for i, s in enumerate([s for s in SYS if s in p]):
-        ax.bar(x + (i - 2.5) * 0.14, p[s], 0.14, label=s)
+        ax.bar(x + (i - 3) * 0.12, p[s], 0.12, label=s)
     ax.set_xticks(x, [f"{m}\n{t}" for m, t in p.index], fontsize=7)
     ax.legend(fontsize=7)
 ax.set_ylabel("throughput (req/s)")
@@ -99,7 +100,7 @@ metrics = {
     "throughput_gain_static_vs_reload_mean": OO.stat(null_vs_reload, "mean"),
 }
 # the named readings (`reference`, `xnode`), not the claims' system; each over the cases it ran
-for reading in ("reference", "xnode", "balanced"):
+for reading in ("reference", "xnode", "balanced", "uniform"):
     for base in ("static", "reload"):
         r = OO.paired(sysdf, "throughput_rps", f"oserve_{reading}", base)
         metrics.update({f"{reading}_throughput_gain_vs_{base}_max": OO.stat(r, "max"),

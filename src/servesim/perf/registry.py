@@ -15,6 +15,8 @@ splitwise      file: perf_model.csv (SageServe's Splitwise DB; model/hardware/tp
 aegaeon        profile: <profiles/ folder> (default: the model's), gpu: <GPU folder> (default: hardware's)
 gpu-bench      timing: step|eager, engine_overhead: {k_prefill, k_decode, overhead_s, seq_overhead_s}
                (our committed GPU profiles, `sources.gpu_bench`; kernels only unless engine_overhead)
+gpu-bench-fit  timing: step|eager, pp_link_bw: <bytes/s> (the roofline fitted to our profile of the
+               model, nearest measured TP, plus the datasheet all-reduce and PP: `shard_fit`)
 vidur          profile_model: <catalog key of a same-shape profiled model> (default: the model)
 file           path: <model file> (same as passing the path as spec)
 =============  ==============================================================================
@@ -221,6 +223,17 @@ def _gpu_bench(opts, model, hardware, tp, pp):
     if not isinstance(eo, dict) or set(eo) - set(PARAMS):
         raise BackendError(f"backend 'gpu-bench': engine_overhead must be a mapping of {', '.join(PARAMS)}")
     return EngineOverheadStepTime(t, **{k: float(v) for k, v in eo.items()})
+
+
+@register("gpu-bench-fit")
+def _gpu_bench_fit(opts, model, hardware, tp, pp):
+    from .shard_fit import shard_roofline
+
+    _check_opts("gpu-bench-fit", opts, ("timing", "pp_link_bw"))
+    _need("gpu-bench-fit", model=model, hardware=hardware)
+    bw = opts.get("pp_link_bw")
+    return shard_roofline(model, hardware, tp=tp, pp=pp, pp_link_bw=None if bw is None else float(bw),
+                          timing=opts.get("timing", "step"))
 
 
 @register("vidur")

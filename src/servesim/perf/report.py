@@ -251,11 +251,14 @@ def gpu_bench_vs_engine(sets: dict[str, pd.DataFrame], timing: str = "step") -> 
     - ``gpu-bench``: the profile table as it is (no engine cost, no all-reduce for tp > 1);
     - ``gpu-bench+engine``: plus `engine_overhead` fitted on the *other* models' Aegaeon H100
       measurements (leave one model out: for an H800 set too, so its model is never seen), or,
-      for the Splitwise sets, on all of Aegaeon's H100 sets (another engine: a move across engines).
+      for the Splitwise sets, on all of Aegaeon's H100 sets (another engine: a move across engines);
+    - ``gpu-bench-fit``: the roofline fitted to the profile (`shard_fit`) with the datasheet TP
+      all-reduce put back, the step model OServe's replicas use (tp > 1 sets test the all-reduce).
     """
     from functools import cache
 
     from .engine_overhead import fit_engine_overhead
+    from .shard_fit import shard_roofline
 
     @cache  # each profile's table is built once, however many fits it takes part in
     def base(key):
@@ -275,6 +278,10 @@ def gpu_bench_vs_engine(sets: dict[str, pd.DataFrame], timing: str = "step") -> 
             continue
         note = f"{int(inside.sum())} of {len(inside)} measured rows inside the profile's grid; timing={timing}"
         rows += _rows("gpu-bench", name, df, b, "all", note=note)
+        sr = shard_roofline(*key[:2], tp=key[2], timing=timing)
+        rows += _rows("gpu-bench-fit", name, df, sr, "all",
+                      note=f"roofline fitted to the tp{key[2]} profile ({sr.meta['mape_pct']:.1f} % on it), "
+                           f"datasheet all-reduce added; {note}")
         others = [n for n in aeg if sets[n].model.iloc[0] != sets[name].model.iloc[0]]
         if not others:
             continue

@@ -10,8 +10,9 @@ one step passes all stages, so its latency covers all layers):
   written; its own compute efficiency ``eff_attn``.
 - activations: ~12 reads/writes of tokens*hidden per layer (norms, residuals, activations).
 - TP: 2 ring all-reduces per layer of tokens*hidden*dtype bytes: latency + 2(tp-1)/tp * bytes /
-  (interconnect_bw*eff_net). PP: (pp-1) activation sends over ``pp_link_bw`` (default the
-  intra-node interconnect; pass the inter-node link for a replica whose stages span nodes).
+  (interconnect_bw*eff_net); left out with ``tp_comm=False`` (one shard, as `gpu_bench` times it).
+  PP: (pp-1) activation sends over ``pp_link_bw`` (default the intra-node interconnect; pass the
+  inter-node link for a replica whose stages span nodes).
 - PP schedule (``pp_schedule``). "pipelined" (default, vLLM's virtual engines): the batch is cut
   into m = min(pp, sequences in it) micro-batches in flight; every sequence advances one token per
   period max(m * I(b/m), T(b/m)), where T is one micro-batch's latency through all stages
@@ -59,6 +60,7 @@ class RooflineStepTime(StepTimeModel):
     ar_latency_s: float = 1e-5
     pp_schedule: str = "pipelined"
     pp_link_bw: float | None = None
+    tp_comm: bool = True  # False: one shard's compute only, as a no-all-reduce profile measures it
     name: str = "roofline"
     meta: dict = field(default_factory=dict)
 
@@ -90,8 +92,9 @@ class RooflineStepTime(StepTimeModel):
         c["kv_tok"] = kvb
         c["act_tok"] = 12.0 * m.hidden * db * L / tp / (BW * self.eff_mem)
         tok_bytes = m.hidden * db
-        c["ar_tok"] = (2.0 * L * 2.0 * (tp - 1) / tp * tok_bytes / (NET * self.eff_net)) if tp > 1 else 0.0
-        c["ar_step"] = 2.0 * L * self.ar_latency_s if tp > 1 else 0.0
+        ar = tp > 1 and self.tp_comm
+        c["ar_tok"] = (2.0 * L * 2.0 * (tp - 1) / tp * tok_bytes / (NET * self.eff_net)) if ar else 0.0
+        c["ar_step"] = 2.0 * L * self.ar_latency_s if ar else 0.0
         link = NET if self.pp_link_bw is None else float(self.pp_link_bw)
         c["pp_tok"] = (pp - 1) * tok_bytes / (link * self.eff_net)
         c["pp_step"] = (pp - 1) * self.ar_latency_s

@@ -42,7 +42,7 @@ import pandas as pd
 from ...catalog import get_model
 from ...sim import PRIO_CONTROL, Cluster
 from . import switching as SW
-from .replica import GPU, Shape, instance_config, kv_tokens, step_model, strategies
+from .replica import DEFAULT_BACKEND, GPU, Shape, instance_config, kv_tokens, step_model, strategies
 from .search import place
 
 PREFILL_ROUTER = "jsq-tokens"
@@ -51,7 +51,7 @@ DECODE_ROUTER = "most-free-kv"
 
 # ---- the capacity model and the planner ------------------------------------------------------------
 
-def worker_caps(model: str, shape: Shape, prompt_mean: float, output_mean: float, backend: str = "roofline",
+def worker_caps(model: str, shape: Shape, prompt_mean: float, output_mean: float, backend: str = DEFAULT_BACKEND,
                 hardware: str = GPU) -> tuple[float, float]:
     """(prefill prompt tokens/s, decode output tokens/s) of one worker of ``shape`` at these means."""
     cfg = instance_config(model, shape, hardware)
@@ -110,7 +110,7 @@ def span_loads(wl: pd.DataFrame, n_spans: int, span_s: float) -> pd.DataFrame:
     return out
 
 
-def needs(model: str, shape: Shape, loads: pd.DataFrame, span_s: float, backend: str = "roofline") -> np.ndarray:
+def needs(model: str, shape: Shape, loads: pd.DataFrame, span_s: float, backend: str = DEFAULT_BACKEND) -> np.ndarray:
     """spans x 2: prefill and decode workers of ``shape`` each span's load needs (NaN: no request)."""
     out = np.full((len(loads), 2), np.nan)
     for s, row in enumerate(loads.itertuples()):
@@ -133,7 +133,7 @@ def shape_options(model: str, gpus: int, max_pp: int = 8) -> list[Shape]:
     return out
 
 
-def choose_shape(model: str, gpus: int, loads: pd.DataFrame, span_s: float, backend: str = "roofline",
+def choose_shape(model: str, gpus: int, loads: pd.DataFrame, span_s: float, backend: str = DEFAULT_BACKEND,
                  max_pp: int = 8) -> tuple[Shape, float]:
     """The worker shape with the largest worst-span headroom α (ties: the first, i.e. fewer GPUs)."""
     best = None
@@ -160,7 +160,7 @@ class DynamoSetup:
     targets: list[int]                 # split the planner aims at in each span (from the span before)
     n_start: int
     span_s: float
-    backend: str = "roofline"
+    backend: str = DEFAULT_BACKEND
     placed: tuple = ()                 # workers laid out on GPU ids (switching.layout)
     actual: list = field(default_factory=list)  # prefill workers after each span's move (serve fills it)
 
@@ -170,7 +170,7 @@ class DynamoSetup:
                 "prefill_workers": self.actual, "prefill_router": PREFILL_ROUTER, "decode_router": DECODE_ROUTER}
 
 
-def prepare(model: str, gpus: int, wl: pd.DataFrame, n_spans: int, span_s: float, *, backend: str = "roofline",
+def prepare(model: str, gpus: int, wl: pd.DataFrame, n_spans: int, span_s: float, *, backend: str = DEFAULT_BACKEND,
             max_pp: int = 8) -> DynamoSetup:
     """Pick the worker shape and the starting split; derive each span's planner target."""
     loads = span_loads(wl, n_spans, span_s)

@@ -51,7 +51,7 @@ from ...sim.kvcache import cdiv
 from ...sim.migration import LiveMigrator
 from ...sim.request import WAITING
 from . import switching as SW
-from .replica import GPU, instance_config, step_model
+from .replica import DEFAULT_BACKEND, GPU, instance_config, step_model
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ def pick_request(inst):
 class Llumnix:
     """A cluster of homogeneous instances with Llumnix's dispatch and migration."""
 
-    def __init__(self, model: str, shapes, gpus: int, *, backend: str = "roofline", options: LlumnixOptions | None = None,
+    def __init__(self, model: str, shapes, gpus: int, *, backend: str = DEFAULT_BACKEND, options: LlumnixOptions | None = None,
                  configs=None, step_models=None, bandwidth=None, kv_bytes_per_token: float | None = None) -> None:
         self.opt = options or LlumnixOptions()
         m = get_model(model)
@@ -226,7 +226,7 @@ class Llumnix:
 
 
 def serve(model: str, gpus: int, shapes, wl: pd.DataFrame, types: np.ndarray, *, span_s: float, n_spans: int,
-          backend: str = "roofline", options: LlumnixOptions | None = None) -> pd.DataFrame:
+          backend: str = DEFAULT_BACKEND, options: LlumnixOptions | None = None) -> pd.DataFrame:
     """Serve the whole trace ``wl`` on Llumnix over ``shapes``: the per-request table with the
     columns ``online.serve_plans`` gives (``migrated``: moved at least once); ``attrs["system_stats"]``
     holds the migration counters for the run's summary."""

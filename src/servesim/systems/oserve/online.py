@@ -67,7 +67,7 @@ from . import serving as SV
 from . import switching as SW
 from .objective import OBJECTIVES, SHARES, balanced_fractions, evaluate
 from .profiler import METHODS, CapacityProfiler, pools_from_frame
-from .replica import BACKENDS, GPU, Shape, instance_config, kv_tokens, step_model, strategies
+from .replica import BACKENDS, DEFAULT_BACKEND, GPU, Shape, instance_config, kv_tokens, step_model, strategies
 from .search import INITS, Evaluator, exhaustive, heuristic, place
 
 SYSTEMS = ("oserve", "static", "reload", "hetero", "oserve_naive_reload")
@@ -236,7 +236,7 @@ def mean_mix(kind: str, name: str, seed: int, pool: pd.DataFrame, model: str, st
 # ---- serving ----------------------------------------------------------------------------------------
 
 def serve_plans(model: str, gpus: int, plans: list[Plan], wl: pd.DataFrame, types: np.ndarray, *, switch: str,
-                span_s: float, seed: int, backend: str = "roofline", restart_s: float = SW.RESTART_S,
+                span_s: float, seed: int, backend: str = DEFAULT_BACKEND, restart_s: float = SW.RESTART_S,
                 type_names=(), router: str = "weighted", weighted_mode: str = "smooth",
                 route_new: str = "at-switch") -> tuple[pd.DataFrame, list[dict]]:
     """Serve ``wl`` span by span on ``plans`` (one per span) as one cluster (``serving``);
@@ -264,7 +264,7 @@ def summarize(df: pd.DataFrame, n_total: int) -> dict:
     return out
 
 
-def mixed_capacity(model: str, shapes, counts, pools, n_requests: int, seed: int, backend: str = "roofline") -> float:
+def mixed_capacity(model: str, shapes, counts, pools, n_requests: int, seed: int, backend: str = DEFAULT_BACKEND) -> float:
     """Requests per span that round-robin on ``shapes`` sustains at the type mix ``counts``: each
     replica's saturation run (as the profiler's, on requests drawn at that mix), summed."""
     mix = np.asarray(counts, float) / np.sum(counts)
@@ -519,7 +519,7 @@ def main(argv=None) -> int:
     ap.add_argument("--llumnix-option", nargs="*", default=[], metavar="KEY=VALUE",
                     help="Llumnix knobs: poll_s, threshold_steps, migration, last_stage_tokens, max_stages")
     ap.add_argument("--n-requests", type=int, default=2000, help="requests per profiler saturation run")
-    ap.add_argument("--backend", choices=BACKENDS, default="roofline")
+    ap.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND)
     ap.add_argument("--cache-dir", default=None)
     add_output_args(ap)
     return run_command(run, ap.parse_args(argv), "oserve online")

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .profiler import CapacityProfiler, TypePool
-from .replica import BACKENDS, Shape, strategies
+from .replica import BACKENDS, DEFAULT_BACKEND, Shape, strategies
 
 FIG1_TYPES = {"short-output": (2, 3), "long-output": (0, 1)}  # SISO + LISO; SILO + LILO (gen_oserve.TYPES order)
 
@@ -53,7 +53,7 @@ def label(dp: int, s: Shape) -> str:
 
 
 def sweep(model: str, gpus: int, pools: list[TypePool], *, load: float = 0.6, minutes: float = 5.0, n_requests: int = 2000,
-          backend: str = "roofline", seed: int = 0, max_pp: int = 8) -> pd.DataFrame:
+          backend: str = DEFAULT_BACKEND, seed: int = 0, max_pp: int = 8) -> pd.DataFrame:
     from .plans import equal_shares, mix_workload, serve_plan
 
     prof = CapacityProfiler(model, pools, backend=backend, n_requests=n_requests, seed=seed, cache_dir=None)
@@ -122,7 +122,7 @@ def main(argv=None) -> int:
     ap.add_argument("--minutes", type=float, default=5.0, help="length of each served workload")
     ap.add_argument("--n-requests", type=int, default=2000, help="requests per saturation run of the profiler")
     ap.add_argument("--max-pp", type=int, default=8)
-    ap.add_argument("--backend", choices=BACKENDS, default="roofline")
+    ap.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND)
     add_output_args(ap)
     return run_command(run, ap.parse_args(argv), "oserve parallelism")
 

@@ -17,6 +17,7 @@ import numpy as np
 from ...metrics.latency import percentile
 from ...workload import schema
 from .profiler import TypePool
+from .replica import DEFAULT_BACKEND
 from .serve import serve
 
 
@@ -50,7 +51,7 @@ def equal_shares(e: np.ndarray) -> np.ndarray:
     return np.divide(ok, tot, out=np.zeros_like(ok), where=tot > 0)
 
 
-def serve_plan(model: str, deployment, fractions, workload, types, *, backend: str = "roofline", seed: int = 0) -> dict:
+def serve_plan(model: str, deployment, fractions, workload, types, *, backend: str = DEFAULT_BACKEND, seed: int = 0) -> dict:
     """Latency summary of ``deployment`` serving ``workload`` routed by ``fractions`` (K x J)."""
     df, unrouted = serve(model, tuple(deployment), fractions, workload, types, backend=backend, seed=seed)
     e2e = df["e2e_s"].to_numpy(float)

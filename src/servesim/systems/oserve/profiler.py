@@ -40,7 +40,7 @@ import pandas as pd
 
 from ...sim import Cluster
 from ...workload import schema
-from .replica import GPU, Shape, instance_config, kv_tokens, step_model
+from .replica import DEFAULT_BACKEND, GPU, Shape, instance_config, kv_tokens, step_model
 
 VERSION = 2
 WAVES = 4  # batches' worth of requests per saturation run, at least
@@ -93,7 +93,7 @@ def pools_from_frame(df: pd.DataFrame, type_col: str = "type", names=None, label
 class CapacityProfiler:
     """n_kj / e_kj of shapes x types, memoised in memory and on disk."""
 
-    def __init__(self, model: str, pools: list[TypePool], *, hardware: str = GPU, backend: str = "roofline",
+    def __init__(self, model: str, pools: list[TypePool], *, hardware: str = GPU, backend: str = DEFAULT_BACKEND,
                  n_requests: int = 2000, span_s: float = 60.0, seed: int = 0, enforce_context: bool = False, cache_dir: str | Path | None = DEFAULT_CACHE,
                  method: str = "closed"):
         if method not in METHODS:
@@ -112,6 +112,9 @@ class CapacityProfiler:
         inputs = {"v": VERSION, "model": self.model, "hw": self.hardware, "backend": self.backend,
                   "shape": [shape.tp, shape.pp, shape.cross_node], "n": self.n_requests, "span": self.span_s,
                   "seed": self.seed, "ctx": self.enforce_context, "pools": [[p.name, p.digest()] for p in self.pools]}
+        if self.backend == "gpu-bench-fit":  # its parameters come from committed tables: key on them
+            sm = step_model(self.model, shape, self.hardware, self.backend)
+            inputs["step"] = [sm.params(), sm.meta.get("source", "")]
         if self.method != "closed":  # closed keys stay as they were (their caches keep hitting)
             inputs["method"] = [self.method, OPEN_VERSION]
         return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:24]

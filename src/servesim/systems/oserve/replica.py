@@ -4,8 +4,14 @@ A replica is ``Shape(tp, pp, cross_node)``: tp GPUs per stage (TP stays inside o
 stages, and whether its stages span nodes (the hand-off then goes over InfiniBand). Valid TP
 degrees divide the attention and KV heads and fit one node; the weights plus a KV reserve must fit
 the replica's memory. Step models (``backend``):
-- "roofline" (default, every model): the catalog roofline with the pipelined PP schedule
-  (``perf.roofline``) and its prior efficiencies;
+- "gpu-bench-fit" (default): the roofline fitted to our measured H100 profile of the model
+  (`perf.shard_fit`: one GPU's 1/tp shard, the nearest measured TP degree where a degree has no
+  table), with the datasheet TP all-reduce the profile lacks and the pipelined PP schedule; a
+  model with no profile falls back to the roofline prior, named so in ``meta["source"]``.
+  Every OServe model (OPT-30B/66B, LLaMA-30B, Llama-2-70B) has profiles; on Splitwise's measured
+  Llama-2-70B H100 steps this reading beats the bare profile and the prior (calibration/perf_models);
+- "roofline": the catalog roofline with the pipelined PP schedule (``perf.roofline``) and its
+  prior efficiencies;
 - "vidur-fit": the same roofline with its efficiencies and overheads fitted (per TP degree) to the
   Vidur H100 operator profiles, then used for any PP depth: only models the public Vidur copy
   profiles (Llama-2-70B among OServe's four);
@@ -18,6 +24,7 @@ from dataclasses import dataclass
 
 from ...catalog import get_hardware, get_model, kv_capacity
 from ...perf import RooflineStepTime, build
+from ...perf.shard_fit import measured_tps, shard_roofline
 from ...sim import InstanceConfig
 
 GPU = "h100-80gb"
@@ -77,7 +84,8 @@ def min_gpus(model: str, hardware: str = GPU) -> int:
     raise ValueError(f"{model} does not fit one node of {hardware} with pure TP")
 
 
-BACKENDS = ("roofline", "vidur-fit", "vidur")
+BACKENDS = ("gpu-bench-fit", "roofline", "vidur-fit", "vidur")
+DEFAULT_BACKEND = "gpu-bench-fit"
 _FITTED: dict = {}
 
 
@@ -92,17 +100,23 @@ def vidur_fitted_params(model: str, tp: int, hardware: str = GPU) -> dict:
     return _FITTED[key]
 
 
-def step_model(model: str, shape: Shape, hardware: str = GPU, backend: str = "roofline", ib_bps: float = IB_BPS):
+def step_model(model: str, shape: Shape, hardware: str = GPU, backend: str = DEFAULT_BACKEND, ib_bps: float = IB_BPS):
     """The replica's step-time model (see the module docstring)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r}: one of {BACKENDS}")
+    link = ib_bps if shape.cross_node else None
+    if backend == "gpu-bench-fit":
+        if measured_tps(model, hardware):
+            return shard_roofline(model, hardware, tp=shape.tp, pp=shape.pp, pp_link_bw=link)
+        m = RooflineStepTime(model, hardware, tp=shape.tp, pp=shape.pp, pp_link_bw=link)
+        m.meta = {"source": f"roofline prior (no gpu_bench profile of {model} on {hardware})"}
+        return m
     if backend == "vidur":
         if shape.pp != 1:
             raise ValueError(f"backend 'vidur' has no PP profiles; shape {shape.label()} needs 'roofline' or 'vidur-fit'")
         return build("vidur", model=model, hardware=hardware, tp=shape.tp)
     params = vidur_fitted_params(model, shape.tp, hardware) if backend == "vidur-fit" else {}
-    return RooflineStepTime(model, hardware, tp=shape.tp, pp=shape.pp,
-                            pp_link_bw=ib_bps if shape.cross_node else None, **params)
+    return RooflineStepTime(model, hardware, tp=shape.tp, pp=shape.pp, pp_link_bw=link, **params)
 
 
 def instance_config(model: str, shape: Shape, hardware: str = GPU, enforce_context: bool = False) -> InstanceConfig:

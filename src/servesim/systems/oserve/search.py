@@ -42,7 +42,7 @@ import numpy as np
 
 from .objective import OBJECTIVES, XNODE_PENALTY, FlowValue, evaluate
 from .profiler import CapacityProfiler
-from .replica import BACKENDS, GPUS_PER_NODE, Shape, min_gpus, strategies
+from .replica import BACKENDS, DEFAULT_BACKEND, GPUS_PER_NODE, Shape, min_gpus, strategies
 
 
 def place(shapes, total_gpus: int, per_node: int = GPUS_PER_NODE) -> tuple[Shape, ...] | None:
@@ -452,7 +452,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--n-requests", type=int, default=2000, help="requests per saturation run of the profiler")
     ap.add_argument("--max-pp", type=int, default=8, help="deepest pipeline considered")
-    ap.add_argument("--backend", choices=BACKENDS, default="roofline")
+    ap.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND)
     ap.add_argument("--serve-load", type=float, default=0.0,
                     help="serve every plan at this fraction of the best plan's capacity (0: do not serve)")
     ap.add_argument("--serve-minutes", type=float, default=5.0)

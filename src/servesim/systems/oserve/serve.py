@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ...sim import Cluster
-from .replica import GPU, Shape, instance_config, step_model
+from .replica import DEFAULT_BACKEND, GPU, Shape, instance_config, step_model
 
 
 def route(types: np.ndarray, fractions: np.ndarray, seed: int = 0) -> np.ndarray:
@@ -33,7 +33,7 @@ def route(types: np.ndarray, fractions: np.ndarray, seed: int = 0) -> np.ndarray
 
 
 def serve(model: str, deployment: tuple[Shape, ...], fractions: np.ndarray, workload: pd.DataFrame,
-          types: np.ndarray, *, hardware: str = GPU, backend: str = "roofline", seed: int = 0) -> tuple[pd.DataFrame, int]:
+          types: np.ndarray, *, hardware: str = GPU, backend: str = DEFAULT_BACKEND, seed: int = 0) -> tuple[pd.DataFrame, int]:
     """(per-request table of the routed requests with a ``replica`` column, number unrouted)."""
     dest = route(types, np.asarray(fractions, float), seed)
     parts = []

@@ -53,7 +53,7 @@ from ...sim.kvcache import cdiv
 from ...sim.migration import LiveMigrator
 from ...sim.request import TERMINAL
 from . import switching as SW
-from .replica import GPU, instance_config, step_model
+from .replica import DEFAULT_BACKEND, GPU, instance_config, step_model
 
 SO_TYPES = ("SISO", "LISO")  # short-output types drain at a switch; the others migrate
 ROUTERS = ("weighted", "round-robin")
@@ -83,7 +83,7 @@ class PlanServer:
     """Serves a workload on one plan per span (see the module docstring); :meth:`run`."""
 
     def __init__(self, model: str, gpus: int, plans, *, switch: str = "adhoc", router: str = "weighted",
-                 span_s: float = 60.0, seed: int = 0, backend: str = "roofline", restart_s: float = SW.RESTART_S,
+                 span_s: float = 60.0, seed: int = 0, backend: str = DEFAULT_BACKEND, restart_s: float = SW.RESTART_S,
                  type_names=(), weighted_mode: str = "smooth", hardware: str = GPU, mode: str = "fast",
                  check_invariants: bool = False, route_new: str = "at-switch") -> None:
         if switch not in SWITCHES:
@@ -344,7 +344,7 @@ class PlanServer:
 
 
 def serve_plans(model: str, gpus: int, plans, wl: pd.DataFrame, types: np.ndarray, *, switch: str, span_s: float,
-                seed: int, backend: str = "roofline", restart_s: float = SW.RESTART_S, type_names=(),
+                seed: int, backend: str = DEFAULT_BACKEND, restart_s: float = SW.RESTART_S, type_names=(),
                 router: str = "weighted", weighted_mode: str = "smooth",
                 route_new: str = "at-switch") -> tuple[pd.DataFrame, list[dict]]:
     """Serve ``wl`` span by span on ``plans`` (one per span) as one cluster; ``switch`` = adhoc |
