@@ -71,7 +71,7 @@ from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.analysis.runs import run_dir
 from servesim.metrics import billed_instance_hours
 from servesim.systems.sageserve.nulls import held_fleet, savings_pct
-from servesim.systems.sageserve.sensitivity import LT_STRATEGIES, headroom_at_saving, savings_table
+from servesim.systems.sageserve.sensitivity import LT_STRATEGIES, headroom_at_saving, own_theta, savings_table
 
 apply_style()
 base = run_dir("sageserve", "sensitivity_tables", scale, root)  # the grid gathered (workflow/runs/sageserve.yaml)
@@ -92,15 +92,9 @@ readings = list(dict.fromkeys(runs["reading"]))
 # paper's metric lies in the paper's 18–25 % with tail TTFT no worse than Reactive's.
 
 # %%
-def _own_theta(g: pd.DataFrame):
-    """The run at the reading's own θ: its fixed θ, else headroom 1.0 (the paper's definition)."""
-    own = g[g["headroom"].isna()] if g["headroom"].isna().any() else g[np.isclose(g["x_headroom"], 1.0)]
-    return own.iloc[0] if len(own) else None
-
-
 rows = []
 for (r, s), g in sav.groupby(["reading", "strategy"]):
-    own, ok = _own_theta(g), g[g["ttft_p95_ratio"] <= 1.0]
+    own, ok = own_theta(g), g[g["ttft_p95_ratio"] <= 1.0]
     best = ok.loc[ok["savings_pct"].idxmax()] if len(ok) else None
     rows.append({"reading": r, "strategy": names[s],
                  "saving_own_theta_pct": np.nan if own is None else own["savings_pct"],

@@ -69,6 +69,10 @@ def _claims(args) -> int:
         sources = {p: f"`{snapshot.SNAPSHOT}/` at {st.get('commit', '?')[:10]}"
                    for p, st in snapshot.stamps(root).items()}
         update_readme(args.readme, rows, args.scale, full_rows, sources)
+        from servesim.analysis import readings_doc
+
+        readings_doc.update(args.readme, root / snapshot.SNAPSHOT,
+                            snapshot.stamps(root).get("sageserve", {}).get("commit"))
     print(json.dumps({k: v for k, v in s.items() if k not in ("per_paper", "per_kind")}))
     if args.fail_undiagnosed and s["undiagnosed"]:
         print(f"servesim claims: {s['undiagnosed']} measured FAIL(s) without a diagnosis (listed in {md})",

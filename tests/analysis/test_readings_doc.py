@@ -1,0 +1,49 @@
+"""The README's SageServe readings table: generated from a snapshot's sensitivity data."""
+
+import numpy as np
+import pandas as pd
+
+from servesim.analysis import readings_doc
+from servesim.systems.sageserve.sensitivity import own_theta, readings_table
+
+
+def _data():
+    rows = []
+    for reading, headrooms in (("paper", [0.5, 1.0]), ("code", [np.nan])):
+        rows.append({"reading": reading, "strategy": "reactive", "headroom": np.nan, "x_headroom": np.nan,
+                     "savings_pct": np.nan, "ttft_p95_ratio": np.nan})
+        for h in headrooms:
+            for st, sav, ratio in (("lt_i", 21.0, 0.9), ("lt_ua", 30.0, 1.2)):
+                rows.append({"reading": reading, "strategy": st, "headroom": h, "x_headroom": 0.91 if np.isnan(h) else h,
+                             "savings_pct": sav + (0 if h == 1.0 or np.isnan(h) else -15), "savings_pct_exact": sav / 2,
+                             "savings_pct_sum_of_region_maxima": sav + 1, "ttft_p95_ratio": ratio})
+    return pd.DataFrame(rows)
+
+
+def test_own_theta_is_the_fixed_theta_else_headroom_one():
+    d = _data()
+    assert own_theta(d[(d.reading == "paper") & (d.strategy == "lt_i")])["headroom"] == 1.0
+    assert np.isnan(own_theta(d[(d.reading == "code") & (d.strategy == "lt_i")])["headroom"])
+    assert own_theta(d[(d.reading == "paper") & (d.headroom == 0.5) & (d.strategy == "lt_i")]) is None
+
+
+def test_table_marks_range_and_latency(tmp_path):
+    d = _data()
+    t = readings_table(d[d.strategy != "reactive"]).set_index(["reading", "strategy"])
+    assert t.loc[("paper", "lt_i"), "paper_range_and_ttft_ok"]            # 21 % and TTFT 0.9x
+    assert not t.loc[("paper", "lt_ua"), "paper_range_and_ttft_ok"]       # 30 %: above the range
+    assert t.loc[("code", "lt_i"), "theta"] == "fixed"
+    (tmp_path / readings_doc.DATA).parent.mkdir(parents=True)
+    d.to_csv(tmp_path / readings_doc.DATA, index=False)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{readings_doc.BEGIN}\nold\n{readings_doc.END}\n\ntail\n")
+    assert readings_doc.update(readme, tmp_path, "0123456789abc")
+    text = readme.read_text()
+    assert "old" not in text and text.endswith("tail\n") and "at 0123456789" in text
+    assert "| `paper` | LT-I | 1.00 | 21.0 % | 22.0 % | 10.5 % | 0.90 | ✓ |" in text
+    # no SageServe part in the snapshot: the block says so instead of a table
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "no SageServe part yet" in readings_doc.section(empty)
+    readme.write_text("no markers\n")
+    assert not readings_doc.update(readme, tmp_path)
