@@ -56,7 +56,7 @@ import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.analysis.runs import run_dir
-from servesim.engine.compare import compare_repeats, compare_run, simulate
+from servesim.engine.compare import compare_repeats, compare_run, simulate, step_time_error
 from servesim.engine.profile import load_fitted, request_mix
 from servesim.engine.server import EngineConfig
 from servesim.metrics import summarize
@@ -159,6 +159,22 @@ display(pd.Series({n: SHAPES[n] for n in shapes}, name="shape", dtype=object).to
 shape_wide = (cmp_shapes.pivot_table(index="metric", columns="shape", values=["engine", "sim", "rel_err", "engine_spread"])
               if shapes else pd.DataFrame())
 shape_wide.round(4)
+
+# %% [markdown]
+# ## Step times on the engine's own batches (in-process replays)
+# An in-process replay (`servesim replay --in-process`, `servesim engine-calibrate --replay-mode
+# in-process`) drives vLLM's engine with no HTTP server or client and records every step's batch
+# (`steps.parquet`). `refit`: the fitted step model (`servesim.perf.fitted`) on a random half of the
+# load replays' steps, scored on the other half and on the held-out shapes; `profile`: the profile's
+# fit, the model the simulator above runs, on all of them. HTTP replays have no step records.
+
+# %%
+step_dirs = [d for x in loads for d in replay_dirs(f"load{x}") if (d / "steps.parquet").exists()]
+shape_step_dirs = [d for n in shapes for d in replay_dirs(n) if (d / "steps.parquet").exists()]
+replay_mode = "in-process" if step_dirs else "http"
+steps_err = step_time_error(step_dirs, shape_step_dirs, fit_json, seed=seed) if step_dirs else pd.DataFrame(
+    columns=["model", "scored_on", "regime", "n", "mape_pct", "median_ape_pct"])
+steps_err.round(2)
 
 # %% [markdown]
 # ## Where the engine's TTFT goes (and the per-request distributions the figure's lower row draws)
@@ -268,6 +284,9 @@ metrics = {
     "replay_repeats_min": int(pd.concat([cmp.n_replays, cmp_shapes.n_replays]).min()),
     "engine_side_ttft_share_lowest_load": float(ttft_parts.loc[loads[0], "engine_queue_plus_prefill_mean"]
                                             / ttft_parts.loc[loads[0], "client_ttft_mean"]),
+    "replay_mode": replay_mode,
+    **{f"step_time_{m}_median_ape_pct[{o}]": float(v) for (m, o), v in
+       steps_err[steps_err.regime == "all"].set_index(["model", "scored_on"]).median_ape_pct.items()},
     "max_abs_capacity_drift": float(np.nanmax(np.abs(drift.to_numpy()))) if drift.notna().any() else float("nan"),
 }
 # metric names of this figure -> summary keys (servesim.metrics; TBT = per-request mean gap = TPOT)

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+#: how the held-out workloads are replayed: over HTTP on the profiled server, or in process (issue 33)
+REPLAY_MODES = ("http", "in-process")
 #: seed offset of held-out workloads: far from the sweep's seeds (plan.seed, plan.seed + 1)
 HELDOUT_SEED = 1000
 
@@ -119,7 +121,8 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
                     n_requests: int = 150, seed: int = 0, opts=None, meta: dict | None = None,
                     start_timeout_s: float = 300.0, request_timeout_s: float = 300.0,
                     max_duration_s: float = 1800.0, replay_repeats: int = 1,
-                    max_send_lag_p99_s: float | None = None, lag_retries: int = 1, shapes=()) -> dict:
+                    max_send_lag_p99_s: float | None = None, lag_retries: int = 1, shapes=(),
+                    replay_mode: str = "http", cpus: list[int] | None = None) -> dict:
     """Profile, then replay held-out workloads at each load and each held-out shape (`SHAPES`),
     on ONE server start.
 
@@ -134,6 +137,11 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
     simulator's error. A replay whose client sent requests late (p99 send lag above the bound of
     :func:`send_lag_bound`) is moved to ``replay/rejected/`` and run again, up to ``lag_retries``
     times; one still lagged is kept and marked ``lag_clean: false``, never silently compared.
+
+    ``replay_mode="in-process"`` (issue 33): the server profiles, then stops, and every replay runs
+    on one in-process engine (`inprocess.replay_many_in_process`, pinned to ``cpus``): no client,
+    no API server, each step's batch in ``steps.parquet``. Requests join between steps as a server's
+    engine core takes them, so there is no client lag to reject (``lag_clean`` is true).
     """
     import contextlib
     from dataclasses import replace
@@ -143,6 +151,10 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
     from servesim.engine.replay import _tiny_model_vocab, replay
     from servesim.engine.server import ServerLostError, VLLMServer, vllm_version
 
+    if replay_mode not in REPLAY_MODES:
+        raise ValueError(f"replay_mode={replay_mode!r}: one of {REPLAY_MODES}")
+    if replay_mode == "in-process" and model is None:
+        raise ValueError("replay_mode='in-process' starts its own engine: give model, not url")
     for name in shapes:  # before a server starts
         _check_shape(name)
     out = Path(out_dir)
@@ -199,7 +211,7 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
                   for name in shapes]
         for label, key, wl in cases:
             wl.to_parquet(out / "workloads" / f"{label}.parquet", index=False)
-            for rep in range(replay_repeats):
+            for rep in range(replay_repeats if replay_mode == "http" else 0):
                 d = out / "replay" / replay_name(label, rep)
                 for attempt in range(lag_retries + 1):
                     s = replay(wl, d, url=url, config=config, opts=opts, warmup=2)
@@ -223,6 +235,19 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
                                                                  plan.seed + 1)["capacity_req_s"]
                 (d / "summary.json").write_text(json.dumps(s, indent=1, default=str) + "\n")
                 results.setdefault(key, []).append(s)
+    if replay_mode == "in-process":  # the server is stopped: the engine has the cores to itself
+        from servesim.engine.inprocess import replay_many_in_process
+
+        runs = [(label, key, rep, wl, out / "replay" / replay_name(label, rep))
+                for label, key, wl in cases for rep in range(replay_repeats)]
+        sums = replay_many_in_process([(wl, d) for *_, wl, d in runs], model=model, config=config, opts=opts,
+                                      warmup=2, cpus=cpus, log=out / "engine_inprocess.log")
+        for (label, key, rep, wl, d), s in zip(runs, sums):
+            s.update(kv_tokens=(s.get("kv_blocks") or 0) * config.block_size or None, model=str(model), repeat=rep,
+                     capacity_req_s=fit["capacity_req_s"], send_lag_bound_s=None, lag_clean=True, attempts=1,
+                     **({"shape": key} if isinstance(key, str) else {"load": key}))
+            (d / "summary.json").write_text(json.dumps(s, indent=1, default=str) + "\n")
+            results.setdefault(key, []).append(s)
     return {"fit": fit, "replays": results}
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from servesim.cli_errors import add_debug_flag, run_command
@@ -140,14 +141,40 @@ def _cmd_replay(a) -> int:
     vocab = _tiny_model_vocab(a.model) or (a.vocab_size, a.first_token_id)
     opts = ReplayOptions(request_timeout_s=a.request_timeout, max_duration_s=a.max_duration,
                          vocab_size=vocab[0], first_token_id=vocab[1], seed=a.seed)
+    if a.in_process and a.url:
+        raise InputError("--in-process drives the engine in a child process of its own: give --model, not --url")
+    cpus = _cpus(a.cpus)
     with staged_output_dir(a.out, command="servesim replay", force=a.force) as tmp:
-        summary = replay(wl, tmp, model=a.model, url=a.url, config=_config(a), opts=opts,
-                         start_timeout_s=a.start_timeout)
+        if a.in_process:
+            from servesim.engine.inprocess import replay_in_process
+
+            summary = replay_in_process(wl, tmp, model=a.model, config=_config(a), opts=opts, cpus=cpus)
+        else:
+            summary = replay(wl, tmp, model=a.model, url=a.url, config=_config(a), opts=opts,
+                             start_timeout_s=a.start_timeout)
     run = summary["all"]
     print(json.dumps({"requests": run["requests"], "states": run["states"], "partial": summary["partial"],
                       "kv_blocks": summary["kv_blocks"], "request_throughput_per_s": run["request_throughput_per_s"],
                       "output_throughput_tok_per_s": run["output_throughput_tok_per_s"]}))
     return EXIT_PARTIAL if summary["partial"] else 0
+
+
+def _cpus(text: str | None) -> list[int] | None:
+    """``--cpus 1`` / ``0,1`` / ``last`` (the highest core this process may use): the cores to pin
+    the in-process engine to."""
+    if not text:
+        return None
+    if text == "last":
+        have = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [os.cpu_count() - 1]
+        return [have[-1]]
+    try:
+        cpus = sorted({int(c) for c in text.split(",")})
+    except ValueError:
+        raise InputError(f"--cpus {text!r}: comma-separated core numbers, e.g. 1 or 0,1") from None
+    have = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    if have is not None and not set(cpus) <= set(have):
+        raise InputError(f"--cpus {text!r}: this process may run on cores {have} only")
+    return cpus
 
 
 def _cmd_profile(a) -> int:
@@ -246,6 +273,8 @@ def _cmd_calibrate(a) -> int:
         raise InputError(f"--max-send-lag-p99 {a.max_send_lag_p99}: must be > 0 seconds")
     _check_sweep_args(a)
     _check_url(a.url)
+    if a.replay_mode == "in-process" and a.url:
+        raise InputError("--replay-mode in-process starts its own engine: give --model, not --url")
     from servesim.engine.calibration import run_calibration
     from servesim.engine.client import ReplayOptions
     from servesim.engine.profile import SweepPlan
@@ -262,7 +291,8 @@ def _cmd_calibrate(a) -> int:
                           seed=a.seed, opts=opts, meta={"hardware": a.hardware},
                           start_timeout_s=a.start_timeout, request_timeout_s=a.request_timeout,
                           max_duration_s=a.max_duration, replay_repeats=a.replay_repeats,
-                          max_send_lag_p99_s=a.max_send_lag_p99, lag_retries=a.lag_retries, shapes=a.shapes)
+                          max_send_lag_p99_s=a.max_send_lag_p99, lag_retries=a.lag_retries, shapes=a.shapes,
+                          replay_mode=a.replay_mode, cpus=_cpus(a.cpus))
     reps = [s for runs in res["replays"].values() for s in runs]
     print(json.dumps({"capacity_req_s": res["fit"]["capacity_req_s"], "kv_blocks": res["fit"].get("kv_blocks"),
                       "partial": {str(x): [s["partial"] for s in runs] for x, runs in res["replays"].items()},
@@ -303,6 +333,11 @@ def add_parser(subparsers) -> None:
     p.add_argument("--max-send-lag-p99", type=float, default=None,
                    help="p99 client send lag (s) above which a replay is rejected and run again "
                         "(default: max(10 ms, 5%% of the median lone-request TTFT))")
+    p.add_argument("--replay-mode", choices=["http", "in-process"], default="http",
+                   help="replay the held-out workloads over HTTP on the profiled server, or on vLLM's engine "
+                        "in a process of its own (no client or API server; steps.parquet per replay)")
+    p.add_argument("--cpus", default=None, help="with --replay-mode in-process: pin the engine to these cores "
+                                                 "(e.g. 1, 0,1, or last)")
     p.add_argument("--lag-retries", type=int, default=1,
                    help="re-runs of a lagged replay; one still lagged is kept, marked lag_clean=false")
     p.set_defaults(func=_cmd_calibrate)
@@ -342,6 +377,10 @@ def add_parser(subparsers) -> None:
             p.add_argument("--workload", required=True, help="request table (.parquet or .csv)")
             p.add_argument("--request-timeout", type=float, default=120.0)
             p.add_argument("--max-duration", type=float, default=3600.0)
+            p.add_argument("--in-process", action="store_true",
+                           help="drive vLLM's engine in a process of its own (no HTTP server or client; "
+                                "records every step's batch in steps.parquet)")
+            p.add_argument("--cpus", default=None, help="with --in-process: pin the engine to these cores (e.g. 1, 0,1, or last)")
         else:
             p.add_argument("--repeats", type=int, default=2)
             p.add_argument("--capacity-requests", type=int, default=96)

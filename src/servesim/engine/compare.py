@@ -108,6 +108,8 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
     if kv_blocks is None:
         raise ValueError(f"{d / 'summary.json'}: no kv_blocks recorded; cannot size the simulated KV cache")
     model, overhead = load_fitted(fit_json)
+    if summary.get("replay") == "in-process":  # no HTTP front end before the engine
+        overhead = 0.0
     wl = engine[["request_id", "arrival_s", "prompt_tokens", "output_tokens", "model", "region", "tier"]].copy()
     wl["app"] = "default"
     wl["deadline_s"] = np.nan
@@ -160,3 +162,47 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     out["lag_clean"] = bool(clean)
     out["coalesced_share"] = float(np.mean([t["coalesced_share"].iloc[0] for t in tables]))
     return out
+
+
+def step_table(replay_dir: str | Path) -> pd.DataFrame:
+    """An in-process replay's engine steps (``steps.parquet``) as a step-time measurement table
+    (`servesim.perf.measurements`: the batch aggregates and ``step_s`` = the step's wall time)."""
+    from servesim.perf import measurements as M
+
+    st = pd.read_parquet(Path(replay_dir) / "steps.parquet")
+    st = st[(st.scheduled_tokens > 0) & (st.prefill_tokens >= 0)]
+    df = pd.DataFrame({c: st[c].to_numpy(np.int64) for c in M.AGGREGATES})
+    df["step_s"] = (st.end_s - st.start_s).to_numpy(float)
+    return M.validate(df, str(Path(replay_dir) / "steps.parquet"))
+
+
+def step_time_error(load_dirs, shape_dirs=(), fit_json: str | Path | None = None, seed: int = 0) -> pd.DataFrame:
+    """Issue 33 (a): step-time models scored on the engine's own batches.
+
+    ``refit``: `servesim.perf.fitted` fitted on half of the load replays' steps (a random half,
+    stratified by regime), scored on the other half and on every held-out shape's steps;
+    ``profile``: the profile's fit (``fit_json``: the model the simulator runs) on all of them.
+    Rows: model, scored_on, regime, n, mape_pct, median_ape_pct."""
+    from servesim.perf import fitted
+    from servesim.perf import measurements as M
+
+    loads = pd.concat([step_table(d) for d in load_dirs], ignore_index=True)
+    train, test = M.split(loads, 0.5, seed)
+    models = {"refit": fitted.fit(train)}
+    if fit_json is not None:
+        from servesim.engine.profile import load_fitted
+
+        models["profile"] = load_fitted(fit_json)[0]
+    sets = {"loads (held-out half)": test, **{Path(d).name: step_table(d) for d in shape_dirs}}
+    rows = []
+    for mname, m in models.items():
+        for sname, df in (sets.items() if mname == "refit" else [("loads (all)", loads), *list(sets.items())[1:]]):
+            pred = m.step_time(*(df[c].to_numpy(float) for c in M.AGGREGATES))
+            ape = np.abs(pred / df.step_s.to_numpy(float) - 1.0) * 100
+            reg = df["regime"].to_numpy()
+            for r in ("all", *M.REGIMES):
+                k = np.ones(len(df), bool) if r == "all" else reg == r
+                if k.any():
+                    rows.append({"model": mname, "scored_on": sname, "regime": r, "n": int(k.sum()),
+                                 "mape_pct": float(ape[k].mean()), "median_ape_pct": float(np.median(ape[k]))})
+    return pd.DataFrame(rows)

@@ -20,6 +20,7 @@ import pandas as pd
 
 from servesim.engine.client import ReplayOptions, replay_async
 from servesim.engine.records import RequestRecord, request_table, token_table
+from servesim.sim.request_log import REQUEST_COLUMNS
 from servesim.engine.server import EngineConfig, VLLMServer, vllm_version
 from servesim.metrics import summarize
 from servesim.tables import read_table
@@ -48,8 +49,18 @@ def _tiny_model_vocab(model: str | Path | None) -> tuple[int, int] | None:
 
 
 def write_outputs(out_dir: Path, workload: pd.DataFrame, records: dict[int, RequestRecord],
-                  meta: dict, wall_s: float, instance: str = "vllm-0") -> dict:
+                  meta: dict, wall_s: float, instance: str = "vllm-0", extras: pd.DataFrame | None = None) -> dict:
+    """``extras``: per request_id, engine-side ``scheduled_s`` / ``preemptions`` where the replay sees
+    them (the in-process replay does; an HTTP client cannot)."""
     df = request_table(workload, records, instance=instance)
+    if extras is not None and len(extras):
+        pos = pd.Index(df["request_id"]).get_indexer(extras["request_id"])
+        ok = pos >= 0
+        for col in ("scheduled_s", "preemptions"):
+            vals = df[col].to_numpy().copy()
+            vals[pos[ok]] = extras[col].to_numpy()[ok]
+            df[col] = vals
+        df = df.astype(REQUEST_COLUMNS)
     df.to_parquet(out_dir / "requests.parquet", index=False)
     tokens = token_table(records)
     tokens.to_parquet(out_dir / "tokens.parquet", index=False)

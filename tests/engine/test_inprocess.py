@@ -1,0 +1,154 @@
+"""The in-process replay's driver loop and step records, on a fake engine (the real vLLM path is
+tested in test_inprocess_vllm.py where vLLM is installed)."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from servesim.engine.client import ReplayOptions
+from servesim.engine.inprocess import STEP_COLUMNS, _request_extras, drive, engine_kwargs
+from servesim.engine.replay import write_outputs
+from servesim.engine.server import EngineConfig
+from servesim.workload import schema
+
+
+class Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+    def sleep(self, s):
+        self.t += max(s, 1e-3)
+
+
+class FakeScheduler:
+    """Whole prompts in one step, then one token per step; a preemption of request 1 at step 2."""
+
+    def __init__(self, engine):
+        self.e = engine
+
+    def schedule(self):
+        new, cached_ids, cached_k, sched = [], [], [], {}
+        for eid, r in self.e.reqs.items():
+            if r["done"]:
+                continue
+            if r["computed"] == 0:
+                new.append(SimpleNamespace(req_id=eid, num_computed_tokens=0))
+                sched[eid] = r["prompt"]
+            else:
+                cached_ids.append(eid)
+                cached_k.append(r["computed"])
+                sched[eid] = 1
+        pre = {eid for eid in self.e.reqs if eid.startswith("1-") and self.e.n_steps == 2}
+        return SimpleNamespace(scheduled_new_reqs=new, num_scheduled_tokens=sched, total_num_scheduled_tokens=sum(sched.values()),
+                               scheduled_cached_reqs=SimpleNamespace(req_ids=cached_ids, num_computed_tokens=cached_k),
+                               preempted_req_ids=pre)
+
+
+class FakeEngine:
+    def __init__(self, clock, step_s=0.01):
+        self.clock, self.step_s, self.reqs, self.n_steps = clock, step_s, {}, 0
+        self.engine_core = SimpleNamespace(engine_core=SimpleNamespace(scheduler=FakeScheduler(self)))
+
+    def add_request(self, rid, prompt, params, arrival_time=None):
+        eid = f"{rid}-abcd"
+        self.reqs[eid] = {"ext": rid, "prompt": len(prompt["prompt_token_ids"]), "out": params, "computed": 0,
+                          "emitted": 0, "done": False}
+        return eid
+
+    def has_unfinished_requests(self):
+        return any(not r["done"] for r in self.reqs.values())
+
+    def step(self):
+        so = self.engine_core.engine_core.scheduler.schedule()
+        self.clock.t += self.step_s
+        outs = []
+        for eid, n in so.num_scheduled_tokens.items():
+            r = self.reqs[eid]
+            r["computed"] += n
+            r["emitted"] += 1
+            r["done"] = r["emitted"] >= r["out"]
+            outs.append(SimpleNamespace(request_id=r["ext"], finished=r["done"],
+                                        outputs=[SimpleNamespace(token_ids=[7])]))
+        self.n_steps += 1
+        return outs
+
+
+def test_requests_join_at_their_arrival_and_every_step_is_recorded(tmp_path):
+    wl = schema.make(np.array([0.0, 0.0, 0.5]), np.array([10, 20, 30]), np.array([3, 2, 1]))
+    clock = Clock()
+    eng = FakeEngine(clock)
+    records, steps, rec = drive(eng, wl, ReplayOptions(), sampling=lambda row: int(row.output_tokens),
+                                clock=clock, sleep=clock.sleep)
+    assert list(steps.columns) == list(STEP_COLUMNS)
+    # step 0: both t=0 prompts prefill together (10 + 20 tokens, 10^2 + 20^2 context pairs)
+    s0 = steps.iloc[0]
+    assert (s0.prefill_tokens, s0.prefill_ctx, s0.decode_seqs, s0.new_requests, s0.waiting_added) == (30, 500, 0, 2, 2)
+    # step 1: two decodes, at contexts 10 and 20 (k computed + the new token)
+    s1 = steps.iloc[1]
+    assert (s1.prefill_tokens, s1.decode_seqs, s1.decode_ctx) == (0, 2, 10 + 1 + 20 + 1)
+    # the third request arrives at 0.5 s, after the first two finished: the engine idled until then
+    late = steps[steps.new_requests == 1].iloc[0]
+    assert late.start_s >= 0.5 and late.prefill_tokens == 30
+    assert steps.preempted.sum() == 1
+    # token times: one per step at the step's end; each request finishes with its last token
+    for rid, n in zip(wl.request_id, wl.output_tokens):
+        r = records[int(rid)]
+        assert r.state == "finished" and len(r.token_times) == n and r.finish_s == r.token_times[-1]
+    assert records[2].token_times[0] > 0.5
+    ex = _request_extras(rec, steps).set_index("request_id")
+    assert ex.loc[2, "scheduled_s"] == late.start_s and ex.loc[1, "preemptions"] == 1 and ex.loc[0, "preemptions"] == 0
+    summary = write_outputs(tmp_path, wl, records, {"replay": "in-process"}, 1.0, extras=_request_extras(rec, steps))
+    df = pd.read_parquet(tmp_path / "requests.parquet")
+    assert df.set_index("request_id").loc[1, "preemptions"] == 1 and df.scheduled_s.notna().all()
+    assert summary["all"]["requests"] == 3
+
+
+def test_stops_at_max_duration_and_marks_the_rest_partial():
+    wl = schema.make(np.array([0.0, 50.0]), np.array([8, 8]), np.array([2, 2]))
+    clock = Clock()
+    records, steps, _ = drive(FakeEngine(clock), wl, ReplayOptions(max_duration_s=10.0), sampling=lambda row: 2,
+                              clock=clock, sleep=clock.sleep)
+    assert records[0].state == "finished" and 1 not in records
+
+
+def test_engine_arguments_mirror_the_server_command_line():
+    cfg = EngineConfig(max_num_seqs=8, max_num_batched_tokens=256, block_size=32, kv_blocks=100, chunked_prefill=False)
+    kw = engine_kwargs(cfg, "m")
+    assert kw["num_gpu_blocks_override"] == 100 and kw["enable_prefix_caching"] is False
+    assert kw["enable_chunked_prefill"] is False and kw["max_num_batched_tokens"] == 256
+    with pytest.raises(RuntimeError, match="extra server arguments"):
+        engine_kwargs(EngineConfig(extra_args=("--foo",)), "m")
+
+
+def _fake_steps(d, seed, n=200):
+    """A replay folder whose steps follow 2 ms + 20 us per prefill token + 0.5 ms per decode."""
+    rng = np.random.default_rng(seed)
+    pt = np.where(rng.random(n) < 0.4, rng.integers(16, 512, n), 0)
+    ds = np.where(pt == 0, rng.integers(1, 32, n), rng.integers(0, 8, n))
+    ds[(pt == 0) & (ds == 0)] = 1
+    t = 0.002 + 20e-6 * pt + 0.5e-3 * ds
+    start = np.cumsum(np.r_[0, t[:-1]] + 1e-4)
+    d.mkdir(parents=True)
+    pd.DataFrame({"step": np.arange(n), "start_s": start, "end_s": start + t, "prefill_tokens": pt, "prefill_ctx": pt * pt,
+                  "decode_seqs": ds, "decode_ctx": ds * 200, "new_requests": (pt > 0).astype(int), "preempted": 0,
+                  "scheduled_tokens": pt + ds, "waiting_added": 0}).astype(STEP_COLUMNS).to_parquet(d / "steps.parquet")
+    return d
+
+
+def test_step_time_error_scores_a_refit_on_held_out_engine_steps(tmp_path):
+    from servesim.engine.compare import step_table, step_time_error
+
+    loads = [_fake_steps(tmp_path / f"load{x}", s) for s, x in enumerate((0.3, 0.6))]
+    shape = _fake_steps(tmp_path / "bursty", 9)
+    tab = step_table(loads[0])
+    assert len(tab) == 200 and {"step_s", "regime"} <= set(tab.columns)
+    err = step_time_error(loads, [shape])
+    assert set(err.scored_on) == {"loads (held-out half)", "bursty"} and set(err.model) == {"refit"}
+    allr = err[err.regime == "all"].set_index("scored_on")
+    assert (allr.median_ape_pct < 2).all()  # the steps follow a linear law the fitted model can express
+    assert abs(allr.loc["loads (held-out half)", "n"] - 200) <= 2  # half of the 400 load steps, per regime

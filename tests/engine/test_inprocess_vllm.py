@@ -1,0 +1,50 @@
+"""The in-process replay on the real engine: vLLM's LLMEngine over a locally built tiny model.
+
+Skipped only when vLLM (servesim[engine-cpu] / [engine-gpu]) is not importable."""
+
+import importlib.util
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytestmark = [
+    pytest.mark.engine,
+    pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
+                       reason="vLLM is not installed (pip install servesim[engine-cpu])"),
+]
+
+
+def test_in_process_replay_records_every_step_and_token(tmp_path):
+    from servesim.engine.client import ReplayOptions
+    from servesim.engine.inprocess import replay_in_process
+    from servesim.engine.records import check_request_table
+    from servesim.engine.server import EngineConfig
+    from servesim.engine.tiny_model import make_tiny_model
+    from servesim.workload import schema
+
+    model = tmp_path / "tiny"
+    make_tiny_model(model, "tiny", seed=0, max_model_len=1024)
+    rng = np.random.default_rng(3)
+    n = 24
+    wl = schema.make(np.cumsum(rng.exponential(0.02, n)), rng.integers(8, 300, n), rng.integers(2, 24, n))
+    cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=256, block_size=32, kv_blocks=256,
+                       max_model_len=1024, enforce_eager=True)
+    summary = replay_in_process(wl, tmp_path / "run", model=model, config=cfg,
+                                opts=ReplayOptions(vocab_size=512, first_token_id=3))
+    assert summary["replay"] == "in-process" and summary["all"]["states"] == {"finished": n}
+    assert summary["steps_observed"] and summary["preemptions_total"] == 0
+    df = pd.read_parquet(tmp_path / "run" / "requests.parquet")
+    check_request_table(df, wl)
+    assert (df.scheduled_s >= df.arrival_s - 1e-9).all() and (df.first_token_s >= df.scheduled_s).all()
+    assert (df.preemptions == 0).all()
+    tok = pd.read_parquet(tmp_path / "run" / "tokens.parquet")
+    assert (tok.groupby("request_id").size().reindex(wl.request_id).to_numpy() == wl.output_tokens.to_numpy()).all()
+    steps = pd.read_parquet(tmp_path / "run" / "steps.parquet")
+    assert (steps.end_s > steps.start_s).all() and (np.diff(steps.start_s) > 0).all()
+    # the batches account for every prompt token once, and for every output token after the first
+    # (the first comes out of the prompt's last prefill step)
+    assert steps.prefill_tokens.sum() == wl.prompt_tokens.sum()
+    assert steps.decode_seqs.sum() == (wl.output_tokens - 1).sum()
+    assert (steps.scheduled_tokens == steps.prefill_tokens + steps.decode_seqs).all()
+    assert (steps.scheduled_tokens <= cfg.max_num_batched_tokens).all()
