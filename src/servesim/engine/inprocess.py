@@ -287,7 +287,7 @@ def _main(argv=None) -> int:
     ap.add_argument("spec", help="JSON: jobs [[workload, out]], config, opts, warmup")
     a = ap.parse_args(argv)
     spec = json.loads(a.spec)
-    if spec.get("cpus"):  # before vLLM starts its threads: they inherit the mask
+    if spec.get("cpus") and hasattr(os, "sched_setaffinity"):  # before vLLM starts its threads: they inherit it
         os.sched_setaffinity(0, spec["cpus"])
     cfg = dict(spec["config"])
     cfg["extra_args"] = tuple(cfg.get("extra_args", ()))
