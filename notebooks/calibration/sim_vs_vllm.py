@@ -56,7 +56,7 @@ import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.analysis.runs import run_dir
-from servesim.engine.compare import compare_repeats, compare_run, simulate, step_time_error
+from servesim.engine.compare import compare_repeats, compare_run, simulate, steps_fit_json, step_time_error
 from servesim.engine.profile import load_fitted, request_mix
 from servesim.engine.server import EngineConfig
 from servesim.metrics import summarize
@@ -175,6 +175,22 @@ replay_mode = "in-process" if step_dirs else "http"
 steps_err = step_time_error(step_dirs, shape_step_dirs, fit_json, seed=seed) if step_dirs else pd.DataFrame(
     columns=["model", "scored_on", "regime", "n", "mape_pct", "median_ape_pct"])
 steps_err.round(2)
+
+# %% [markdown]
+# The reading `steps`: the same request comparison with the simulator stepping by the refit model
+# (the engine's own step times; no front end), so what is left is scheduling and queueing. The
+# refit saw half of these replays' steps: the held-out shapes are its clean test.
+
+# %%
+steps_cmp = pd.DataFrame(columns=["load", "metric", "engine", "sim", "rel_err", "engine_spread"])
+if step_dirs:
+    import tempfile
+
+    steps_fit = steps_fit_json(step_dirs, fit_json, Path(tempfile.mkdtemp()) / "fit.json", seed=seed)
+    steps_cmp = pd.concat([compare_repeats(replay_dirs(f"load{x}"), steps_fit, frontend_overhead=False, arrivals=arrivals,
+                                           label=f"load{x}", coalesced=coalesced).assign(load=x) for x in loads],
+                          ignore_index=True)
+steps_cmp.pivot_table(index="metric", columns="load", values=["rel_err", "engine_spread"]).round(3) if len(steps_cmp) else steps_cmp
 
 # %% [markdown]
 # ## Where the engine's TTFT goes (and the per-request distributions the figure's lower row draws)
@@ -306,6 +322,10 @@ def case_metrics(table, other, col, value, suffix):
 
 for x in loads:
     case_metrics(cmp, cmp_other, "load", x, f"load{x}")
+    for k, key in named.items():  # the `steps` reading (in-process replays only)
+        r = steps_cmp[(steps_cmp.load == x) & (steps_cmp.metric == key)]
+        if len(r):
+            metrics[f"steps_{k}_rel_err_load{x}"] = float(r.rel_err.iloc[0])
 below = [x for x in loads if x < 1.0]
 target = [(x, k) for x in below for k in ("ttft_p50", "ttft_p90", "e2e_p50", "e2e_p90", "tbt_p50")]
 metrics["max_abs_rel_err_p50_p90_ttft_e2e_below_saturation"] = max(

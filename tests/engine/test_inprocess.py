@@ -152,3 +152,19 @@ def test_step_time_error_scores_a_refit_on_held_out_engine_steps(tmp_path):
     allr = err[err.regime == "all"].set_index("scored_on")
     assert (allr.median_ape_pct < 2).all()  # the steps follow a linear law the fitted model can express
     assert abs(allr.loc["loads (held-out half)", "n"] - 200) <= 2  # half of the 400 load steps, per regime
+
+
+def test_steps_fit_json_carries_the_refit_and_no_front_end(tmp_path):
+    import json
+
+    from servesim.engine.compare import steps_fit_json
+    from servesim.engine.profile import load_fitted
+
+    loads = [_fake_steps(tmp_path / f"load{x}", s) for s, x in enumerate((0.3, 0.6))]
+    stub = tmp_path / "fit.json"
+    stub.write_text(json.dumps({"coefficients": {"a_p": 1.0, "a_d": 1.0, "b_pt": 0.0, "c_pc": 0.0, "b_ds": 0.0, "c_dc": 0.0},
+                                "frontend_overhead_s": 0.02, "capacity_req_s": 5.0}))
+    out = steps_fit_json(loads, stub, tmp_path / "steps.json")
+    model, fe = load_fitted(out)
+    assert fe == 0.0 and json.loads(out.read_text())["capacity_req_s"] == 5.0
+    assert abs(model.step_time(0, 0, 10, 2000) - (0.002 + 10 * 0.5e-3)) < 5e-4  # the law the fake steps follow

@@ -206,3 +206,26 @@ def step_time_error(load_dirs, shape_dirs=(), fit_json: str | Path | None = None
                     rows.append({"model": mname, "scored_on": sname, "regime": r, "n": int(k.sum()),
                                  "mape_pct": float(ape[k].mean()), "median_ape_pct": float(np.median(ape[k]))})
     return pd.DataFrame(rows)
+
+
+def steps_fit_json(step_dirs, fit_json: str | Path, out: str | Path, seed: int = 0) -> Path:
+    """A fit.json for the simulator whose step model is refitted on the engine's own steps (half of
+    ``step_dirs``' steps, the same half as `step_time_error`'s refit) and whose frontend overhead is
+    0 (an in-process replay has none); the rest (engine, capacity, mix) is ``fit_json``'s. The
+    comparison read with it is the reading ``steps``: the simulator's scheduling and queueing with
+    the step times the engine really took."""
+    from dataclasses import asdict
+
+    from servesim.engine.profile import read_fit
+    from servesim.perf import fitted
+    from servesim.perf import measurements as M
+
+    tab = pd.concat([step_table(d) for d in step_dirs], ignore_index=True)
+    m = fitted.fit(M.split(tab, 0.5, seed)[0])
+    d = read_fit(fit_json, "coefficients")
+    d["coefficients"] = {k: v for k, v in asdict(m).items() if k in d["coefficients"]}
+    d["frontend_overhead_s"] = 0.0
+    d["step_model_source"] = f"refit on half of {len(tab)} engine steps of {len(list(step_dirs))} in-process replays"
+    out = Path(out)
+    out.write_text(json.dumps(d, indent=1) + "\n")
+    return out
