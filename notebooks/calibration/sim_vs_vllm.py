@@ -56,7 +56,8 @@ import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.analysis.runs import run_dir
-from servesim.engine.compare import compare_repeats, compare_run, simulate, steps_fit_json, step_time_error
+from servesim.engine.compare import (batch_agreement, compare_repeats, compare_run, simulate, steps_fit_json,
+                                     step_time_error)
 from servesim.engine.profile import load_fitted, request_mix
 from servesim.engine.server import EngineConfig
 from servesim.metrics import summarize
@@ -193,6 +194,17 @@ if step_dirs:
 steps_cmp.pivot_table(index="metric", columns="load", values=["rel_err", "engine_spread"]).round(3) if len(steps_cmp) else steps_cmp
 
 # %% [markdown]
+# Scheduling, in distribution: the batches the engine ran against those the simulator's scheduler
+# forms on the same arrivals with the same (refit) step times (`compare.batch_agreement`, each
+# load's first replay): number of steps, share of steps with prefill work, mean decode batch, mean
+# prefill tokens per prefill step. A step-by-step match from the engine's queue states is not made.
+
+# %%
+batches = (pd.concat([batch_agreement(replay_dirs(f"load{x}")[0], steps_fit).assign(load=x) for x in loads],
+                     ignore_index=True) if step_dirs else pd.DataFrame(columns=["stat", "engine", "sim", "rel_diff", "load"]))
+batches.pivot_table(index="stat", columns="load", values="rel_diff").round(3) if len(batches) else batches
+
+# %% [markdown]
 # ## Where the engine's TTFT goes (and the per-request distributions the figure's lower row draws)
 # Per-request means over each replay: the client's TTFT, vLLM's own timers (engine-side queue +
 # prefill; the frontend's TTFT, from the API server's arrival) and the simulator's TTFT. A gap
@@ -322,6 +334,8 @@ def case_metrics(table, other, col, value, suffix):
 
 for x in loads:
     case_metrics(cmp, cmp_other, "load", x, f"load{x}")
+    for r in batches[batches.load == x].itertuples():  # scheduling, in distribution (in-process only)
+        metrics[f"batch_{r.stat}_rel_diff_load{x}"] = float(r.rel_diff)
     for k, key in named.items():  # the `steps` reading (in-process replays only)
         r = steps_cmp[(steps_cmp.load == x) & (steps_cmp.metric == key)]
         if len(r):

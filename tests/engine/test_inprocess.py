@@ -168,3 +168,31 @@ def test_steps_fit_json_carries_the_refit_and_no_front_end(tmp_path):
     model, fe = load_fitted(out)
     assert fe == 0.0 and json.loads(out.read_text())["capacity_req_s"] == 5.0
     assert abs(model.step_time(0, 0, 10, 2000) - (0.002 + 10 * 0.5e-3)) < 5e-4  # the law the fake steps follow
+
+
+def test_batch_agreement_is_exact_when_the_engine_is_the_simulator(tmp_path):
+    """An 'engine' that is the simulator itself (its own steps written as steps.parquet): the
+    simulator's batches agree with it exactly, every statistic."""
+    import json
+    from dataclasses import asdict
+
+    from servesim.engine.compare import _RecordingStepTime, batch_agreement, simulate
+    from servesim.perf.fitted import FittedStepTime
+
+    rng = np.random.default_rng(0)
+    wl = schema.make(np.cumsum(rng.exponential(0.05, 60)), rng.integers(16, 400, 60), rng.integers(2, 40, 60))
+    cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=256, block_size=32, kv_blocks=400)
+    model = FittedStepTime(a_p=3e-3, a_d=2e-3, b_pt=3e-5, b_ds=1e-4, c_dc=3e-7)
+    rec = _RecordingStepTime(model)
+    df = simulate(wl, rec, cfg, 400, mode="reference")
+    st = np.asarray(rec.steps, float)
+    pd.DataFrame({"prefill_tokens": st[:, 0].astype(int), "decode_seqs": st[:, 2].astype(int)}).to_parquet(tmp_path / "steps.parquet")
+    df.to_parquet(tmp_path / "requests.parquet")
+    (tmp_path / "summary.json").write_text(json.dumps({"engine": cfg.to_dict(), "kv_blocks": 400}))
+    fit = tmp_path / "fit.json"
+    fit.write_text(json.dumps({"coefficients": {k: v for k, v in asdict(model).items() if k.startswith(("a_", "b_", "c_"))},
+                               "frontend_overhead_s": 0.0}))
+    agree = batch_agreement(tmp_path, fit)
+    assert (agree.rel_diff.abs() < 1e-12).all() and agree.set_index("stat").loc["steps", "engine"] == len(st)
+    with pytest.raises(TypeError, match="one step at a time"):
+        rec.step_time(np.zeros(2), np.zeros(2), np.ones(2), np.ones(2))

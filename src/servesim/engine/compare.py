@@ -229,3 +229,57 @@ def steps_fit_json(step_dirs, fit_json: str | Path, out: str | Path, seed: int =
     out = Path(out)
     out.write_text(json.dumps(d, indent=1) + "\n")
     return out
+
+
+class _RecordingStepTime(StepTimeModel):
+    """Delegates to ``inner`` and keeps every step's aggregates (scalar calls only: the simulator's
+    reference mode, which steps one iteration at a time)."""
+
+    def __init__(self, inner: StepTimeModel) -> None:
+        self.inner, self.name, self.steps = inner, f"recording({inner.name})", []
+
+    def step_time(self, prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
+        if isinstance(prefill_tokens, np.ndarray) or isinstance(decode_seqs, np.ndarray):
+            raise TypeError("the recording step model takes one step at a time (simulate with mode='reference')")
+        self.steps.append((prefill_tokens, prefill_ctx, decode_seqs, decode_ctx))
+        return self.inner.step_time(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
+
+
+#: batch statistics compared between the engine's steps and the simulator's
+BATCH_STATS = ("steps", "prefill_step_share", "mean_decode_seqs", "mean_prefill_tokens_per_prefill_step",
+               "mean_scheduled_tokens")
+
+
+def _batch_stats(pt: np.ndarray, ds: np.ndarray) -> dict:
+    busy = (pt > 0) | (ds > 0)
+    pt, ds = pt[busy], ds[busy]
+    pre = pt > 0
+    return {"steps": float(len(pt)), "prefill_step_share": float(pre.mean()) if len(pt) else np.nan,
+            "mean_decode_seqs": float(ds.mean()) if len(ds) else np.nan,
+            "mean_prefill_tokens_per_prefill_step": float(pt[pre].mean()) if pre.any() else np.nan,
+            "mean_scheduled_tokens": float((pt + ds).mean()) if len(pt) else np.nan}
+
+
+def batch_agreement(replay_dir: str | Path, fit_json: str | Path) -> pd.DataFrame:
+    """Issue 33 (b), in distribution: the batches the engine ran (``steps.parquet``) against those the
+    simulator's scheduler forms on the same arrivals, stepping by ``fit_json``'s model (the `steps`
+    reading's fit gives both the same step times, so what differs is scheduling). Rows: stat
+    (`BATCH_STATS`), engine, sim, rel_diff."""
+    from servesim.engine.profile import load_fitted
+
+    d = Path(replay_dir)
+    summary = json.loads((d / "summary.json").read_text())
+    eng_steps = pd.read_parquet(d / "steps.parquet")
+    engine = pd.read_parquet(d / "requests.parquet")
+    config = EngineConfig(**{k: (tuple(v) if k == "extra_args" else v) for k, v in summary["engine"].items()})
+    model, _ = load_fitted(fit_json)
+    rec = _RecordingStepTime(model)
+    wl = engine[["request_id", "arrival_s", "prompt_tokens", "output_tokens", "model", "region", "tier"]].copy()
+    wl["app"], wl["deadline_s"] = "default", np.nan
+    simulate(wl, rec, config, summary.get("kv_blocks") or config.kv_blocks, 0.0, mode="reference")
+    sim = np.asarray(rec.steps, float).reshape(-1, 4)
+    e = _batch_stats(eng_steps.prefill_tokens.to_numpy(float), eng_steps.decode_seqs.to_numpy(float))
+    m = _batch_stats(sim[:, 0], sim[:, 2])
+    out = pd.DataFrame({"stat": list(BATCH_STATS), "engine": [e[k] for k in BATCH_STATS], "sim": [m[k] for k in BATCH_STATS]})
+    out["rel_diff"] = out["sim"] / out["engine"].where(out["engine"] != 0) - 1.0
+    return out
