@@ -50,6 +50,11 @@ def section(snapshot_dir: str | Path, commit: str | None = None) -> str:
         lines.append(f"| `{r.reading}` | {NAMES.get(r.strategy, r.strategy)} | {r.theta} | {_pct(r.saving_authors_pct)} "
                      f"| {_pct(r.saving_sum_of_region_maxima_pct)} | {_pct(r.saving_exact_pct)} | {r.ttft_p95_ratio:.2f} "
                      f"| {'✓' if r.paper_range_and_ttft_ok else '✗'} |")
+    lt = data[data["strategy"] != "reactive"]
+    grid_only = sorted(set(lt["reading"]) - set(tab["reading"]))
+    if grid_only:
+        lines += ["", "Run only on a grid of θ below its own (a sensitivity study, no row here): "
+                  + ", ".join(f"`{r}`" for r in grid_only) + "."]
     lines += ["", END]
     return "\n".join(lines)
 
