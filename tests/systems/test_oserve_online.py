@@ -170,3 +170,23 @@ def test_online_flow_shares_reading(tmp_path, oserve_tiny_trace):
     with pytest.raises(SystemExit) as e:  # argparse names the choices
         online.main([*args, "--flow-shares", "nope", "-o", str(tmp_path / "x")])
     assert e.value.code == 2
+
+
+def test_lp_round_off_below_zero_never_reaches_the_router(monkeypatch):
+    """HiGHS returned a share of -1.5e-15 for a 0-bounded variable (full-scale T2 Llama2-70B
+    throughput-balanced run), which the weighted router rightly rejects: both LPs clip it."""
+    from servesim.systems.oserve import objective as O
+
+    real = O.linprog
+
+    def noisy(*a, **kw):
+        r = real(*a, **kw)
+        r.x = np.where(r.x == 0, -1.5e-15, r.x)
+        return r
+
+    monkeypatch.setattr(O, "linprog", noisy)
+    lam = np.array([10.0, 5.0, 0.0])
+    n = np.array([[20.0, 10.0, 5.0], [8.0, 30.0, 5.0]])
+    F = O.balanced_fractions(lam, n, n)
+    assert (F >= 0).all()
+    assert (O.evaluate(lam, n, n).fractions() >= 0).all()

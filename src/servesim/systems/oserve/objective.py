@@ -124,7 +124,7 @@ def evaluate(lam, n, e=None) -> FlowValue:
         raise RuntimeError(f"alpha LP: {r.message}")
     alpha_s = float(r.x[-1])
     alpha = 0.0 if unserved else alpha_s
-    x = r.x[:-1].reshape(K, J)
+    x = np.maximum(r.x[:-1].reshape(K, J), 0.0)  # HiGHS may return -1e-15 for a 0-bounded flow
     load = _rows(n) @ x.ravel()
     total = float(lam.sum())
     ph = total if alpha >= 1 - 1e-12 else phi(lam, n, e)
@@ -160,6 +160,6 @@ def balanced_fractions(lam, n, e=None, alpha: float | None = None) -> np.ndarray
     r = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs")
     if r.status != 0:
         raise RuntimeError(f"balanced shares LP: {r.message}")
-    x = r.x[:K * J].reshape(K, J)
+    x = np.maximum(r.x[:K * J].reshape(K, J), 0.0)  # HiGHS may return -1e-15 for a 0-bounded share
     tot = x.sum(axis=0)
     return np.divide(x, tot, out=np.zeros_like(x), where=tot > 0)
