@@ -164,15 +164,14 @@ def _cpus(text: str | None) -> list[int] | None:
     the in-process engine to."""
     if not text:
         return None
+    have = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
     if text == "last":
-        have = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [os.cpu_count() - 1]
         return [have[-1]]
     try:
         cpus = sorted({int(c) for c in text.split(",")})
     except ValueError:
         raise InputError(f"--cpus {text!r}: comma-separated core numbers, e.g. 1 or 0,1") from None
-    have = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    if have is not None and not set(cpus) <= set(have):
+    if not set(cpus) <= set(have):
         raise InputError(f"--cpus {text!r}: this process may run on cores {have} only")
     return cpus
 

@@ -176,56 +176,63 @@ def step_table(replay_dir: str | Path) -> pd.DataFrame:
     return M.validate(df, str(Path(replay_dir) / "steps.parquet"))
 
 
-def step_time_error(load_dirs, shape_dirs=(), fit_json: str | Path | None = None, seed: int = 0) -> pd.DataFrame:
-    """Issue 33 (a): step-time models scored on the engine's own batches.
-
-    ``refit``: `servesim.perf.fitted` fitted on half of the load replays' steps (a random half,
-    stratified by regime), scored on the other half and on every held-out shape's steps;
-    ``profile``: the profile's fit (``fit_json``: the model the simulator runs) on all of them.
-    Rows: model, scored_on, regime, n, mape_pct, median_ape_pct."""
+def refit_on_steps(load_dirs, seed: int = 0):
+    """The step model refitted on the engine's own steps: `servesim.perf.fitted` on a random half
+    (stratified by regime) of the load replays' steps. Returns (model, all steps, the held-out
+    half); `step_time_error` scores it and `steps_fit_json` hands it to the simulator, so both read
+    the same half."""
     from servesim.perf import fitted
     from servesim.perf import measurements as M
 
     loads = pd.concat([step_table(d) for d in load_dirs], ignore_index=True)
     train, test = M.split(loads, 0.5, seed)
-    models = {"refit": fitted.fit(train)}
+    return fitted.fit(train), loads, test
+
+
+def step_time_error(load_dirs, shape_dirs=(), fit_json: str | Path | None = None, seed: int = 0) -> pd.DataFrame:
+    """Issue 33 (a): step-time models scored on the engine's own batches.
+
+    ``refit`` (`refit_on_steps`) scored on the held-out half of the load steps and on every
+    held-out shape's steps; ``profile``: the profile's fit (``fit_json``: the model the simulator
+    runs) on all the load steps and the shapes'. Rows: model, scored_on, regime, n, mape_pct,
+    median_ape_pct."""
+    from servesim.perf import measurements as M
+
+    refit, loads, test = refit_on_steps(load_dirs, seed)
+    shapes = [(Path(d).name, step_table(d)) for d in shape_dirs]
+    scored = [("refit", refit, "loads (held-out half)", test), *[("refit", refit, n, t) for n, t in shapes]]
     if fit_json is not None:
         from servesim.engine.profile import load_fitted
 
-        models["profile"] = load_fitted(fit_json)[0]
-    sets = {"loads (held-out half)": test, **{Path(d).name: step_table(d) for d in shape_dirs}}
+        profile = load_fitted(fit_json)[0]
+        scored += [("profile", profile, "loads (all)", loads), *[("profile", profile, n, t) for n, t in shapes]]
     rows = []
-    for mname, m in models.items():
-        for sname, df in (sets.items() if mname == "refit" else [("loads (all)", loads), *list(sets.items())[1:]]):
-            pred = m.step_time(*(df[c].to_numpy(float) for c in M.AGGREGATES))
-            ape = np.abs(pred / df.step_s.to_numpy(float) - 1.0) * 100
-            reg = df["regime"].to_numpy()
-            for r in ("all", *M.REGIMES):
-                k = np.ones(len(df), bool) if r == "all" else reg == r
-                if k.any():
-                    rows.append({"model": mname, "scored_on": sname, "regime": r, "n": int(k.sum()),
-                                 "mape_pct": float(ape[k].mean()), "median_ape_pct": float(np.median(ape[k]))})
+    for mname, m, sname, df in scored:
+        ape = np.abs(m.step_time(*(df[c].to_numpy(float) for c in M.AGGREGATES)) / df.step_s.to_numpy(float) - 1.0) * 100
+        reg = df["regime"].to_numpy()
+        for r in ("all", *M.REGIMES):
+            k = np.ones(len(df), bool) if r == "all" else reg == r
+            if k.any():
+                rows.append({"model": mname, "scored_on": sname, "regime": r, "n": int(k.sum()),
+                             "mape_pct": float(ape[k].mean()), "median_ape_pct": float(np.median(ape[k]))})
     return pd.DataFrame(rows)
 
 
 def steps_fit_json(step_dirs, fit_json: str | Path, out: str | Path, seed: int = 0) -> Path:
-    """A fit.json for the simulator whose step model is refitted on the engine's own steps (half of
-    ``step_dirs``' steps, the same half as `step_time_error`'s refit) and whose frontend overhead is
-    0 (an in-process replay has none); the rest (engine, capacity, mix) is ``fit_json``'s. The
-    comparison read with it is the reading ``steps``: the simulator's scheduling and queueing with
-    the step times the engine really took."""
+    """A fit.json for the simulator whose step model is `refit_on_steps`' (the engine's own step
+    times) and whose frontend overhead is 0 (an in-process replay has none); the rest (engine,
+    capacity, mix) is ``fit_json``'s. The comparison read with it is the reading ``steps``: the
+    simulator's scheduling and queueing with the step times the engine really took."""
     from dataclasses import asdict
 
     from servesim.engine.profile import read_fit
-    from servesim.perf import fitted
-    from servesim.perf import measurements as M
 
-    tab = pd.concat([step_table(d) for d in step_dirs], ignore_index=True)
-    m = fitted.fit(M.split(tab, 0.5, seed)[0])
+    step_dirs = list(step_dirs)
+    m, tab, _ = refit_on_steps(step_dirs, seed)
     d = read_fit(fit_json, "coefficients")
     d["coefficients"] = {k: v for k, v in asdict(m).items() if k in d["coefficients"]}
     d["frontend_overhead_s"] = 0.0
-    d["step_model_source"] = f"refit on half of {len(tab)} engine steps of {len(list(step_dirs))} in-process replays"
+    d["step_model_source"] = f"refit on half of {len(tab)} engine steps of {len(step_dirs)} in-process replays"
     out = Path(out)
     out.write_text(json.dumps(d, indent=1) + "\n")
     return out

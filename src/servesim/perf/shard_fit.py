@@ -12,6 +12,7 @@ the nearest measured degree's (its ``meta`` says which).
 from __future__ import annotations
 
 import math
+from functools import cache
 
 from ..catalog import get_hardware, get_model
 from ..errors import InputError
@@ -25,8 +26,12 @@ _FITS: dict = {}
 
 def measured_tps(model: str, hardware: str) -> list[int]:
     """TP degrees of ``model`` with a committed profile on ``hardware``."""
-    hw, key = get_hardware(hardware).key, get_model(model).key
-    return sorted(t for h, m, t in sources.gpu_bench_sets() if h == hw and m == key)
+    return list(_measured_tps(get_model(model).key, get_hardware(hardware).key))
+
+
+@cache  # every replica's step model asks; the committed tables do not change within a run
+def _measured_tps(key: str, hw: str) -> tuple[int, ...]:
+    return tuple(sorted(t for h, m, t in sources.gpu_bench_sets() if h == hw and m == key))
 
 
 def nearest_tp(tp: int, have: list[int]) -> int:
