@@ -196,3 +196,41 @@ def test_batch_agreement_is_exact_when_the_engine_is_the_simulator(tmp_path):
     assert (agree.rel_diff.abs() < 1e-12).all() and agree.set_index("stat").loc["steps", "engine"] == len(st)
     with pytest.raises(TypeError, match="one step at a time"):
         rec.step_time(np.zeros(2), np.zeros(2), np.ones(2), np.ones(2))
+
+
+class AbortableEngine(FakeEngine):
+    def abort_request(self, ids):
+        for r in self.reqs.values():
+            if r["ext"] in ids:
+                r["done"] = True
+
+
+def test_in_process_sweep_rows_are_measured_steps_of_each_shape():
+    from servesim.engine.inprocess import Stepper, sweep_in_process
+    from servesim.engine.profile import SweepPlan
+
+    clock = Clock()
+    eng = AbortableEngine(clock, step_s=0.004)
+    st = Stepper(eng, ReplayOptions(), lambda n: int(n), clock=clock)
+    plan = SweepPlan(decode_batches=(1, 4), decode_contexts=(32,), decode_tokens=5, prefill_lengths=(16, 64),
+                     mixed_batches=(2,), mixed_context=16, repeats=2)
+    rows, lone = sweep_in_process(st, plan, max_num_seqs=8, max_num_batched_tokens=128)
+    assert set(rows.regime) == {"prefill-heavy", "decode-heavy", "mixed"}
+    assert np.allclose(rows.step_s, 0.004) and len(lone) == 4 and (lone.engine_queue_s == 0).all()
+    pre = rows[rows.regime == "prefill-heavy"]
+    assert sorted(pre.prefill_tokens) == [16, 16, 64, 64] and (pre.prefill_ctx == pre.prefill_tokens ** 2).all()
+    dec = rows[rows.regime == "decode-heavy"].set_index("decode_seqs")
+    # 4 prompts of 32 decode tokens 2..5 together: contexts 33..36 per sequence, mean 34.5 each
+    assert dec.loc[4, "decode_ctx"].tolist() == [4 * 34.5] * 2 and (dec.prefill_tokens == 0).all()
+    mix = rows[rows.regime == "mixed"]
+    assert sorted(mix.prefill_tokens) == [16, 16, 64, 64] and (mix.decode_seqs == 2).all()
+    assert not eng.has_unfinished_requests()  # every background request aborted or finished
+
+
+def test_in_process_profile_needs_the_scheduler():
+    from servesim.engine.inprocess import EngineStepError, Stepper
+
+    eng = FakeEngine(Clock())
+    eng.engine_core = SimpleNamespace()  # a build that hides the engine core
+    with pytest.raises(EngineStepError, match="scheduler"):
+        Stepper(eng, ReplayOptions(), lambda n: n)

@@ -48,3 +48,32 @@ def test_in_process_replay_records_every_step_and_token(tmp_path):
     assert steps.decode_seqs.sum() == (wl.output_tokens - 1).sum()
     assert (steps.scheduled_tokens == steps.prefill_tokens + steps.decode_seqs).all()
     assert (steps.scheduled_tokens <= cfg.max_num_batched_tokens).all()
+
+
+def test_in_process_profile_fits_measured_steps_of_every_regime(tmp_path):
+    import json
+
+    from servesim.engine.client import ReplayOptions
+    from servesim.engine.inprocess import profile_in_process
+    from servesim.engine.profile import SweepPlan, load_fitted
+    from servesim.engine.server import EngineConfig
+    from servesim.engine.tiny_model import make_tiny_model
+    from servesim.perf import measurements
+
+    model = tmp_path / "tiny"
+    make_tiny_model(model, "tiny", seed=0, max_model_len=1024)
+    cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=256, block_size=32, kv_blocks=256,
+                       max_model_len=1024, enforce_eager=True)
+    plan = SweepPlan(decode_batches=(1, 4, 16), decode_contexts=(32, 128), decode_tokens=8, prefill_lengths=(32, 128, 256),
+                     mixed_batches=(4,), repeats=1, capacity_requests=16)
+    fit = profile_in_process(model, tmp_path / "profile", plan=plan, config=cfg,
+                             opts=ReplayOptions(vocab_size=512, first_token_id=3), meta={"hardware": "cpu"})
+    assert fit["harness"] == "in-process" and fit["frontend_overhead_s"] == 0.0
+    assert fit["kv_blocks"] == 256 and fit["capacity_finished"] == 16 and fit["capacity_req_s"] > 0
+    steps = measurements.read(tmp_path / "profile" / "steps.csv")
+    assert set(steps.regime) == {"prefill-heavy", "decode-heavy", "mixed"} and (steps.step_s > 0).all()
+    # every shape the plan allows was measured as a clean step (a probe of 256 beside 4 decodes is over the budget)
+    assert len(steps[steps.regime == "prefill-heavy"]) == 3 and len(steps[steps.regime == "mixed"]) == 2
+    assert json.loads((tmp_path / "profile" / "fit.json").read_text())["n_rows"] == len(steps)
+    model_fit, fe = load_fitted(tmp_path / "profile" / "fit.json")
+    assert fe == 0.0 and model_fit.step_time(128, 128 * 128, 0, 0) > 0

@@ -34,5 +34,5 @@ rule figure:
         group="|".join(GROUPS),
         fig=r"[A-Za-z0-9_]+",
     shell:
-        "{params.env} {params.py} -m papermill -k python3 --cwd notebooks/{wildcards.group} --no-progress-bar --log-level WARNING"
+        "{params.env} {params.py} -m servesim.analysis.papermill_run -k python3 --cwd notebooks/{wildcards.group} --no-progress-bar --log-level WARNING"
         " {input.notebook} {log.notebook} -y {params.json:q}"

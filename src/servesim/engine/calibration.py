@@ -138,10 +138,13 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
     :func:`send_lag_bound`) is moved to ``replay/rejected/`` and run again, up to ``lag_retries``
     times; one still lagged is kept and marked ``lag_clean: false``, never silently compared.
 
-    ``replay_mode="in-process"`` (issue 33): the server profiles, then stops, and every replay runs
-    on one in-process engine (`inprocess.replay_many_in_process`, pinned to ``cpus``): no client,
-    no API server, each step's batch in ``steps.parquet``. Requests join between steps as a server's
-    engine core takes them, so there is no client lag to reject (``lag_clean`` is true).
+    ``replay_mode="in-process"`` (issues 33, 34): no server is started. vLLM's engine, in a process
+    of its own pinned to ``cpus``, is profiled (`inprocess.profile_in_process`: every sweep step
+    timed and its batch read from the scheduler, frontend overhead 0) and then replays every case
+    (`inprocess.replay_many_in_process`): no client, no API server, each step's batch in
+    ``steps.parquet``. Profile and replays see one harness, so the simulator is fitted and judged on
+    the same engine. Requests join between steps as a server's engine core takes them, so there is
+    no client lag to reject (``lag_clean`` is true).
     """
     import contextlib
     from dataclasses import replace
@@ -169,6 +172,14 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
     results = {}
     if (model is None) == (url is None):
         raise ValueError("give exactly one of model (start a server) or url (use a running one)")
+    if replay_mode == "in-process":  # no server: the engine is profiled and replayed in a process of its own
+        from servesim.engine.inprocess import profile_in_process
+
+        fit = profile_in_process(model, out / "profile", plan=plan, config=config, opts=opts, cpus=cpus, meta=meta,
+                                 log=out / "engine_profile.log", timeout_s=max_duration_s + 600)
+        shutil.rmtree(out / "replay", ignore_errors=True)
+        cases = _cases(out, loads, shapes, n_requests, seed)
+        return {"fit": fit, "replays": _replay_in_process(out, cases, model, config, opts, cpus, replay_repeats, fit)}
     ctx = VLLMServer(model, config, log_path=out / "server.log", start_timeout_s=start_timeout_s) \
         if model is not None else contextlib.nullcontext(None)
     with ctx as srv:
@@ -200,18 +211,13 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
                 url = srv.url
                 meta.update(kv_blocks=srv.kv_blocks, kv_tokens=srv.kv_tokens, startup_s=srv.startup_s,
                             server_restarts=attempt + 1, server_restart_reason=f"lost mid-profile: {reason}")
-        (out / "workloads").mkdir(exist_ok=True)
         # replays of an earlier run in this folder (more repeats, other shapes) would be read as this
         # run's: every replay below is run anew, so the old ones go
         shutil.rmtree(out / "replay", ignore_errors=True)
         bound = send_lag_bound(out / "profile", max_send_lag_p99_s)
-        cases = [(f"load{x}", x, heldout_workload(out / "profile" / "fit.json", x, n_requests, seed=seed))
-                 for x in loads]
-        cases += [(name, name, heldout_shape(out / "profile" / "fit.json", name, n_requests, seed=seed))
-                  for name in shapes]
+        cases = _cases(out, loads, shapes, n_requests, seed)
         for label, key, wl in cases:
-            wl.to_parquet(out / "workloads" / f"{label}.parquet", index=False)
-            for rep in range(replay_repeats if replay_mode == "http" else 0):
+            for rep in range(replay_repeats):
                 d = out / "replay" / replay_name(label, rep)
                 for attempt in range(lag_retries + 1):
                     s = replay(wl, d, url=url, config=config, opts=opts, warmup=2)
@@ -235,20 +241,36 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
                                                                  plan.seed + 1)["capacity_req_s"]
                 (d / "summary.json").write_text(json.dumps(s, indent=1, default=str) + "\n")
                 results.setdefault(key, []).append(s)
-    if replay_mode == "in-process":  # the server is stopped: the engine has the cores to itself
-        from servesim.engine.inprocess import replay_many_in_process
-
-        runs = [(label, key, rep, wl, out / "replay" / replay_name(label, rep))
-                for label, key, wl in cases for rep in range(replay_repeats)]
-        sums = replay_many_in_process([(wl, d) for *_, wl, d in runs], model=model, config=config, opts=opts,
-                                      warmup=2, cpus=cpus, log=out / "engine_inprocess.log")
-        for (label, key, rep, wl, d), s in zip(runs, sums):
-            s.update(kv_tokens=(s.get("kv_blocks") or 0) * config.block_size or None, model=str(model), repeat=rep,
-                     capacity_req_s=fit["capacity_req_s"], send_lag_bound_s=None, lag_clean=True, attempts=1,
-                     **({"shape": key} if isinstance(key, str) else {"load": key}))
-            (d / "summary.json").write_text(json.dumps(s, indent=1, default=str) + "\n")
-            results.setdefault(key, []).append(s)
     return {"fit": fit, "replays": results}
+
+
+def _cases(out: Path, loads, shapes, n_requests: int, seed: int) -> list[tuple[str, float | str, pd.DataFrame]]:
+    """(label, load or shape name, workload) of every held-out case, each written to workloads/."""
+    fit = out / "profile" / "fit.json"
+    cases = [(f"load{x}", x, heldout_workload(fit, x, n_requests, seed=seed)) for x in loads]
+    cases += [(name, name, heldout_shape(fit, name, n_requests, seed=seed)) for name in shapes]
+    (out / "workloads").mkdir(exist_ok=True)
+    for label, _, wl in cases:
+        wl.to_parquet(out / "workloads" / f"{label}.parquet", index=False)
+    return cases
+
+
+def _replay_in_process(out: Path, cases, model, config, opts, cpus, replay_repeats: int, fit: dict) -> dict:
+    """Every case's replays on one in-process engine (`inprocess.replay_many_in_process`)."""
+    from servesim.engine.inprocess import replay_many_in_process
+
+    runs = [(label, key, rep, wl, out / "replay" / replay_name(label, rep))
+            for label, key, wl in cases for rep in range(replay_repeats)]
+    sums = replay_many_in_process([(wl, d) for *_, wl, d in runs], model=model, config=config, opts=opts,
+                                  warmup=2, cpus=cpus, log=out / "engine_inprocess.log")
+    results: dict = {}
+    for (label, key, rep, wl, d), s in zip(runs, sums):
+        s.update(kv_tokens=(s.get("kv_blocks") or 0) * config.block_size or None, model=str(model), repeat=rep,
+                 capacity_req_s=fit["capacity_req_s"], send_lag_bound_s=None, lag_clean=True, attempts=1,
+                 **({"shape": key} if isinstance(key, str) else {"load": key}))
+        (d / "summary.json").write_text(json.dumps(s, indent=1, default=str) + "\n")
+        results.setdefault(key, []).append(s)
+    return results
 
 
 def replay_name(case: float | str, repeat: int) -> str:

@@ -333,8 +333,9 @@ def add_parser(subparsers) -> None:
                    help="p99 client send lag (s) above which a replay is rejected and run again "
                         "(default: max(10 ms, 5%% of the median lone-request TTFT))")
     p.add_argument("--replay-mode", choices=["http", "in-process"], default="http",
-                   help="replay the held-out workloads over HTTP on the profiled server, or on vLLM's engine "
-                        "in a process of its own (no client or API server; steps.parquet per replay)")
+                   help="http: profile and replay on a vLLM server over HTTP; in-process: no server, vLLM's "
+                        "engine in a process of its own is profiled step by step and replays every workload "
+                        "(no client or API server; steps.parquet per replay)")
     p.add_argument("--cpus", default=None, help="with --replay-mode in-process: pin the engine to these cores "
                                                  "(e.g. 1, 0,1, or last)")
     p.add_argument("--lag-retries", type=int, default=1,

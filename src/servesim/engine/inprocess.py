@@ -179,6 +179,107 @@ def drive(engine, workload: pd.DataFrame, opts: ReplayOptions, *, sampling, cloc
     return records, df, rec
 
 
+class Stepper:
+    """An in-process engine driven one step at a time, for the profiling sweep: requests added now,
+    each step's wall time and batch (`BatchRecorder`'s aggregates) returned as a row."""
+
+    def __init__(self, engine, opts: ReplayOptions, sampling, clock=time.perf_counter) -> None:
+        self.engine, self.opts, self.sampling, self.clock = engine, opts, sampling, clock
+        self.rec = BatchRecorder({})
+        sched = _scheduler(engine)
+        if sched is None:
+            raise EngineStepError("this vLLM build hides the engine core's scheduler: the in-process profile "
+                                  "reads each step's batch from it (use the HTTP profile, --replay-mode http)")
+        self.rec.attach(sched)
+        self.n = 0
+
+    def add(self, prompt_tokens: int, output_tokens: int) -> str:
+        """Queue one request of random prompt tokens; returns its (external) id."""
+        self.n += 1
+        rid = f"profile-{self.n}"
+        ids = prompt_ids(2**40 + self.n, prompt_tokens, self.opts)  # ids apart from any workload's
+        eid = self.engine.add_request(rid, {"prompt_token_ids": ids}, self.sampling(output_tokens))
+        self.rec.prompt_len[eid if isinstance(eid, str) else rid] = int(prompt_tokens)
+        return rid
+
+    def step(self) -> dict:
+        self.rec.last = None
+        t = self.clock()
+        self.engine.step()
+        dt = self.clock() - t
+        self.rec.step += 1
+        return {**(self.rec.last or {}), "step_s": dt}
+
+    def run_out(self) -> list[dict]:
+        out = []
+        while self.engine.has_unfinished_requests():
+            out.append(self.step())
+        return out
+
+    def abort(self, ids) -> None:
+        self.engine.abort_request(list(ids))
+        self.run_out()
+
+
+def _shape_row(step: dict, regime: str) -> dict:
+    return {k: step[k] for k in ("prefill_tokens", "prefill_ctx", "decode_seqs", "decode_ctx")} | \
+        {"step_s": step["step_s"], "regime": regime}
+
+
+def sweep_in_process(st: Stepper, plan, max_num_seqs: int, max_num_batched_tokens: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The profiling sweep of `servesim.engine.profile.SweepPlan` on an in-process engine: the same
+    batch shapes as the HTTP sweep (`profile.sweep_async`), each step timed and its batch read from
+    the scheduler, so a row is a measured step, not an estimate from request histograms:
+
+    - prefill-heavy: a lone prompt of L with one output token is one step;
+    - decode-heavy: B prompts of C generating N tokens; the row is the mean of the steps that decode
+      all B and prefill nothing (their mean context, as the HTTP sweep's ``B*(C + N/2)``);
+    - mixed: B requests of ``mixed_context`` decoding, then a probe of L: the step that prefills the
+      probe beside the B decodes (kept only when it did exactly that); the background is then aborted.
+
+    Returns (step rows, lone-request rows: prompt_tokens, ttft_s with the engine's own TTFT = the
+    prefill step, engine_queue_s 0, engine_prefill_s)."""
+    rows, lone = [], []
+    for _ in range(3):  # warm-up, as the HTTP sweep
+        st.add(16, 1)
+        st.run_out()
+    for _rep in range(plan.repeats):
+        for L in plan.prefill_lengths:
+            if L <= max_num_batched_tokens:
+                st.add(L, 1)
+                steps = [x for x in st.run_out() if x.get("prefill_tokens", 0) > 0]
+                if len(steps) == 1 and steps[0]["prefill_tokens"] == L and steps[0]["decode_seqs"] == 0:
+                    rows.append(_shape_row(steps[0], "prefill-heavy"))
+                    lone.append({"prompt_tokens": L, "ttft_s": steps[0]["step_s"], "engine_queue_s": 0.0,
+                                 "engine_prefill_s": steps[0]["step_s"]})
+        for C in plan.decode_contexts:
+            for B in plan.decode_batches:
+                if B <= max_num_seqs and B * C <= 4 * max_num_batched_tokens:
+                    for _ in range(B):
+                        st.add(C, plan.decode_tokens)
+                    pure = pd.DataFrame([x for x in st.run_out()
+                                         if x.get("prefill_tokens", -1) == 0 and x.get("decode_seqs") == B])
+                    if len(pure):
+                        rows.append({"prefill_tokens": 0, "prefill_ctx": 0, "decode_seqs": B,
+                                     "decode_ctx": float(pure["decode_ctx"].mean()), "step_s": float(pure["step_s"].mean()),
+                                     "regime": "decode-heavy"})
+        for B in plan.mixed_batches:
+            for L in plan.prefill_lengths:
+                if B < max_num_seqs and L + B <= max_num_batched_tokens \
+                        and B * plan.mixed_context <= max_num_batched_tokens:
+                    bg = [st.add(plan.mixed_context, 128) for _ in range(B)]
+                    for _ in range(64):  # until every background request decodes
+                        x = st.step()
+                        if x.get("prefill_tokens") == 0 and x.get("decode_seqs") == B:
+                            break
+                    st.add(L, 1)
+                    x = st.step()
+                    if x.get("prefill_tokens") == L and x.get("decode_seqs") == B:
+                        rows.append(_shape_row(x, "mixed"))
+                    st.abort(bg)
+    return pd.DataFrame(rows), pd.DataFrame(lone, columns=["prompt_tokens", "ttft_s", "engine_queue_s", "engine_prefill_s"])
+
+
 def _request_extras(rec: BatchRecorder | None, steps: pd.DataFrame) -> pd.DataFrame | None:
     """Per workload request: when it was first scheduled (start of that step) and how often preempted."""
     if rec is None or not rec.first_scheduled:
@@ -192,10 +293,33 @@ def _request_extras(rec: BatchRecorder | None, steps: pd.DataFrame) -> pd.DataFr
     return pd.DataFrame([(r, s, p) for r, (s, p) in rows.items()], columns=["request_id", "scheduled_s", "preemptions"])
 
 
+def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, params, sampling) -> None:
+    """The child's profiling work (`profile_in_process`): the sweep, the capacity burst, the files."""
+    from servesim.engine.profile import SweepPlan, capacity_of, request_mix, write_profile
+
+    plan = SweepPlan(**{k: tuple(v) if isinstance(v, list) else v for k, v in spec["plan"].items()})
+    cache = getattr(getattr(engine, "vllm_config", None), "cache_config", None)
+    blocks = getattr(cache, "num_gpu_blocks", None) or config.kv_blocks
+    meta = {**(spec.get("meta") or {}), "kv_blocks": int(blocks) if blocks else None,
+            "kv_tokens": int(blocks) * config.block_size if blocks else None}
+    t0 = time.perf_counter()
+    steps, lone = sweep_in_process(Stepper(engine, opts, params), plan, config.max_num_seqs,
+                                   config.max_num_batched_tokens)
+    if steps.empty:
+        raise EngineStepError("the in-process profile measured no clean step (every shape was skipped)")
+    capacity = {}
+    if plan.capacity_requests:
+        burst = request_mix(plan.capacity_requests, plan.seed + 1)
+        capacity = capacity_of(burst, drive(engine, burst, opts, sampling=sampling)[0])
+    # no API server in front of this engine: its frontend overhead is none by construction
+    write_profile(spec["out"], steps, lone, 0.0, plan, meta, capacity, harness="in-process",
+                  wall_s=time.perf_counter() - t0)
+
+
 def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opts: ReplayOptions,
-              warmup: int = 2) -> None:
-    """The child's work: build the engine once, warm it up, then replay each (workload file,
-    output folder) in turn and write its outputs."""
+              warmup: int = 2, profile: dict | None = None) -> None:
+    """The child's work: build the engine once; with ``profile`` run the profiling sweep first;
+    then warm up and replay each (workload file, output folder) in turn, writing its outputs."""
     from vllm import EngineArgs, LLMEngine, SamplingParams
     from vllm.sampling_params import RequestOutputKind
 
@@ -207,12 +331,18 @@ def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opt
     engine = LLMEngine.from_engine_args(EngineArgs(**engine_kwargs(config, model)))
     startup = time.perf_counter() - t_start
 
-    def sampling(row):
-        n = max(int(row.output_tokens), 1)
+    def params(n_out: int):
+        n = max(int(n_out), 1)
         return SamplingParams(max_tokens=n, min_tokens=n, ignore_eos=True, temperature=0.0,
                               output_kind=RequestOutputKind.DELTA)
 
-    if warmup:  # a fresh engine's first steps pay one-off costs
+    def sampling(row):
+        return params(row.output_tokens)
+
+    if profile is not None:
+        profile["meta"] = {**(profile.get("meta") or {}), "startup_s": startup}
+        _profile(engine, config, opts, profile, params, sampling)
+    if warmup and jobs:  # a fresh engine's first steps pay one-off costs
         warm = schema.make(np.zeros(warmup), np.full(warmup, 16), np.full(warmup, 4))
         warm["request_id"] = 10**12 + np.arange(warmup)  # apart from any workload id
         drive(engine, warm, opts, sampling=sampling)
@@ -234,17 +364,55 @@ def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opt
         write_outputs(out, wl, records, meta, wall, extras=_request_extras(rec, steps))
 
 
+def _run_engine_child(model: str | Path, config: EngineConfig, opts: ReplayOptions, spec: dict, log: Path,
+                      limit_s: float, cpus: list[int] | None) -> subprocess.CompletedProcess:
+    """Run ``python -m servesim.engine.inprocess`` with the server's environment, in-process engine
+    core, pinned to ``cpus``; ``spec`` holds its work (jobs, profile)."""
+    env = VLLMServer(model, config).environment()
+    env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+    spec = {**spec, "config": config.to_dict(), "opts": asdict(opts), "cpus": list(cpus) if cpus else None}
+    cmd = [sys.executable, "-m", "servesim.engine.inprocess", str(model), json.dumps(spec)]
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "wb") as f:
+        return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                              timeout=limit_s)
+
+
+def _log_tail(log: Path, n: int = 15) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-n:])
+
+
+def _default_opts(model) -> ReplayOptions:
+    from servesim.engine.replay import _tiny_model_vocab
+
+    vocab = _tiny_model_vocab(model)
+    return ReplayOptions() if vocab is None else ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1])
+
+
+def profile_in_process(model: str | Path, out_dir: str | Path, *, plan, config: EngineConfig = EngineConfig(),
+                       opts: ReplayOptions | None = None, cpus: list[int] | None = None, meta: dict | None = None,
+                       log: str | Path | None = None, timeout_s: float = 1800.0) -> dict:
+    """Profile vLLM's engine in process (`sweep_in_process`, the capacity burst through `drive`):
+    the same files as the HTTP profile (`servesim.engine.profile.write_profile`) with
+    ``harness: "in-process"`` and a frontend overhead of 0 (there is no API server). Returns fit.json."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "fit.json").unlink(missing_ok=True)
+    log = Path(log) if log else out / "engine.log"
+    spec = {"jobs": [], "warmup": 0, "profile": {"out": str(out), "plan": asdict(plan), "meta": meta or {}}}
+    p = _run_engine_child(model, config, opts or _default_opts(model), spec, log, timeout_s, cpus)
+    if p.returncode != 0 or not (out / "fit.json").exists():
+        raise EngineStepError(f"in-process profile exited with {p.returncode} (log {log}):\n{_log_tail(log)}")
+    return json.loads((out / "fit.json").read_text())
+
+
 def replay_many_in_process(cases: list[tuple[pd.DataFrame, str | Path]], *, model: str | Path,
                            config: EngineConfig = EngineConfig(), opts: ReplayOptions | None = None,
                            warmup: int = 2, cpus: list[int] | None = None, log: str | Path | None = None) -> list[dict]:
     """Replay each (workload, output folder) on ONE in-process engine (started once, in a child
     process of its own, warmed up once); returns each folder's summary.json content. ``cpus``:
     cores the child is pinned to (default: all)."""
-    from servesim.engine.replay import _tiny_model_vocab
-
-    if opts is None:
-        vocab = _tiny_model_vocab(model)
-        opts = ReplayOptions() if vocab is None else ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1])
+    opts = opts or _default_opts(model)
     jobs = []
     for wl, out_dir in cases:
         out = Path(out_dir)
@@ -252,20 +420,13 @@ def replay_many_in_process(cases: list[tuple[pd.DataFrame, str | Path]], *, mode
         (out / "summary.json").unlink(missing_ok=True)
         wl.to_parquet(out / "workload.parquet", index=False)
         jobs.append((str(out / "workload.parquet"), str(out)))
-    env = VLLMServer(model, config).environment()
-    env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
-    spec = json.dumps({"jobs": jobs, "config": config.to_dict(), "opts": asdict(opts), "warmup": warmup,
-                       "cpus": list(cpus) if cpus else None})
-    cmd = [sys.executable, "-m", "servesim.engine.inprocess", str(model), spec]
     log = Path(log) if log else Path(jobs[0][1]) / "engine.log"
     limit = sum(opts.max_duration_s for _ in jobs) + 600
-    with open(log, "wb") as f:
-        p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, timeout=limit)
+    p = _run_engine_child(model, config, opts, {"jobs": jobs, "warmup": warmup}, log, limit, cpus)
     done = [Path(o) / "summary.json" for _, o in jobs]
     if p.returncode != 0 or not all(d.exists() for d in done):
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
         raise EngineStepError(f"in-process replay exited with {p.returncode} after {sum(d.exists() for d in done)} of "
-                              f"{len(jobs)} replays (log {log}):\n{tail}")
+                              f"{len(jobs)} replays (log {log}):\n{_log_tail(log)}")
     for w, _ in jobs:
         Path(w).unlink()
     return [json.loads(d.read_text()) for d in done]
@@ -292,7 +453,7 @@ def _main(argv=None) -> int:
     cfg = dict(spec["config"])
     cfg["extra_args"] = tuple(cfg.get("extra_args", ()))
     run_child([tuple(j) for j in spec["jobs"]], a.model, EngineConfig(**cfg), ReplayOptions(**spec["opts"]),
-              warmup=int(spec["warmup"]))
+              warmup=int(spec["warmup"]), profile=spec.get("profile"))
     return 0
 
 

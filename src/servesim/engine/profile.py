@@ -219,10 +219,14 @@ def measure_capacity(url: str, n: int, opts: ReplayOptions, seed: int,
                      prompt_range=(16, 512), output_range=(8, 128)) -> dict:
     """Saturation throughput: ``n`` requests of the mix all at t=0; finished / makespan."""
     wl = request_mix(n, seed, prompt_range, output_range)
-    recs = asyncio.run(replay_async(url, wl, opts))
-    run = summarize(request_table(wl, recs))["all"]  # every arrival at 0: duration = makespan
+    return capacity_of(wl, asyncio.run(replay_async(url, wl, opts)), prompt_range, output_range)
+
+
+def capacity_of(burst: pd.DataFrame, records, prompt_range=(16, 512), output_range=(8, 128)) -> dict:
+    """The capacity fields of fit.json from a replayed burst (every arrival at 0)."""
+    run = summarize(request_table(burst, records))["all"]  # every arrival at 0: duration = makespan
     return {"capacity_req_s": run["request_throughput_per_s"], "capacity_out_tok_s": run["output_throughput_tok_per_s"],
-            "capacity_requests": n, "capacity_finished": run["completed"], "capacity_span_s": run["duration_s"],
+            "capacity_requests": len(burst), "capacity_finished": run["completed"], "capacity_span_s": run["duration_s"],
             "prompt_range": list(prompt_range), "output_range": list(output_range)}
 
 
@@ -242,10 +246,6 @@ def profile_engine(url: str, out_dir: str | Path, *, plan: SweepPlan = SweepPlan
                    max_num_batched_tokens: int = 512, meta: dict | None = None) -> dict:
     """Profile the server at ``url``; write steps.csv (median per shape; steps_raw.csv every
     run), lone_ttft.csv and fit.json (coefficients, errors, frontend overhead, capacity)."""
-    from servesim.perf import measurements
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     try:
         steps, lone, overhead = asyncio.run(sweep_async(url, plan, opts, max_num_seqs, max_num_batched_tokens))
@@ -254,10 +254,25 @@ def profile_engine(url: str, out_dir: str | Path, *, plan: SweepPlan = SweepPlan
 
         raise ServerLostError(f"profiling lost the server at {url} ({type(exc).__name__}: {exc}); "
                               f"did it exit? (see its log)") from exc
+    capacity = measure_capacity(url, plan.capacity_requests, opts, plan.seed + 1) if plan.capacity_requests else {}
+    return write_profile(out_dir, steps, lone, overhead, plan, meta, capacity,
+                         harness="http", wall_s=time.perf_counter() - t0)
+
+
+def write_profile(out_dir: str | Path, steps: pd.DataFrame, lone: pd.DataFrame, overhead: float, plan: SweepPlan,
+                  meta: dict | None, capacity: dict, *, harness: str, wall_s: float) -> dict:
+    """The profile's files from a sweep's step rows (one per run; `sweep_async`, or the in-process
+    sweep of `servesim.engine.inprocess`): steps_raw.csv, steps.csv (median per shape),
+    lone_ttft.csv and fit.json (coefficients, errors, frontend overhead, capacity, the harness)."""
+    from servesim.perf import measurements
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    steps = steps.copy()
     for k, v in (meta or {}).items():
         if k in ("model", "hardware", "tp", "pp"):
             steps[k] = v
-    steps["source"] = "servesim profile-engine"
+    steps["source"] = "servesim profile-engine" if harness == "http" else "servesim profile-engine (in-process)"
     steps.to_csv(out / "steps_raw.csv", index=False)
     # one row per batch shape: the median over repeats damps scheduling noise of a shared host
     keys = [c for c in ("prefill_tokens", "prefill_ctx", "decode_seqs", "decode_ctx", "regime",
@@ -270,15 +285,15 @@ def profile_engine(url: str, out_dir: str | Path, *, plan: SweepPlan = SweepPlan
     result = {
         "coefficients": model.coefficients(),
         "frontend_overhead_s": overhead,
+        "harness": harness,
         "heldout_error": held.to_dict(orient="records"),
         "insample_error": insample.to_dict(orient="records"),
         "n_rows": int(len(steps)),
         "plan": asdict(plan),
         **(meta or {}),
+        **capacity,
+        "sweep_wall_s": wall_s,
     }
-    if plan.capacity_requests:
-        result.update(measure_capacity(url, plan.capacity_requests, opts, plan.seed + 1))
-    result["sweep_wall_s"] = time.perf_counter() - t0
     (out / "fit.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
     return result
 

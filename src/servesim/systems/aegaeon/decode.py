@@ -181,19 +181,31 @@ class DecodeInstance:
         pool.kernel.at(first, self._step, None)
 
     def _step(self, _=None) -> None:
+        # the hot loop of every Aegaeon sweep (about 1.4 M steps in a quick 10-point sweep): one pass
+        # over the batch, `Req.done` and `Req.ctx` written out inline
         pool = self.pool
         now = pool.kernel.now
         b = self.batches[self.turn]
-        act = [r for r in b.reqs if not r.done and r.dev_ready <= now]
+        act = []
+        first_wait = math.inf  # earliest swap-in still under way
+        ctx = 0
+        for r in b.reqs:
+            n = len(r.tokens)
+            if r.failed or n >= r.output:
+                continue
+            if r.dev_ready <= now:
+                act.append(r)
+                ctx += r.prompt + n
+            elif r.dev_ready < first_wait:
+                first_wait = r.dev_ready
         if not act:
-            waiting = [r.dev_ready for r in b.reqs if not r.done]
-            if waiting:  # only requests still swapping in: wait for the first
-                pool.kernel.at(min(waiting), self._step, None)
+            if first_wait < math.inf:  # only requests still swapping in: wait for the first
+                pool.kernel.at(first_wait, self._step, None)
                 return
             self._end_turn(now)
             return
         pool.check_resident(self, b.model)
-        dt = pool.costs_of(b.model).decode_s(len(act), sum(r.ctx for r in act))
+        dt = pool.costs_of(b.model).decode_s(len(act), ctx)
         for r in act:
             r.in_step = True
         self.busy_until = now + dt
@@ -216,7 +228,7 @@ class DecodeInstance:
             expired = b.quota <= 0
         else:
             expired = now - self.quota_start >= b.quota
-        if expired or not b.live():
+        if expired or all(r.failed or len(r.tokens) >= r.output for r in b.reqs):  # none live
             self._end_turn(now)
         else:
             self._step()

@@ -1,0 +1,31 @@
+"""The workflow's papermill entry point (servesim.analysis.papermill_run): papermill's command line
+with jsonschema's IRI checker kept out of the import."""
+
+import json
+import subprocess
+import sys
+
+import nbformat
+
+from tests.conftest import pythonpath_env
+
+
+def test_runs_a_notebook_with_injected_parameters_and_skips_the_iri_checker(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("import sys\nprint(x * 10)")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    src, out = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
+    nbformat.write(nb, src)
+    code = ("import sys, runpy; sys.argv = ['papermill'] + sys.argv[1:]\n"
+            "try:\n    runpy.run_module('servesim.analysis.papermill_run', run_name='__main__')\n"
+            "except SystemExit as e:\n    assert not e.code, e.code\n"
+            "print('IRI', sys.modules.get('rfc3987_syntax', 'absent'))")
+    r = subprocess.run([sys.executable, "-c", code, "-k", "python3", "--no-progress-bar", "--log-level", "WARNING",
+                        str(src), str(out), "-y", json.dumps({"x": 4})],
+                       capture_output=True, text=True, env=pythonpath_env(), timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "IRI None" in r.stdout or "IRI absent" in r.stdout
+    done = nbformat.read(out, as_version=4)
+    printed = "".join(o.get("text", "") for c in done.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "40" in printed
