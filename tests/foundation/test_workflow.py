@@ -19,8 +19,7 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
 def test_dry_run_default_target_is_quick():
-    r = subprocess.run(SNAKEMAKE + ["-n", "--quiet", "rules"], cwd=ROOT, capture_output=True, text=True, env=pythonpath_env())
-    assert r.returncode == 0, r.stderr[-3000:]
+    # one forced dry run of the default target (each builds the quick DAG: about 20 s on 2 cores)
     r = subprocess.run(SNAKEMAKE + ["-n", "--forceall"], cwd=ROOT, capture_output=True, text=True, env=pythonpath_env())
     assert r.returncode == 0, r.stderr[-3000:]
     out = r.stdout + r.stderr

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import nnls
 
 from .base import StepTimeModel
 from .measurements import AGGREGATES, MeasurementError
@@ -133,6 +132,8 @@ def fit(df: pd.DataFrame, weighting: str = "relative", tp: int | None = None, pp
     else:
         raise ValueError(f"weighting must be 'relative' or 'absolute', got {weighting!r}")
     scale = np.abs(X).max(axis=0)  # column scaling keeps NNLS well conditioned
+    from scipy.optimize import nnls  # here, not at import: every simulation job imports this module, few fit
+
     coef, _ = nnls(X * w[:, None] / scale, y * w, maxiter=50 * X.shape[1])
     coef = coef / scale
     vals = dict(zip(names, coef.tolist()))

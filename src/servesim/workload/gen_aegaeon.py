@@ -21,7 +21,6 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from .arrivals import categorical, seeds
 from .schema import WorkloadError, validate
@@ -67,6 +66,8 @@ def popularity_rates(n_models: int, *, tail_frac: float = SKEW["tail_frac"], tai
     k = int(round(tail_frac * n_models))
     if not 0 < k < n_models:
         raise WorkloadError(f"popularity_rates: tail_frac={tail_frac} leaves no tail or no head with M={n_models}")
+    from scipy.stats import norm  # here, not at import (scipy.stats costs about 0.3 s)
+
     z = norm.ppf((np.arange(n_models) + 0.5) / n_models)
 
     def share(sig: float) -> float:
