@@ -190,3 +190,23 @@ def test_lp_round_off_below_zero_never_reaches_the_router(monkeypatch):
     F = O.balanced_fractions(lam, n, n)
     assert (F >= 0).all()
     assert (O.evaluate(lam, n, n).fractions() >= 0).all()
+
+
+def test_load_basis_open_scales_the_trace_to_what_static_sustains(tmp_path, oserve_tiny_trace):
+    """Issue 28: the trace's rate is set from the largest Poisson rate static's deployment sustains at
+    the busiest span's mix (default), the closed saturation rate a named reading; both are recorded."""
+    from servesim.systems.oserve import online
+    from servesim.systems.oserve.profiler import OPEN_HI
+
+    args = [*oserve_tiny_trace, "--max-pp", "2", "--systems", "static"]
+    s = {}
+    for basis in online.LOAD_BASES:
+        assert online.main([*args, "--load-basis", basis, "-o", str(tmp_path / basis)]) == 0
+        s[basis] = json.loads((tmp_path / basis / "summary.json").read_text())
+        assert s[basis]["load_basis"] == basis
+    o, c = s["open"], s["closed"]
+    assert o["static_deployment"] == c["static_deployment"] and o["busiest_span"] == c["busiest_span"]
+    assert c["static_capacity_busiest_span"] == c["static_capacity_busiest_span_closed"]
+    assert 0 < o["static_capacity_busiest_span"] <= OPEN_HI * o["static_capacity_busiest_span_closed"]
+    # the rate follows the capacity it is scaled on, nothing else differs
+    assert o["rate_rps"] / c["rate_rps"] == pytest.approx(o["static_capacity_busiest_span"] / c["static_capacity_busiest_span"])

@@ -196,6 +196,41 @@ class CapacityProfiler:
             e_out.append(n if p99 <= hold else 0.0)
         return np.array(n_out), np.array(e_out)
 
+    def open_rate(self, cfg, sm, hold: float, kv: float, pool: TypePool, closed_rate: float, rng) -> float:
+        """The largest Poisson rate (requests per span) one replica (``cfg``, ``sm``) sustains on
+        requests drawn from ``pool``, by bisection over [0, OPEN_HI x ``closed_rate``] (module docstring)."""
+        hi_rate = OPEN_HI * float(closed_rate)
+        base = self._base_requests(cfg, kv, pool)
+
+        def probe(t, prompt, output):
+            self.runs += 1
+            return Cluster.uniform(1, cfg, sm).run(schema.make(t, prompt, output, model=self.model)).requests
+
+        prompt, output = self._draw(rng, pool, base, hold)  # a low-load probe sets the window
+        t_low = np.cumsum(rng.exponential(1.0, len(prompt))) * (3 * self.span_s / float(closed_rate))
+        e2e_low = float(np.median(probe(t_low, prompt, output)["e2e_s"].dropna()))
+        window = max(OPEN_WINDOW_S, OPEN_WINDOW_E2E * e2e_low)
+        prompt, output = self._draw(rng, pool, max(base, int(np.ceil(hi_rate / self.span_s * window))), hold)
+        gaps = rng.exponential(1.0, len(prompt))  # unit-rate gaps, scaled per probe: common random numbers
+
+        def sustained(rate_per_span: float) -> bool:
+            t = np.cumsum(gaps) * (self.span_s / rate_per_span)
+            m = max(int(np.searchsorted(t, window)) + 1, min(len(t), base))
+            r = probe(t[:m], prompt[:m], output[:m])
+            if (r["state"] != "finished").any():
+                return False
+            arr, ttft = r["arrival_s"].to_numpy(float), r["ttft_s"].to_numpy(float)
+            q = np.quantile(arr, [0.2, 0.4, 0.8])
+            early = np.median(ttft[(arr >= q[0]) & (arr < q[1])])
+            late = np.median(ttft[arr >= q[2]])
+            return bool(late <= OPEN_GROWTH * early + OPEN_SLACK_S)
+
+        lo, hi = 0.0, hi_rate
+        for _ in range(OPEN_STEPS):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if sustained(mid) else (lo, mid)
+        return lo
+
     def _profile_open(self, shape: Shape) -> tuple[np.ndarray, np.ndarray]:
         """Open-loop n_kj (``method="open"``, module docstring); e_kj as the closed runs'."""
         closed = self.closed()
@@ -209,36 +244,6 @@ class CapacityProfiler:
                 n_out.append(0.0)
                 continue
             rng = np.random.default_rng([self.seed, j, 1])
-            hi_rate = OPEN_HI * float(n_closed[j])
-            base = self._base_requests(cfg, kv, pool)
-
-            def probe(t, prompt, output):
-                self.runs += 1
-                return Cluster.uniform(1, cfg, sm).run(schema.make(t, prompt, output, model=self.model)).requests
-
-            prompt, output = self._draw(rng, pool, base, hold)  # a low-load probe sets the window
-            t_low = np.cumsum(rng.exponential(1.0, len(prompt))) * (3 * self.span_s / float(n_closed[j]))
-            e2e_low = float(np.median(probe(t_low, prompt, output)["e2e_s"].dropna()))
-            window = max(OPEN_WINDOW_S, OPEN_WINDOW_E2E * e2e_low)
-            prompt, output = self._draw(rng, pool, max(base, int(np.ceil(hi_rate / self.span_s * window))), hold)
-            gaps = rng.exponential(1.0, len(prompt))  # unit-rate gaps, scaled per probe: common random numbers
-
-            def sustained(rate_per_span: float) -> bool:
-                t = np.cumsum(gaps) * (self.span_s / rate_per_span)
-                m = max(int(np.searchsorted(t, window)) + 1, min(len(t), base))
-                r = probe(t[:m], prompt[:m], output[:m])
-                if (r["state"] != "finished").any():
-                    return False
-                arr, ttft = r["arrival_s"].to_numpy(float), r["ttft_s"].to_numpy(float)
-                q = np.quantile(arr, [0.2, 0.4, 0.8])
-                early = np.median(ttft[(arr >= q[0]) & (arr < q[1])])
-                late = np.median(ttft[arr >= q[2]])
-                return bool(late <= OPEN_GROWTH * early + OPEN_SLACK_S)
-
-            lo, hi = 0.0, hi_rate
-            for _ in range(OPEN_STEPS):
-                mid = 0.5 * (lo + hi)
-                lo, hi = (mid, hi) if sustained(mid) else (lo, mid)
-            n_out.append(float(max(1, round(lo))))
+            n_out.append(float(max(1, round(self.open_rate(cfg, sm, hold, kv, pool, float(n_closed[j]), rng)))))
         n = np.array(n_out)
         return n, np.where(e_closed > 0, n, 0.0)
