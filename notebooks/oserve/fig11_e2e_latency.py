@@ -77,13 +77,20 @@ for ax, (m, t) in zip(axes[0], cases):
     g = sysdf[(sysdf.model == m) & (sysdf.trace == t)].set_index("system")
     x = np.arange(len(cols))
     for i, s in enumerate(SYS):
-        if s in g.index:
-            ax.bar(x + (i - 3) * 0.12, g.loc[s, cols].astype(float), 0.12, label=s)
+        if s in g.index:  # one colour per system in every panel (a reading runs on some cases only)
+            ax.bar(x + (i - 3) * 0.12, g.loc[s, cols].astype(float), 0.12, label=s, color=f"C{i}")
     ax.set_xticks(x, ["avg", "P90", "P95", "P96", "P97", "P98", "P99"], fontsize=7)
     ax.set_title(f"{m}, {t}", fontsize=9)
     ax.set_ylabel("latency (s)")
-axes[0][0].legend(fontsize=7)
-fig.tight_layout()
+# one legend for the figure, from every panel's systems (the first panel may lack a reading)
+handles = {}
+for ax in axes[0]:
+    for h, lab in zip(*ax.get_legend_handles_labels()):
+        handles.setdefault(lab, h)
+order = [s for s in SYS if s in handles]
+if order:
+    fig.legend([handles[s] for s in order], order, fontsize=7, loc="lower center", ncol=len(order))
+fig.tight_layout(rect=(0, 0.08, 1, 1))
 fig
 
 # %%

@@ -250,9 +250,13 @@ def test_test_target_end_to_end(tmp_path, mirror):
     assert all(row["status"] in STATUSES and row["kind"] in KINDS for row in rows)
     prov = json.loads((proj / "results/test/provenance.json").read_text())
     assert prov["scale"] == "test" and "numpy" in prov["packages"]
-    for nb in sorted((proj / "notebooks").glob("*/*.ipynb")):
-        assert (proj / "figures/test" / nb.parent.name / f"{nb.stem}.png").exists(), nb
-        assert (proj / "logs/test" / nb.parent.name / f"{nb.stem}.ipynb").exists(), nb
+    for nb in sorted((proj / "notebooks").glob("*/*.ipynb")):  # every notebook, and its outputs
+        group, fig = nb.parent.name, nb.stem
+        for out in (f"figures/test/{group}/{fig}.pdf", f"figures/test/{group}/{fig}.png",
+                    f"results/test/{group}/{fig}/data.csv", f"results/test/{group}/{fig}/metrics.json",
+                    f"logs/test/{group}/{fig}.ipynb"):
+            assert (proj / out).stat().st_size > 0, out
+        json.loads((proj / f"results/test/{group}/{fig}/metrics.json").read_text())
     # nothing left to do: a second run is a no-op
     r2 = subprocess.run(cmd + ["-n"], cwd=proj, capture_output=True, text=True, env=env)
     assert "Nothing to be done" in r2.stdout + r2.stderr
