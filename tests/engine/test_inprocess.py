@@ -234,3 +234,36 @@ def test_in_process_profile_needs_the_scheduler():
     eng.engine_core = SimpleNamespace()  # a build that hides the engine core
     with pytest.raises(EngineStepError, match="scheduler"):
         Stepper(eng, ReplayOptions(), lambda n: n)
+
+
+def test_profile_fit_on_live_steps_or_the_sweep(tmp_path):
+    """write_profile with a live replay's steps: the simulator's fit is made on them (fit_on live) or
+    on the sweep's shapes, and both fits are kept."""
+    import json
+
+    from servesim.engine.profile import SweepPlan, write_profile
+
+    rng = np.random.default_rng(0)
+    # sweep rows: a step model of 2 ms + 10 us per prefill token + 50 us per decode sequence
+    sweep = pd.DataFrame([{"prefill_tokens": L, "prefill_ctx": L * L, "decode_seqs": 0, "decode_ctx": 0,
+                           "step_s": 0.002 + 1e-5 * L, "regime": "prefill-heavy"} for L in (16, 64, 128, 256, 384)]
+                         + [{"prefill_tokens": 0, "prefill_ctx": 0, "decode_seqs": B, "decode_ctx": B * 100,
+                             "step_s": 0.002 + 5e-5 * B, "regime": "decode-heavy"} for B in (1, 2, 4, 8, 16, 32)])
+    # live steps: the same but 100 us per decode sequence (a live mixed batch costs more per sequence)
+    n = 400
+    ds = rng.integers(1, 32, n)
+    steps = pd.DataFrame({"step": np.arange(n), "start_s": np.arange(n) * 0.01, "end_s": np.arange(n) * 0.01 + 0.002 + 1e-4 * ds,
+                          "prefill_tokens": 0, "prefill_ctx": 0, "decode_seqs": ds, "decode_ctx": ds * 100,
+                          "new_requests": 0, "preempted": 0, "scheduled_tokens": ds, "waiting_added": 0})
+    (tmp_path / "live").mkdir()
+    steps.to_parquet(tmp_path / "live" / "steps.parquet", index=False)
+    lone = pd.DataFrame(columns=["prompt_tokens", "ttft_s", "engine_queue_s", "engine_prefill_s"])
+    for fit_on, per_seq in (("live", 1e-4), ("sweep", 5e-5)):
+        res = write_profile(tmp_path / fit_on, sweep, lone, 0.0, SweepPlan(fit_on=fit_on), {}, {}, harness="in-process",
+                            wall_s=1.0, live_dir=tmp_path / "live")
+        assert res["fit_source"] == fit_on and set(res) >= {"coefficients_live", "coefficients_sweep"}
+        assert res["coefficients"]["b_ds"] == pytest.approx(per_seq, rel=0.05)
+        assert json.loads((tmp_path / fit_on / "fit.json").read_text())["fit_source"] == fit_on
+    # no live replay: the sweep's fit whatever fit_on says
+    res = write_profile(tmp_path / "none", sweep, lone, 0.0, SweepPlan(), {}, {}, harness="http", wall_s=1.0)
+    assert res["fit_source"] == "sweep" and "coefficients_live" not in res

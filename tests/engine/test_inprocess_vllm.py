@@ -65,7 +65,7 @@ def test_in_process_profile_fits_measured_steps_of_every_regime(tmp_path):
     cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=256, block_size=32, kv_blocks=256,
                        max_model_len=1024, enforce_eager=True)
     plan = SweepPlan(decode_batches=(1, 4, 16), decode_contexts=(32, 128), decode_tokens=8, prefill_lengths=(32, 128, 256),
-                     mixed_batches=(4,), repeats=1, capacity_requests=16)
+                     mixed_batches=(4,), repeats=1, capacity_requests=16, live_requests=24)
     fit = profile_in_process(model, tmp_path / "profile", plan=plan, config=cfg,
                              opts=ReplayOptions(vocab_size=512, first_token_id=3), meta={"hardware": "cpu"})
     assert fit["harness"] == "in-process" and fit["frontend_overhead_s"] == 0.0
@@ -77,3 +77,8 @@ def test_in_process_profile_fits_measured_steps_of_every_regime(tmp_path):
     assert json.loads((tmp_path / "profile" / "fit.json").read_text())["n_rows"] == len(steps)
     model_fit, fe = load_fitted(tmp_path / "profile" / "fit.json")
     assert fe == 0.0 and model_fit.step_time(128, 128 * 128, 0, 0) > 0
+    # the live profile replay: its 24 requests' steps recorded, the simulator's fit made on them
+    live = pd.read_parquet(tmp_path / "profile" / "live" / "steps.parquet")
+    wl = pd.read_parquet(tmp_path / "profile" / "live" / "workload.parquet")
+    assert len(wl) == 24 and live.prefill_tokens.sum() == wl.prompt_tokens.sum()
+    assert fit["fit_source"] == "live" and fit["coefficients"] == fit["coefficients_live"] != fit["coefficients_sweep"]

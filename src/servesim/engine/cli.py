@@ -274,6 +274,10 @@ def _cmd_calibrate(a) -> int:
     _check_url(a.url)
     if a.replay_mode == "in-process" and a.url:
         raise InputError("--replay-mode in-process starts its own engine: give --model, not --url")
+    if a.live_requests < 0 or (a.live_requests and (a.replay_mode != "in-process" or not a.capacity_requests)):
+        raise InputError(f"--live-requests {a.live_requests}: a count >= 0, and the live profile replay needs "
+                         "--replay-mode in-process (its steps are read from the engine) and --capacity-requests > 0 "
+                         "(its rates are fractions of that capacity)")
     from servesim.engine.calibration import run_calibration
     from servesim.engine.client import ReplayOptions
     from servesim.engine.profile import SweepPlan
@@ -281,11 +285,12 @@ def _cmd_calibrate(a) -> int:
 
     vocab = _tiny_model_vocab(a.model) or (a.vocab_size, a.first_token_id)
     opts = ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1], seed=a.seed)
-    plan = SweepPlan(repeats=a.repeats, capacity_requests=a.capacity_requests, seed=a.seed)
+    live = dict(live_requests=a.live_requests, fit_on=a.fit_on)
+    plan = SweepPlan(repeats=a.repeats, capacity_requests=a.capacity_requests, seed=a.seed, **live)
     if a.tiny:  # the pipeline tests: a few shapes only
         plan = SweepPlan(decode_batches=(1, 4, 16, 32), decode_contexts=(32, 128, 512), decode_tokens=16,
                          prefill_lengths=(32, 128, 256, 384), mixed_batches=(4, 16), repeats=2,
-                         capacity_requests=a.capacity_requests, seed=a.seed)
+                         capacity_requests=a.capacity_requests, seed=a.seed, **live)
     res = run_calibration(a.model, a.out, _config(a), url=a.url, plan=plan, loads=a.loads, n_requests=a.n,
                           seed=a.seed, opts=opts, meta={"hardware": a.hardware},
                           start_timeout_s=a.start_timeout, request_timeout_s=a.request_timeout,
@@ -336,6 +341,13 @@ def add_parser(subparsers) -> None:
                    help="http: profile and replay on a vLLM server over HTTP; in-process: no server, vLLM's "
                         "engine in a process of its own is profiled step by step and replays every workload "
                         "(no client or API server; steps.parquet per replay)")
+    p.add_argument("--live-requests", type=int, default=0,
+                   help="with --replay-mode in-process: a live profile replay of this many requests (the mix, "
+                        "Poisson arrivals ramping from 0.3 to 1.2 x capacity, seeds apart from the held-out "
+                        "workloads'), every engine step recorded in profile/live/ (0: none)")
+    p.add_argument("--fit-on", choices=["live", "sweep"], default="live",
+                   help="the steps the simulator's step model is fitted on: the live profile replay's (where "
+                        "there is one) or the controlled sweep's; fit.json keeps both fits")
     p.add_argument("--cpus", default=None, help="with --replay-mode in-process: pin the engine to these cores "
                                                  "(e.g. 1, 0,1, or last)")
     p.add_argument("--lag-retries", type=int, default=1,

@@ -311,9 +311,18 @@ def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, para
     if plan.capacity_requests:
         burst = request_mix(plan.capacity_requests, plan.seed + 1)
         capacity = capacity_of(burst, drive(engine, burst, opts, sampling=sampling)[0])
+    live = None
+    if plan.live_requests and capacity:  # the live profile replay: the engine's steps under a real mix
+        from servesim.engine.calibration import live_workload
+
+        wl = live_workload(plan.live_requests, capacity["capacity_req_s"], plan.seed)
+        live = Path(spec["out"]) / "live"
+        live.mkdir(parents=True, exist_ok=True)
+        wl.to_parquet(live / "workload.parquet", index=False)
+        drive(engine, wl, opts, sampling=sampling)[1].to_parquet(live / "steps.parquet", index=False)
     # no API server in front of this engine: its frontend overhead is none by construction
     write_profile(spec["out"], steps, lone, 0.0, plan, meta, capacity, harness="in-process",
-                  wall_s=time.perf_counter() - t0)
+                  wall_s=time.perf_counter() - t0, live_dir=live)
 
 
 def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opts: ReplayOptions,

@@ -52,7 +52,16 @@ class SweepPlan:
     #: requests of the saturation-throughput burst (0 to skip)
     capacity_requests: int = 96
     seed: int = 0
+    #: in-process harness only: requests of the live profile replay (0 to skip): the mix at Poisson
+    #: arrivals ramping from 0.3 to 1.2 x the burst's capacity (other seeds than any held-out
+    #: workload), every engine step recorded (`servesim.engine.inprocess`)
+    live_requests: int = 0
+    #: which steps the simulator's fit is made on: "live" (the live replay's, where there is one)
+    #: or "sweep" (the controlled batch shapes); both fits are in fit.json
+    fit_on: str = "live"
 
+
+FIT_ON = ("live", "sweep")
 
 _HISTS = ("vllm:request_prefill_time_seconds", "vllm:request_decode_time_seconds",
           "vllm:request_queue_time_seconds")
@@ -260,10 +269,16 @@ def profile_engine(url: str, out_dir: str | Path, *, plan: SweepPlan = SweepPlan
 
 
 def write_profile(out_dir: str | Path, steps: pd.DataFrame, lone: pd.DataFrame, overhead: float, plan: SweepPlan,
-                  meta: dict | None, capacity: dict, *, harness: str, wall_s: float) -> dict:
+                  meta: dict | None, capacity: dict, *, harness: str, wall_s: float,
+                  live_dir: str | Path | None = None) -> dict:
     """The profile's files from a sweep's step rows (one per run; `sweep_async`, or the in-process
     sweep of `servesim.engine.inprocess`): steps_raw.csv, steps.csv (median per shape),
-    lone_ttft.csv and fit.json (coefficients, errors, frontend overhead, capacity, the harness)."""
+    lone_ttft.csv and fit.json (coefficients, errors, frontend overhead, capacity, the harness).
+
+    ``live_dir``: a live profile replay's folder (its ``steps.parquet``): the step model is then
+    also fitted on those engine steps, and ``plan.fit_on`` says which fit the simulator runs
+    (``coefficients``); both are kept (``coefficients_sweep``, ``coefficients_live``), each with
+    its error on a held-out 20 % of its own rows."""
     from servesim.perf import measurements
 
     out = Path(out_dir)
@@ -281,9 +296,20 @@ def write_profile(out_dir: str | Path, steps: pd.DataFrame, lone: pd.DataFrame, 
                                                                  repeats=("step_s", "size"))
     measurements.write(steps, out / "steps.csv")
     lone.to_csv(out / "lone_ttft.csv", index=False)
-    model, held, insample = fit_and_evaluate(measurements.read(out / "steps.csv"), plan.seed)
+    if plan.fit_on not in FIT_ON:
+        raise ValueError(f"fit_on={plan.fit_on!r}: one of {FIT_ON}")
+    fits = {"sweep": fit_and_evaluate(measurements.read(out / "steps.csv"), plan.seed)}
+    if live_dir is not None:
+        from servesim.engine.compare import step_table
+
+        fits["live"] = fit_and_evaluate(step_table(live_dir), plan.seed)
+    source = plan.fit_on if plan.fit_on in fits else "sweep"
+    model, held, insample = fits[source]
     result = {
         "coefficients": model.coefficients(),
+        "fit_source": source,
+        **{f"coefficients_{k}": f[0].coefficients() for k, f in fits.items()},
+        **{f"heldout_error_{k}": f[1].to_dict(orient="records") for k, f in fits.items()},
         "frontend_overhead_s": overhead,
         "harness": harness,
         "heldout_error": held.to_dict(orient="records"),
