@@ -276,22 +276,32 @@ def mixed_capacity(model: str, shapes, counts, pools, n_requests: int, seed: int
     mix = np.asarray(counts, float) / np.sum(counts)
     total = 0.0
     for k, shape in enumerate(shapes):
-        rng = np.random.default_rng([seed, 7, k])
-        typ = rng.choice(len(pools), size=n_requests, p=mix)
-        prompt, output = np.empty(n_requests, np.int64), np.empty(n_requests, np.int64)
-        for j, pool in enumerate(pools):
-            sel = typ == j
-            idx = rng.integers(0, len(pool.prompt), sel.sum())
-            prompt[sel], output[sel] = pool.prompt[idx], pool.output[idx]
+        prompt, output = _draw_mix(np.random.default_rng([seed, 7, k]), pools, mix, n_requests)
         kv = kv_tokens(model, shape, GPU)
         keep = prompt + output <= kv
         w = schema.make(np.zeros(int(keep.sum())), prompt[keep], output[keep], model=model)
         res = Cluster.uniform(1, instance_config(model, shape, GPU), step_model(model, shape, GPU, backend)).run(w)
-        fin = np.sort(res.requests["finish_s"].dropna().to_numpy())
-        lo, hi = int(0.1 * (len(fin) - 1)), int(0.9 * (len(fin) - 1))
-        rate = (hi - lo) / (fin[hi] - fin[lo]) if fin[hi] > fin[lo] else len(fin) / max(fin[-1], 1e-9)
-        total += rate * PR.SPAN_S
+        total += _saturated_rate(res.requests) * PR.SPAN_S
     return total
+
+
+def _draw_mix(rng, pools, mix, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` (prompt, output) pairs: each request's type drawn at ``mix``, its lengths from that type's pool."""
+    typ = rng.choice(len(pools), size=n, p=mix)
+    prompt, output = np.empty(n, np.int64), np.empty(n, np.int64)
+    for j, pool in enumerate(pools):
+        sel = typ == j
+        idx = rng.integers(0, len(pool.prompt), sel.sum())
+        prompt[sel], output[sel] = pool.prompt[idx], pool.output[idx]
+    return prompt, output
+
+
+def _saturated_rate(requests: pd.DataFrame) -> float:
+    """Requests per second of a saturation run (every arrival at 0): completions between the 10th and
+    90th percentile finish times over that time (the profiler's steady middle)."""
+    fin = np.sort(requests["finish_s"].dropna().to_numpy())
+    lo, hi = int(0.1 * (len(fin) - 1)), int(0.9 * (len(fin) - 1))
+    return (hi - lo) / (fin[hi] - fin[lo]) if fin[hi] > fin[lo] else len(fin) / max(fin[-1], 1e-9)
 
 
 LOAD_BASES = ("open", "closed")
@@ -319,20 +329,11 @@ def open_mixed_capacity(prof: CapacityProfiler, shapes, counts, seed: int) -> tu
             r_open, r_closed = float(d["open"]), float(d["closed"])
         else:
             rng = np.random.default_rng([seed, 9])
-            m = 20 * prof.n_requests
-            typ = rng.choice(len(prof.pools), size=m, p=mix)
-            prompt, output = np.empty(m, np.int64), np.empty(m, np.int64)
-            for j, pool in enumerate(prof.pools):
-                sel = typ == j
-                idx = rng.integers(0, len(pool.prompt), sel.sum())
-                prompt[sel], output[sel] = pool.prompt[idx], pool.output[idx]
-            mixed = TypePool("mix", prompt, output)
+            mixed = TypePool("mix", *_draw_mix(rng, prof.pools, mix, 20 * prof.n_requests))
             cfg, sm, hold, kv = prof._replica(shape)
             p, o = prof._draw(rng, mixed, prof._base_requests(cfg, kv, mixed), hold)
             res = Cluster.uniform(1, cfg, sm).run(schema.make(np.zeros(len(p)), p, o, model=prof.model))
-            fin = np.sort(res.requests["finish_s"].dropna().to_numpy())
-            lo, hi = int(0.1 * (len(fin) - 1)), int(0.9 * (len(fin) - 1))
-            r_closed = ((hi - lo) / (fin[hi] - fin[lo]) if fin[hi] > fin[lo] else len(fin) / max(fin[-1], 1e-9)) * prof.span_s
+            r_closed = _saturated_rate(res.requests) * prof.span_s
             r_open = prof.open_rate(cfg, sm, hold, kv, mixed, r_closed, rng)
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
