@@ -137,6 +137,33 @@ def test_open_loop_capacity_is_a_rate_the_replica_sustains_and_its_own_cache_ent
         CapacityProfiler("opt-30b", _pools(), method="bogus")
 
 
+def test_open_loop_rate_leaves_out_a_request_the_replica_can_never_hold(monkeypatch):
+    """Regression (issue 28): one request rejected at arrival (its KV blocks exceed the cache after
+    rounding) failed every probe, so the open-loop rate came out 0 and the trace it scaled was empty."""
+    import pandas as pd
+
+    from servesim.systems.oserve import profiler as P
+
+    class OneRejected:  # every request served at once with flat TTFT, the first one rejected
+        @classmethod
+        def uniform(cls, *a, **k):
+            return cls()
+
+        def run(self, w):
+            n = len(w)
+            state = np.where(np.arange(n) == 0, "rejected", "finished")
+            req = pd.DataFrame({"arrival_s": w["arrival_s"].to_numpy(float), "state": state,
+                                "ttft_s": np.where(state == "finished", 0.05, np.nan),
+                                "e2e_s": np.where(state == "finished", 1.0, np.nan)})
+            return type("Res", (), {"requests": req})()
+
+    monkeypatch.setattr(P, "Cluster", OneRejected)
+    prof = CapacityProfiler("opt-30b", _pools(), n_requests=150, cache_dir=None)
+    cfg, sm, hold, kv = prof._replica(Shape(2))
+    rate = prof.open_rate(cfg, sm, hold, kv, _pools()[0], 100.0, np.random.default_rng(0))
+    assert rate > 0.9 * P.OPEN_HI * 100.0  # flat TTFT at every rate: the bisection climbs to its top
+
+
 # ---------------------------------------------------------------- search
 class FakeProfiler:
     """Capacities from a closed form (unit tests only): per-GPU rate with a TP/PP preference per type."""

@@ -45,7 +45,8 @@ from .replica import DEFAULT_BACKEND, GPU, Shape, instance_config, kv_tokens, st
 VERSION = 2
 WAVES = 4  # batches' worth of requests per saturation run, at least
 METHODS = ("closed", "open")
-OPEN_VERSION = 2     # of the open-loop probe (2: windows of OPEN_WINDOW_E2E low-load latencies)
+OPEN_VERSION = 3     # of the open-loop probe (2: windows of OPEN_WINDOW_E2E low-load latencies; 3: a request
+                     # rejected at arrival is left out, where one such request had failed every rate: n_kj 0 -> 1)
 OPEN_HI = 2.5        # bisection over [0, OPEN_HI x the closed-batch rate]
 OPEN_STEPS = 8       # halvings: ~1 % of the closed rate
 OPEN_GROWTH = 1.5    # [R] sustained: late arrivals' median TTFT <= 1.5 x early arrivals' + slack
@@ -217,6 +218,10 @@ class CapacityProfiler:
             t = np.cumsum(gaps) * (self.span_s / rate_per_span)
             m = max(int(np.searchsorted(t, window)) + 1, min(len(t), base))
             r = probe(t[:m], prompt[:m], output[:m])
+            # a request the replica can never hold (rejected at arrival: its blocks exceed the KV
+            # cache after rounding, which _draw's token count cannot see) is not load; any other
+            # unfinished one means the rate is not sustained
+            r = r[r["state"] != "rejected"]
             if (r["state"] != "finished").any():
                 return False
             arr, ttft = r["arrival_s"].to_numpy(float), r["ttft_s"].to_numpy(float)
