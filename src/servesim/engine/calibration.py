@@ -71,33 +71,6 @@ SHAPES = {
 BURSTY_CV, BURSTY_LOAD, LONG_LOAD, RAMP_LOADS = 2.0, 0.6, 0.5, (0.3, 1.2)
 
 
-def ramp_arrivals(n: int, r0: float, r1: float, rng) -> np.ndarray:
-    """``n`` Poisson arrival times whose rate rises linearly from ``r0`` to ``r1`` (per second): a
-    time-rescaled Poisson process, unit-rate arrivals E_i mapped through the inverse of
-    Lambda(t) = r0 t + (r1 - r0) t^2 / (2T), with T so that Lambda(T) = n."""
-    T = 2.0 * n / (r0 + r1)
-    e = np.cumsum(rng.exponential(1.0, n))
-    a = (r1 - r0) / (2.0 * T)
-    return (-r0 + np.sqrt(r0 * r0 + 4.0 * a * e)) / (2.0 * a) if a > 0 else e / r0
-
-
-#: the live profile replay's seed stream, apart from every held-out workload's (HELDOUT_SEED)
-LIVE_SEED = 0x11FE
-
-
-def live_workload(n_requests: int, capacity_req_s: float, seed: int = 0, prompt_range=(16, 512),
-                  output_range=(8, 128)) -> pd.DataFrame:
-    """The live profile replay's requests (`SweepPlan.live_requests`): the mix, Poisson arrivals
-    ramping over RAMP_LOADS x capacity, seeds apart from the held-out workloads'."""
-    from servesim.engine.profile import request_mix
-
-    ss = np.random.SeedSequence([LIVE_SEED, seed])
-    arr_rng, len_rng = (np.random.default_rng(x) for x in ss.spawn(2))
-    t = ramp_arrivals(int(n_requests), *(x * capacity_req_s for x in RAMP_LOADS), arr_rng)
-    return request_mix(int(n_requests), int(len_rng.integers(2**31)), prompt_range, output_range,
-                       arrival_s=t - t[0])
-
-
 def _check_shape(name: str) -> None:
     if name not in SHAPES:
         raise ValueError(f"unknown held-out shape {name!r}; choose from {', '.join(SHAPES)}")
@@ -128,6 +101,8 @@ def heldout_shape(fit_json: str | Path, name: str, n_requests: int, seed: int = 
         k = 1.0 / BURSTY_CV**2  # Gamma shape: CV = 1/sqrt(k); mean 1/rate
         gaps = arr_rng.gamma(k, 1.0 / (k * BURSTY_LOAD * cap), n)
     elif name == "ramp":
+        from servesim.engine.profile import ramp_arrivals
+
         t = ramp_arrivals(n, *(x * cap for x in RAMP_LOADS), arr_rng)
         gaps = np.diff(t, prepend=t[0])
     else:  # the long shapes: the token load of LONG_LOAD x capacity on the mix

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from servesim.engine.records import step_table
 from servesim.engine.server import EngineConfig
 from servesim.metrics import summarize
 from servesim.perf.base import StepTimeModel
@@ -162,18 +163,6 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     out["lag_clean"] = bool(clean)
     out["coalesced_share"] = float(np.mean([t["coalesced_share"].iloc[0] for t in tables]))
     return out
-
-
-def step_table(replay_dir: str | Path) -> pd.DataFrame:
-    """An in-process replay's engine steps (``steps.parquet``) as a step-time measurement table
-    (`servesim.perf.measurements`: the batch aggregates and ``step_s`` = the step's wall time)."""
-    from servesim.perf import measurements as M
-
-    st = pd.read_parquet(Path(replay_dir) / "steps.parquet")
-    st = st[(st.scheduled_tokens > 0) & (st.prefill_tokens >= 0)]
-    df = pd.DataFrame({c: st[c].to_numpy(np.int64) for c in M.AGGREGATES})
-    df["step_s"] = (st.end_s - st.start_s).to_numpy(float)
-    return M.validate(df, str(Path(replay_dir) / "steps.parquet"))
 
 
 def refit_on_steps(load_dirs, seed: int = 0):

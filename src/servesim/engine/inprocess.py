@@ -295,7 +295,7 @@ def _request_extras(rec: BatchRecorder | None, steps: pd.DataFrame) -> pd.DataFr
 
 def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, params, sampling) -> None:
     """The child's profiling work (`profile_in_process`): the sweep, the capacity burst, the files."""
-    from servesim.engine.profile import SweepPlan, capacity_of, request_mix, write_profile
+    from servesim.engine.profile import SweepPlan, capacity_of, live_workload, request_mix, write_profile
 
     plan = SweepPlan(**{k: tuple(v) if isinstance(v, list) else v for k, v in spec["plan"].items()})
     cache = getattr(getattr(engine, "vllm_config", None), "cache_config", None)
@@ -313,8 +313,6 @@ def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, para
         capacity = capacity_of(burst, drive(engine, burst, opts, sampling=sampling)[0])
     live = None
     if plan.live_requests and capacity:  # the live profile replay: the engine's steps under a real mix
-        from servesim.engine.calibration import live_workload
-
         wl = live_workload(plan.live_requests, capacity["capacity_req_s"], plan.seed)
         live = Path(spec["out"]) / "live"
         live.mkdir(parents=True, exist_ok=True)

@@ -224,6 +224,32 @@ def request_mix(n: int, seed: int, prompt_range=(16, 512), output_range=(8, 128)
                        rng.integers(output_range[0], output_range[1] + 1, n))
 
 
+def ramp_arrivals(n: int, r0: float, r1: float, rng) -> np.ndarray:
+    """``n`` Poisson arrival times whose rate rises linearly from ``r0`` to ``r1`` (per second): a
+    time-rescaled Poisson process, unit-rate arrivals E_i mapped through the inverse of
+    Lambda(t) = r0 t + (r1 - r0) t^2 / (2T), with T so that Lambda(T) = n."""
+    T = 2.0 * n / (r0 + r1)
+    e = np.cumsum(rng.exponential(1.0, n))
+    a = (r1 - r0) / (2.0 * T)
+    return (-r0 + np.sqrt(r0 * r0 + 4.0 * a * e)) / (2.0 * a) if a > 0 else e / r0
+
+
+#: the live profile replay's seed stream, apart from every held-out workload's
+#: (`servesim.engine.calibration.HELDOUT_SEED`), and its ramp in x capacity
+LIVE_SEED, LIVE_LOADS = 0x11FE, (0.3, 1.2)
+
+
+def live_workload(n_requests: int, capacity_req_s: float, seed: int = 0, prompt_range=(16, 512),
+                  output_range=(8, 128)) -> pd.DataFrame:
+    """The live profile replay's requests (`SweepPlan.live_requests`): the mix, Poisson arrivals
+    ramping over LIVE_LOADS x capacity, seeds apart from the held-out workloads'."""
+    ss = np.random.SeedSequence([LIVE_SEED, seed])
+    arr_rng, len_rng = (np.random.default_rng(x) for x in ss.spawn(2))
+    t = ramp_arrivals(int(n_requests), *(x * capacity_req_s for x in LIVE_LOADS), arr_rng)
+    return request_mix(int(n_requests), int(len_rng.integers(2**31)), prompt_range, output_range,
+                       arrival_s=t - t[0])
+
+
 def measure_capacity(url: str, n: int, opts: ReplayOptions, seed: int,
                      prompt_range=(16, 512), output_range=(8, 128)) -> dict:
     """Saturation throughput: ``n`` requests of the mix all at t=0; finished / makespan."""
@@ -300,7 +326,7 @@ def write_profile(out_dir: str | Path, steps: pd.DataFrame, lone: pd.DataFrame, 
         raise ValueError(f"fit_on={plan.fit_on!r}: one of {FIT_ON}")
     fits = {"sweep": fit_and_evaluate(measurements.read(out / "steps.csv"), plan.seed)}
     if live_dir is not None:
-        from servesim.engine.compare import step_table
+        from servesim.engine.records import step_table
 
         fits["live"] = fit_and_evaluate(step_table(live_dir), plan.seed)
     source = plan.fit_on if plan.fit_on in fits else "sweep"

@@ -9,6 +9,7 @@ the two compare column for column.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -101,3 +102,15 @@ def check_request_table(df: pd.DataFrame, workload: pd.DataFrame | None = None) 
     fin = df[df["state"] == "finished"]
     if (fin["first_token_s"] < fin["arrival_s"]).any() or (fin["finish_s"] < fin["first_token_s"]).any():
         raise ValueError("request table: a finished request has times out of order")
+
+
+def step_table(replay_dir: str | Path) -> pd.DataFrame:
+    """An in-process replay's engine steps (``steps.parquet``) as a step-time measurement table
+    (`servesim.perf.measurements`: the batch aggregates and ``step_s`` = the step's wall time)."""
+    from servesim.perf import measurements as M
+
+    st = pd.read_parquet(Path(replay_dir) / "steps.parquet")
+    st = st[(st.scheduled_tokens > 0) & (st.prefill_tokens >= 0)]
+    df = pd.DataFrame({c: st[c].to_numpy(np.int64) for c in M.AGGREGATES})
+    df["step_s"] = (st.end_s - st.start_s).to_numpy(float)
+    return M.validate(df, str(Path(replay_dir) / "steps.parquet"))
