@@ -278,6 +278,7 @@ for ax, (col, title) in zip(grid[1], cdf_cols):
                 ax.plot(v, np.arange(1, len(v) + 1) / len(v), ls, color=f"C{i}", lw=1.2,
                         label=f"{who} load {x}" if col == "ttft_s" else None)
     ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(plt.NullFormatter())  # a narrow log range labels its minor ticks: they collide
     ax.set_xlabel(f"{title} (ms)")
     ax.set_ylabel("fraction of requests")
 grid[1][0].legend(fontsize=6, ncol=2)
