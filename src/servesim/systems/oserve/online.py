@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -72,7 +71,7 @@ from . import predictor as PR
 from . import serving as SV
 from . import switching as SW
 from .objective import OBJECTIVES, SHARES, balanced_fractions, evaluate
-from .profiler import METHODS, CapacityProfiler, pools_from_frame
+from .profiler import METHODS, CapacityProfiler, pools_from_frame, saturated_rate, write_cache
 from .replica import BACKENDS, DEFAULT_BACKEND, GPU, Shape, instance_config, kv_tokens, step_model, strategies
 from .search import INITS, Evaluator, exhaustive, heuristic, place
 
@@ -281,7 +280,7 @@ def mixed_capacity(model: str, shapes, counts, pools, n_requests: int, seed: int
         keep = prompt + output <= kv
         w = schema.make(np.zeros(int(keep.sum())), prompt[keep], output[keep], model=model)
         res = Cluster.uniform(1, instance_config(model, shape, GPU), step_model(model, shape, GPU, backend)).run(w)
-        total += _saturated_rate(res.requests) * PR.SPAN_S
+        total += saturated_rate(res.requests) * PR.SPAN_S
     return total
 
 
@@ -294,14 +293,6 @@ def _draw_mix(rng, pools, mix, n: int) -> tuple[np.ndarray, np.ndarray]:
         idx = rng.integers(0, len(pool.prompt), sel.sum())
         prompt[sel], output[sel] = pool.prompt[idx], pool.output[idx]
     return prompt, output
-
-
-def _saturated_rate(requests: pd.DataFrame) -> float:
-    """Requests per second of a saturation run (every arrival at 0): completions between the 10th and
-    90th percentile finish times over that time (the profiler's steady middle)."""
-    fin = np.sort(requests["finish_s"].dropna().to_numpy())
-    lo, hi = int(0.1 * (len(fin) - 1)), int(0.9 * (len(fin) - 1))
-    return (hi - lo) / (fin[hi] - fin[lo]) if fin[hi] > fin[lo] else len(fin) / max(fin[-1], 1e-9)
 
 
 LOAD_BASES = ("open", "closed")
@@ -333,14 +324,11 @@ def open_mixed_capacity(prof: CapacityProfiler, shapes, counts, seed: int) -> tu
             cfg, sm, hold, kv = prof._replica(shape)
             p, o = prof._draw(rng, mixed, prof._base_requests(cfg, kv, mixed), hold)
             res = Cluster.uniform(1, cfg, sm).run(schema.make(np.zeros(len(p)), p, o, model=prof.model))
-            r_closed = _saturated_rate(res.requests) * prof.span_s
+            r_closed = saturated_rate(res.requests) * prof.span_s
             r_open = prof.open_rate(cfg, sm, hold, kv, mixed, r_closed, rng)
             if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_text(json.dumps({"model": prof.model, "shape": shape.label(), "mix": mix.tolist(),
-                                           "open": r_open, "closed": r_closed}))
-                tmp.replace(path)
+                write_cache(path, {"model": prof.model, "shape": shape.label(), "mix": mix.tolist(),
+                                   "open": r_open, "closed": r_closed})
         tot_open += n * r_open
         tot_closed += n * r_closed
     return tot_open, tot_closed

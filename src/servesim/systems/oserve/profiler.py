@@ -56,6 +56,22 @@ OPEN_WINDOW_E2E = 20  # and at least this many low-load E2E latencies (past the 
 DEFAULT_CACHE = Path(os.environ.get("SERVESIM_OSERVE_CACHE", Path.home() / ".cache" / "servesim" / "oserve_capacity"))
 
 
+def write_cache(path: Path, obj: dict) -> None:
+    """One cache entry, written whole (concurrent jobs may profile the same key)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(obj))
+    tmp.replace(path)
+
+
+def saturated_rate(requests: pd.DataFrame) -> float:
+    """Requests per second of a saturation run (every arrival at 0): completions between the 10th and
+    90th percentile finish times over that time (the steady middle, without ramp-up and drain)."""
+    fin = np.sort(requests["finish_s"].dropna().to_numpy())
+    lo, hi = int(0.1 * (len(fin) - 1)), int(0.9 * (len(fin) - 1))
+    return (hi - lo) / (fin[hi] - fin[lo]) if fin[hi] > fin[lo] and hi > lo else len(fin) / max(fin[-1], 1e-9)
+
+
 @dataclass(frozen=True)
 class TypePool:
     """One workload type's (input, output) lengths to sample from."""
@@ -132,11 +148,8 @@ class CapacityProfiler:
         else:
             res = self._profile(shape) if self.method == "closed" else self._profile_open(shape)
             if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")  # concurrent jobs may profile the same shape
-                tmp.write_text(json.dumps({"model": self.model, "shape": shape.label(), "types": [p.name for p in self.pools],
-                                           "n": res[0].tolist(), "e": res[1].tolist()}))
-                tmp.replace(path)
+                write_cache(path, {"model": self.model, "shape": shape.label(), "types": [p.name for p in self.pools],
+                                   "n": res[0].tolist(), "e": res[1].tolist()})
         self._mem[shape] = res
         return res
 
@@ -187,11 +200,7 @@ class CapacityProfiler:
             w = schema.make(np.zeros(len(prompt)), prompt, output, model=self.model)
             res = Cluster.uniform(1, cfg, sm).run(w)
             self.runs += 1
-            fin = np.sort(res.requests["finish_s"].dropna().to_numpy())
-            lo, hi = fin[int(0.1 * (len(fin) - 1))], fin[int(0.9 * (len(fin) - 1))]
-            done = int(0.9 * (len(fin) - 1)) - int(0.1 * (len(fin) - 1))
-            rate = done / (hi - lo) if hi > lo and done > 0 else len(fin) / max(fin[-1], 1e-9)
-            n = float(max(1, round(rate * self.span_s)))
+            n = float(max(1, round(saturated_rate(res.requests) * self.span_s)))
             p99 = float(np.quantile(pool.prompt + pool.output, 0.99))
             n_out.append(n)
             e_out.append(n if p99 <= hold else 0.0)
