@@ -11,6 +11,9 @@
 # heavy jobs (simulations, sweeps, engine replays) are declared per paper in workflow/runs/.
 from snakemake.utils import min_version, validate
 
+# jsonschema (config validation here, the runs' schema in common.smk) without its 1-s IRI checker
+from servesim.analysis.jsonschema_lite import Draft202012Validator as _Validator  # noqa: F401
+
 min_version("9.0")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+from functools import lru_cache
 from pathlib import Path
 
 
@@ -74,12 +75,29 @@ def module_closure(module: str, src: str | Path, root_package: str = "servesim")
     return _closure_of(ast.parse(f"import {module}"), Path(src), root_package)
 
 
+def _file_imports(src: Path, f: Path) -> frozenset[str]:
+    """`_imports` of one source file, parsed once per content (a workflow's DAG asks for the
+    closures of hundreds of jobs over the same files: parsing each again took most of a dry run)."""
+    st = f.stat()
+    return _parsed_imports(str(f), st.st_mtime_ns, st.st_size, str(src))
+
+
+@lru_cache(maxsize=4096)
+def _parsed_imports(file: str, _mtime_ns: int, _size: int, src: str) -> frozenset[str]:
+    f = Path(file)
+    return frozenset(_imports(ast.parse(f.read_text()), _package_of(Path(src), f)))
+
+
+@lru_cache(maxsize=1024)
+def _data_files(folder: Path) -> tuple[Path, ...]:
+    return tuple(f for f in folder.rglob("*") if f.is_file() and "__pycache__" not in f.parts)
+
+
 def _closure_of(tree: ast.AST, src: Path, root_package: str) -> list[Path]:
-    todo = [(tree, None)]
+    todo = [_imports(tree, None)]
     seen: set[Path] = set()
     while todo:
-        tree, pkg = todo.pop()
-        for mod in _imports(tree, pkg):
+        for mod in todo.pop():
             if mod != root_package and not mod.startswith(root_package + "."):
                 continue
             parts = mod.split(".")
@@ -87,7 +105,7 @@ def _closure_of(tree: ast.AST, src: Path, root_package: str) -> list[Path]:
                 f = _module_file(src, ".".join(parts[:i]))
                 if f is not None and f not in seen:
                     seen.add(f)
-                    todo.append((ast.parse(f.read_text()), _package_of(src, f)))
+                    todo.append(_file_imports(src, f))
     # data files shipped beside an imported module (``<package>/data/**``) are inputs too
-    data = {f for m in seen for f in (m.parent / "data").rglob("*") if f.is_file() and "__pycache__" not in f.parts}
+    data = {f for m in seen for f in _data_files(m.parent / "data")}
     return sorted(seen | data)

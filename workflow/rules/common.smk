@@ -7,7 +7,7 @@ import sys
 from functools import lru_cache
 
 import yaml
-from jsonschema import Draft202012Validator
+from servesim.analysis.jsonschema_lite import Draft202012Validator
 
 ROOT = Path(workflow.basedir).resolve()
 PY = shlex.quote(sys.executable)  # the interpreter running Snakemake (a venv need not be activated)

@@ -17,10 +17,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
-
 from servesim._yaml import StrictYAMLError, strict_yaml_load
+from servesim.analysis.jsonschema_lite import Draft202012Validator, best_match
 from servesim.errors import InputError
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "claims.schema.yaml"

@@ -39,9 +39,14 @@ class Worker:
         self.queue: list[Req] = []
         self.last_batch = 0.0
         self.busy = False
+        # set when a request of this queue may have ended (finished, timed out, rejected): `live`
+        # filters only then, not at each of the millions of steps a saturated sweep takes
+        self.stale = False
 
     def live(self) -> list[Req]:
-        self.queue = [r for r in self.queue if not r.done]
+        if self.stale:
+            self.queue = [r for r in self.queue if not r.done]
+            self.stale = False
         return self.queue
 
     def kick(self, now: float) -> None:
@@ -66,25 +71,27 @@ class Worker:
             c = sim.costs_of(self.model)
             cap = sim.kv_tokens(self.model)
             pre, dec = [], []
-            acc = acc_b = 0
+            acc = acc_b = n = 0
+            model = self.model
             for r in q[: sim.s.sllm_max_batch]:
-                if r.model != self.model:
+                if r.model != model:
                     break
-                st = r.ctx
+                st = r.prompt + len(r.tokens)  # r.ctx
                 sb = 1 if r.on_device else st
                 if acc + st > cap or acc_b + sb > cap:
                     break
                 acc += st
                 acc_b += sb
+                n += 1
                 (dec if r.on_device else pre).append(r)
-            if not pre and not dec:  # the head alone exceeds the KV capacity: it can never run
+            if not n:  # the head alone exceeds the KV capacity: it can never run
                 head.fail("rejected", f"context of {head.ctx} tokens exceeds the worker's KV capacity ({cap} tokens)")
                 sim.n_failed += 1
+                self.stale = True
                 q = self.live()
                 continue
-            chosen = set(map(id, pre + dec))
-            for r in q:
-                if r.on_device and id(r) not in chosen:
+            for r in q[n:]:  # the batch is q[:n]: every other request holding KV loses it
+                if r.on_device:
                     r.preemptions += 1
                     r.on_device = False
             run = pre if pre else dec
@@ -110,6 +117,7 @@ class Worker:
             r.tokens.append(now)
             r.on_device = True
             if r.done:
+                self.stale = True
                 self.sim.finished(r, now)
         self.last_batch = now
         self.busy = False
@@ -123,6 +131,7 @@ class SllmSim(BaseSim):
             raise ValueError(f"sllm: policy={policy!r}; expected one of {POLICIES}")
         self.policy = policy
         self.workers = [Worker(f"w{i}", self) for i in range(self.s.sllm_workers)]
+        self._worker = {w.name: w for w in self.workers}  # r.inst -> the worker whose queue holds r
         self.reqs: list[Req] = []
         self.n_failed = 0
         self._kv_tokens: dict[str, int] = {}
@@ -175,14 +184,17 @@ class SllmSim(BaseSim):
         qs = self.s.sllm_qs
         batched = {}
         for w in self.workers:
+            # a request joins the first batch of its model with room; batches of a model fill in
+            # order, so that is the one opened last (`open_`), if it still has room
             bs: list[list[Req]] = []
+            open_: dict[str, list[Req]] = {}
             for x in w.live():
-                for b in bs:
-                    if b[0].model == x.model and len(b) < qs:
-                        b.append(x)
-                        break
+                b = open_.get(x.model)
+                if b is not None and len(b) < qs:
+                    b.append(x)
                 else:
-                    bs.append([x])
+                    b = open_[x.model] = [x]
+                    bs.append(b)
             batched[w] = bs
         placed = False
         for w in self.workers:
@@ -224,6 +236,7 @@ class SllmSim(BaseSim):
         if not r.tokens and not r.in_step and not r.done:
             r.fail("timeout", f"no first token within sllm_timeout_s ({self.s.sllm_timeout_s:g} s) of arrival")
             self.n_failed += 1
+            self._worker[r.inst].stale = True
 
     def run(self, reqs: list[Req]) -> PoolResult:
         self._simulate(reqs, f"{self.policy}: run")
