@@ -95,6 +95,15 @@ def test_runs_declaration_expands_per_scale(tmp_path):
                                                                 "b": root / "results/quick/demo/runs/b"}
 
 
+def test_select_a_reading_declared_at_other_scales_only(tmp_path):
+    """`base` runs at full scale only: selecting it at quick gives nothing; a typo is an error."""
+    root = _write_runs(tmp_path, "demo", GOOD)
+    assert runs_api.select("demo", ["runs/*", "base"], "quick", root) == list(runs_api.declared("demo", "quick", root).values())
+    assert [r.name for r in runs_api.select("demo", "base", "full", root)] == ["base"]
+    with pytest.raises(runs_api.RunsError, match=r"demo.yaml: no run matches 'bsae' at any scale"):
+        runs_api.select("demo", ["runs/*", "bsae"], "quick", root)
+
+
 @pytest.mark.parametrize("mutate, key", [
     (lambda d: d["runs"]["base"].pop("outputs"), "runs/base"),
     (lambda d: d["runs"]["base"].update(quick={"args": {"Bad Key": 1}}), "runs/base/quick"),

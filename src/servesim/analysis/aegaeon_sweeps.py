@@ -27,6 +27,12 @@ STYLE = {"aegaeon": ("tab:red", "o-"), "sllm": ("tab:blue", "s-"), "sllm_plus": 
          "muxserve": ("tab:purple", "D--")}
 
 
+def declared(pattern: str, scale: str, root=None) -> bool:
+    """Whether any run matching ``pattern`` is declared at this scale (workflow/runs/aegaeon.yaml):
+    a named reading may run at some scales only."""
+    return bool(select("aegaeon", pattern, scale, root))
+
+
 def load(pattern: str, facets: list[str], scale: str, root=None) -> pd.DataFrame:
     """Every point of the runs matching ``pattern`` (named ``<figure>/<facet>/.../<system>``, e.g.
     ``fig11/rps0p*/*``): the points.csv rows with one column per facet, ``x`` (the swept quantity's

@@ -201,14 +201,15 @@ def run(paper: str, name: str, scale: str, root: str | Path | None = None) -> Ru
 
 
 def select(paper: str, patterns, scale: str, root: str | Path | None = None) -> list[Run]:
-    """The runs whose names match any of ``patterns`` (fnmatch, e.g. ``ablations/appa/*``); a pattern
-    that matches nothing is an error naming it."""
+    """The runs whose names match any of ``patterns`` (fnmatch, e.g. ``ablations/appa/*``) at this
+    scale. A pattern that matches no run at any scale is an error naming it (a typo); one whose runs
+    are declared at other scales only (a named reading run at paper scale, say) selects nothing."""
     runs = declared(paper, scale, root)
     out: dict[str, Run] = {}
     for pat in [patterns] if isinstance(patterns, str) else patterns:
         hit = [r for n, r in runs.items() if fnmatch.fnmatchcase(n, pat)]
-        if not hit:
-            raise RunsError(f"workflow/runs/{paper}.yaml: no run matches {pat!r} at {scale} scale")
+        if not hit and not any(fnmatch.fnmatchcase(n, pat) for sc in SCALES for n in declared(paper, sc, root)):
+            raise RunsError(f"workflow/runs/{paper}.yaml: no run matches {pat!r} at any scale")
         out.update((r.name, r) for r in hit)
     return list(out.values())
 
