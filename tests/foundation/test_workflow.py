@@ -2,6 +2,7 @@
 and the test scale end to end in a temporary copy of the project."""
 
 import csv
+import functools
 import json
 import os
 import re
@@ -140,14 +141,17 @@ def _copy_project(dst):
         shutil.copy(ROOT / "traces" / f, dst / "traces" / f)
 
 
-def _runtime_imports(module: str, proj) -> set[str]:
-    """The servesim files that importing ``module`` loads (an independent check of the declared closure)."""
+@functools.lru_cache(maxsize=None)
+def _runtime_imports(module: str, proj) -> frozenset[str]:
+    """The servesim files that importing ``module`` loads (an independent check of the declared
+    closure); once per module: the touch tests only change mtimes, never what a module imports."""
     code = ("import importlib, sys; importlib.import_module(sys.argv[1]); "
             "print('\\n'.join(m.__file__ for m in list(sys.modules.values()) if getattr(m, '__file__', None)))")
     env = {**os.environ, "PYTHONPATH": str(proj / "src")}
     out = subprocess.run([sys.executable, "-c", code, module], capture_output=True, text=True, env=env, check=True).stdout
     src = (proj / "src").resolve()
-    return {os.path.relpath(os.path.realpath(f), src) for f in out.split() if os.path.realpath(f).startswith(str(src))}
+    return frozenset(os.path.relpath(os.path.realpath(f), src) for f in out.split()
+                     if os.path.realpath(f).startswith(str(src)))
 
 
 # one file per layer; the runs they feed are those whose module imports them
