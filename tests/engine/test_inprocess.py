@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from servesim.engine.client import ReplayOptions
-from servesim.engine.inprocess import STEP_COLUMNS, _request_extras, drive, engine_kwargs
+from servesim.engine.inprocess import STEP_COLUMNS, BatchRecorder, _request_extras, drive, engine_kwargs
 from servesim.engine.replay import write_outputs
 from servesim.engine.server import EngineConfig
 from servesim.workload import schema
@@ -106,6 +106,31 @@ def test_requests_join_at_their_arrival_and_every_step_is_recorded(tmp_path):
     df = pd.read_parquet(tmp_path / "requests.parquet")
     assert df.set_index("request_id").loc[1, "preemptions"] == 1 and df.scheduled_s.notna().all()
     assert summary["all"]["requests"] == 3
+
+
+def test_replays_on_one_engine_do_not_stack_recorders():
+    """An engine replays many workloads (profile, capacity burst, warm-ups, each held-out load): each
+    replay's recorder wraps the scheduler only while it runs, so no step pays for earlier ones."""
+    clock = Clock()
+    eng = FakeEngine(clock)
+    sched = eng.engine_core.engine_core.scheduler
+    calls = []
+    aggregate = BatchRecorder.aggregate
+
+    def counting(self, so):
+        calls.append(self)
+        return aggregate(self, so)
+
+    wl = schema.make(np.array([0.0]), np.array([10]), np.array([2]))
+    BatchRecorder.aggregate = counting
+    try:
+        for _ in range(3):
+            calls.clear()
+            _, steps, rec = drive(eng, wl, ReplayOptions(), sampling=lambda row: 2, clock=clock, sleep=clock.sleep)
+            assert calls == [rec] * len(steps)  # one aggregate per step, by this replay's recorder
+            assert "schedule" not in vars(sched)  # the scheduler's own method is back
+    finally:
+        BatchRecorder.aggregate = aggregate
 
 
 def test_stops_at_max_duration_and_marks_the_rest_partial():

@@ -80,7 +80,10 @@ class BatchRecorder:
         self.step = 0
 
     def attach(self, scheduler) -> None:
+        """Wrap ``scheduler.schedule`` until `detach` (one replay: an engine replays many workloads,
+        and wrappers left in place would stack, each step paying for every earlier recorder)."""
         orig = scheduler.schedule
+        own = "schedule" in vars(scheduler)
 
         def schedule(*args, **kwargs):
             out = orig(*args, **kwargs)
@@ -88,6 +91,14 @@ class BatchRecorder:
             return out
 
         scheduler.schedule = schedule
+        self._restore = (lambda: setattr(scheduler, "schedule", orig)) if own else \
+            (lambda: delattr(scheduler, "schedule"))
+
+    def detach(self) -> None:
+        """Give the scheduler its own ``schedule`` back (a no-op when not attached)."""
+        restore, self._restore = getattr(self, "_restore", None), None
+        if restore is not None:
+            restore()
 
     def aggregate(self, so) -> dict:
         computed = {r.req_id: int(r.num_computed_tokens) for r in so.scheduled_new_reqs}
@@ -131,46 +142,49 @@ def drive(engine, workload: pd.DataFrame, opts: ReplayOptions, *, sampling, cloc
     records: dict[int, RequestRecord] = {}
     ext: dict[str, int] = {}  # engine request id -> workload request id
     steps = []
-    t0 = clock()
-    i, n = 0, len(wl)
-    while i < n or engine.has_unfinished_requests():
-        now = clock() - t0
-        if now > opts.max_duration_s:
-            break
-        added = 0
-        while i < n and arrivals[i] <= now:
-            row = wl.iloc[i]
-            rid = int(row.request_id)
-            r = RequestRecord(rid, float(row.arrival_s), sent_s=clock() - t0)
-            records[rid] = r
-            eid = engine.add_request(str(rid), {"prompt_token_ids": prompt_ids(rid, int(row.prompt_tokens), opts)},
-                                     sampling(row), arrival_time=time.time() - (now - float(row.arrival_s)))
-            eid = eid if isinstance(eid, str) else str(rid)
-            ext[eid], ext[str(rid)] = rid, rid
-            prompt_len[eid] = int(row.prompt_tokens)
-            i += 1
-            added += 1
-        if not engine.has_unfinished_requests():
-            if i < n:
-                sleep(max(0.0, min(arrivals[i] - (clock() - t0), 1.0)))
-            continue
-        rec.last = None
-        ts = clock() - t0
-        outs = engine.step()
-        te = clock() - t0
-        batch = rec.last or {}
-        steps.append({"step": rec.step, "start_s": ts, "end_s": te, "waiting_added": added,
-                      **{k: batch.get(k, -1) for k in STEP_COLUMNS if k not in ("step", "start_s", "end_s", "waiting_added")}})
-        rec.step += 1
-        for ro in outs:
-            rid = ext.get(str(ro.request_id))
-            if rid is None:
+    try:
+        t0 = clock()
+        i, n = 0, len(wl)
+        while i < n or engine.has_unfinished_requests():
+            now = clock() - t0
+            if now > opts.max_duration_s:
+                break
+            added = 0
+            while i < n and arrivals[i] <= now:
+                row = wl.iloc[i]
+                rid = int(row.request_id)
+                r = RequestRecord(rid, float(row.arrival_s), sent_s=clock() - t0)
+                records[rid] = r
+                eid = engine.add_request(str(rid), {"prompt_token_ids": prompt_ids(rid, int(row.prompt_tokens), opts)},
+                                         sampling(row), arrival_time=time.time() - (now - float(row.arrival_s)))
+                eid = eid if isinstance(eid, str) else str(rid)
+                ext[eid], ext[str(rid)] = rid, rid
+                prompt_len[eid] = int(row.prompt_tokens)
+                i += 1
+                added += 1
+            if not engine.has_unfinished_requests():
+                if i < n:
+                    sleep(max(0.0, min(arrivals[i] - (clock() - t0), 1.0)))
                 continue
-            r = records[rid]
-            k = len(ro.outputs[0].token_ids) if ro.outputs else 0
-            r.token_times.extend([te] * k)
-            if ro.finished:
-                r.state, r.finish_s = "finished", te
+            rec.last = None
+            ts = clock() - t0
+            outs = engine.step()
+            te = clock() - t0
+            batch = rec.last or {}
+            steps.append({"step": rec.step, "start_s": ts, "end_s": te, "waiting_added": added,
+                          **{k: batch.get(k, -1) for k in STEP_COLUMNS if k not in ("step", "start_s", "end_s", "waiting_added")}})
+            rec.step += 1
+            for ro in outs:
+                rid = ext.get(str(ro.request_id))
+                if rid is None:
+                    continue
+                r = records[rid]
+                k = len(ro.outputs[0].token_ids) if ro.outputs else 0
+                r.token_times.extend([te] * k)
+                if ro.finished:
+                    r.state, r.finish_s = "finished", te
+    finally:
+        rec.detach()  # the next replay on this engine attaches its own
     for r in records.values():
         if r.state != "finished":
             r.partial, r.reason = True, "replay stopped (max duration)"
@@ -219,6 +233,10 @@ class Stepper:
     def abort(self, ids) -> None:
         self.engine.abort_request(list(ids))
         self.run_out()
+
+    def close(self) -> None:
+        """Detach the recorder: the engine's later replays record their own steps."""
+        self.rec.detach()
 
 
 def _shape_row(step: dict, regime: str) -> dict:
@@ -303,8 +321,11 @@ def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, para
     meta = {**(spec.get("meta") or {}), "kv_blocks": int(blocks) if blocks else None,
             "kv_tokens": int(blocks) * config.block_size if blocks else None}
     t0 = time.perf_counter()
-    steps, lone = sweep_in_process(Stepper(engine, opts, params), plan, config.max_num_seqs,
-                                   config.max_num_batched_tokens)
+    stepper = Stepper(engine, opts, params)
+    try:
+        steps, lone = sweep_in_process(stepper, plan, config.max_num_seqs, config.max_num_batched_tokens)
+    finally:
+        stepper.close()
     if steps.empty:
         raise EngineStepError("the in-process profile measured no clean step (every shape was skipped)")
     capacity = {}

@@ -300,8 +300,8 @@ LOAD_BASES = ("open", "closed")
 
 def open_mixed_capacity(prof: CapacityProfiler, shapes, counts, seed: int) -> tuple[float, float]:
     """(open, closed) requests per span that ``shapes`` sustain at the type mix ``counts``: per
-    distinct shape, one replica on requests drawn at the mix, its closed saturation rate (as
-    `mixed_capacity`) and the largest Poisson rate it sustains (`CapacityProfiler.open_rate`, bracketed
+    distinct shape, one replica on requests drawn at the mix (`CapacityProfiler.pool_rates`: its
+    closed saturation rate, as `mixed_capacity`, and the largest Poisson rate it sustains, bracketed
     by that closed rate), times the shape's count. Cached beside the profiler's n_kj."""
     import collections
     import hashlib
@@ -321,11 +321,7 @@ def open_mixed_capacity(prof: CapacityProfiler, shapes, counts, seed: int) -> tu
         else:
             rng = np.random.default_rng([seed, 9])
             mixed = TypePool("mix", *_draw_mix(rng, prof.pools, mix, 20 * prof.n_requests))
-            cfg, sm, hold, kv = prof._replica(shape)
-            p, o = prof._draw(rng, mixed, prof._base_requests(cfg, kv, mixed), hold)
-            res = Cluster.uniform(1, cfg, sm).run(schema.make(np.zeros(len(p)), p, o, model=prof.model))
-            r_closed = saturated_rate(res.requests) * prof.span_s
-            r_open = prof.open_rate(cfg, sm, hold, kv, mixed, r_closed, rng)
+            r_open, r_closed = prof.pool_rates(shape, mixed, rng)
             if path is not None:
                 write_cache(path, {"model": prof.model, "shape": shape.label(), "mix": mix.tolist(),
                                    "open": r_open, "closed": r_closed})

@@ -206,6 +206,16 @@ class CapacityProfiler:
             e_out.append(n if p99 <= hold else 0.0)
         return np.array(n_out), np.array(e_out)
 
+    def pool_rates(self, shape: Shape, pool: TypePool, rng) -> tuple[float, float]:
+        """(open, closed) requests per span one replica of ``shape`` sustains on requests drawn from
+        ``pool`` (a type's, or a mix's): its closed saturation rate, then the largest Poisson rate
+        (`open_rate`) bracketed by it."""
+        cfg, sm, hold, kv = self._replica(shape)
+        prompt, output = self._draw(rng, pool, self._base_requests(cfg, kv, pool), hold)
+        res = Cluster.uniform(1, cfg, sm).run(schema.make(np.zeros(len(prompt)), prompt, output, model=self.model))
+        closed = saturated_rate(res.requests) * self.span_s
+        return self.open_rate(cfg, sm, hold, kv, pool, closed, rng), closed
+
     def open_rate(self, cfg, sm, hold: float, kv: float, pool: TypePool, closed_rate: float, rng) -> float:
         """The largest Poisson rate (requests per span) one replica (``cfg``, ``sm``) sustains on
         requests drawn from ``pool``, by bisection over [0, OPEN_HI x ``closed_rate``] (module docstring)."""
