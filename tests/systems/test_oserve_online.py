@@ -210,3 +210,33 @@ def test_load_basis_open_scales_the_trace_to_what_static_sustains(tmp_path, oser
     assert 0 < o["static_capacity_busiest_span"] <= OPEN_HI * o["static_capacity_busiest_span_closed"]
     # the rate follows the capacity it is scaled on, nothing else differs
     assert o["rate_rps"] / c["rate_rps"] == pytest.approx(o["static_capacity_busiest_span"] / c["static_capacity_busiest_span"])
+    for b in s.values():  # static serves the deployment its load was sized on
+        assert b["sizing"][-1]["sized_on"] == b["sizing"][-1]["static_at_this_rate"] == b["static_deployment"]
+
+
+def test_the_load_is_re_sized_when_static_picks_another_deployment_at_the_rate(tmp_path, oserve_tiny_trace,
+                                                                              monkeypatch):
+    """The probe's first guess of static's deployment is wrong (forced here): the rate is sized again
+    on the deployment static picks at that rate, and static serves what the load was sized on."""
+    from servesim.systems.oserve import online
+
+    real = online.Planner.static
+    calls = []
+
+    def static(self, lams):
+        calls.append(1)
+        best = real(self, lams)
+        if len(calls) == 1:  # the probe's guess: another homogeneous deployment
+            other = next(o for o in self.homogeneous_options if tuple(o) != tuple(best.shapes))
+            return self.round_robin(other, 1.0)
+        return best
+
+    monkeypatch.setattr(online.Planner, "static", static)
+    args = [*oserve_tiny_trace, "--max-pp", "2", "--systems", "static"]
+    assert online.main([*args, "-o", str(tmp_path / "a")]) == 0
+    s = json.loads((tmp_path / "a" / "summary.json").read_text())
+    first, last = s["sizing"][0], s["sizing"][-1]
+    assert len(s["sizing"]) >= 2 and first["sized_on"] != first["static_at_this_rate"]
+    assert last["sized_on"] == last["static_at_this_rate"] == s["static_deployment"]
+    plans = pd.read_csv(tmp_path / "a" / "plans.csv")
+    assert set(plans[plans.system == "static"].deployment) == {s["static_deployment"]}

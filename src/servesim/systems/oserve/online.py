@@ -296,6 +296,8 @@ def _draw_mix(rng, pools, mix, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 LOAD_BASES = ("open", "closed")
+#: passes of the load's sizing in `run` (each re-sizes on the deployment static picks at the last rate)
+SIZING_PASSES = 3
 
 
 def open_mixed_capacity(prof: CapacityProfiler, shapes, counts, seed: int) -> tuple[float, float]:
@@ -411,21 +413,35 @@ def run(a: argparse.Namespace) -> int:
                       objective=a.objective, shares=a.flow_shares)
     if not planner.homogeneous_options:
         raise InputError(f"{a.model} has no homogeneous deployment on {a.gpus} GPUs")
-    probe_rate = 2.0
-    probe = workload(a.kind, a.name, probe_rate, a.seed, pool, a.model, a.minute_stride, a.level_minutes)
-    probe_counts = PR.span_counts(probe, G.TYPES, PR.SPAN_S)
-    ref = planner.static(probe_counts)  # the best static deployment; its busiest span sets the scale
-    alphas = [planner.uniform_alpha(ref.shapes, c) if c.sum() > 0 else np.inf for c in probe_counts]
-    busiest = int(np.argmin(alphas))
-    if a.load_basis == "open":  # the rate static's deployment sustains at the busiest span's mix
-        cap, cap_closed = open_mixed_capacity(prof, ref.shapes, probe_counts[busiest], a.seed)
-    else:  # the named reading `closed`: saturation batches (all arrivals at 0)
-        cap = cap_closed = mixed_capacity(a.model, ref.shapes, probe_counts[busiest], pools, a.n_requests, a.seed, a.backend)
-    rate = a.load * probe_rate * cap / probe_counts[busiest].sum()
+    # The load: the busiest span at `load` x what vLLM static's deployment sustains there. Static's
+    # deployment is the best homogeneous one on the run's own counts, which depend on the rate; a
+    # probe at 2 req/s gives a first guess, then the rate is re-sized on the deployment static picks
+    # at that rate, until the two agree (SIZING_PASSES at most; summary.json `sizing` lists them)
+    rate = 2.0
     wl = workload(a.kind, a.name, rate, a.seed, pool, a.model, a.minute_stride, a.level_minutes)
+    counts = PR.span_counts(wl, G.TYPES, PR.SPAN_S)
+    ref = planner.static(counts)
+    sizing = []
+    for _ in range(SIZING_PASSES):
+        alphas = [planner.uniform_alpha(ref.shapes, c) if c.sum() > 0 else np.inf for c in counts]
+        busiest = int(np.argmin(alphas))
+        if a.load_basis == "open":  # the rate static's deployment sustains at the busiest span's mix
+            cap, cap_closed = open_mixed_capacity(prof, ref.shapes, counts[busiest], a.seed)
+        else:  # the named reading `closed`: saturation batches (all arrivals at 0)
+            cap = cap_closed = mixed_capacity(a.model, ref.shapes, counts[busiest], pools, a.n_requests, a.seed, a.backend)
+        rate = a.load * rate * cap / counts[busiest].sum()
+        wl = workload(a.kind, a.name, rate, a.seed, pool, a.model, a.minute_stride, a.level_minutes)
+        n_spans = int(np.ceil((wl["arrival_s"].max() + 1e-9) / PR.SPAN_S))
+        counts = PR.span_counts(wl, G.TYPES, PR.SPAN_S, n_spans)
+        st = planner.static(counts)
+        sizing.append({"sized_on": ref.label(), "rate_rps": rate, "static_at_this_rate": st.label()})
+        if st.shapes == ref.shapes:
+            break
+        ref = st
+    else:
+        print(f"warning: the load is sized on {ref.label()}, static serves {st.label()} at that rate "
+              f"(no agreement in {SIZING_PASSES} passes; summary.json `sizing`)", file=sys.stderr)
     types = pd.Categorical(wl["app"], categories=G.TYPES).codes.astype(np.int64)
-    n_spans = int(np.ceil((wl["arrival_s"].max() + 1e-9) / PR.SPAN_S))
-    counts = PR.span_counts(wl, G.TYPES, PR.SPAN_S, n_spans)
     lam_hat, lam_source = predicted_counts(a, counts)
     plans: dict[str, list[Plan]] = {}
     t0 = time.perf_counter()
@@ -491,7 +507,7 @@ def run(a: argparse.Namespace) -> int:
         print(f"{sysname}: P99 {summ['e2e_p99_s']:.2f} s  mean {summ['e2e_mean_s']:.2f} s  thr {summ['throughput_rps']:.2f} rps  "
               f"{len(sw)} switches  ({summ['sim_wall_s']:.1f} s)", flush=True)
     out = {"model": a.model, "gpus": a.gpus, "kind": a.kind, "name": a.name, "load": a.load, "rate_rps": rate,
-           "static_deployment": ref.label(), "static_capacity_busiest_span": cap, "load_basis": a.load_basis,
+           "static_deployment": ref.label(), "sizing": sizing, "static_capacity_busiest_span": cap, "load_basis": a.load_basis,
            "static_capacity_busiest_span_closed": cap_closed, "busiest_span": busiest, "types": list(G.TYPES),
            "type_method": a.types, "weighted_routing": a.weighted_routing, "route_new": a.route_new,
            "predictor": a.predictor, "predictor_source": lam_source, "search": a.search, "search_init": a.search_init, "objective": a.objective, "flow_shares": a.flow_shares, "minute_stride": a.minute_stride,
