@@ -6,6 +6,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def pytest_collection_modifyitems(config, items):
+    # tests that start a vLLM engine (marked `engine`, the workflow runs that include the engine rule
+    # among them): one xdist worker runs them one after another, so no two engines share the cores
+    for item in items:
+        if item.get_closest_marker("engine"):
+            item.add_marker(pytest.mark.xdist_group("vllm-engine"))
+
+
 @pytest.fixture(scope="session")
 def project_root() -> Path:
     return ROOT

@@ -125,6 +125,7 @@ def _rule_partitions(slurm) -> dict[str, set[str]]:
 
 
 @pytest.mark.slow
+@pytest.mark.engine  # its GPU-partition job is the engine rule (vLLM)
 def test_slurm_profile_runs_jobs_on_their_partitions(slurm, tmp_path, mirror):
     local, cluster = tmp_path / "local", tmp_path / "cluster"
     for p in (local, cluster):

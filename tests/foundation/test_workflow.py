@@ -242,6 +242,7 @@ def _failed_job_logs(proj, out: str, n: int = 2500) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.engine  # the test target's engine calibration runs vLLM
 def test_test_target_end_to_end(tmp_path, mirror):
     import importlib.util
 
