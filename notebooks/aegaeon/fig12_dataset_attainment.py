@@ -101,11 +101,14 @@ metrics = sw.metrics_by_reading(cur, ["panel", "data"], goodput_reading, fig12_m
 metrics.update(sw.seed_metrics(seeds, ["panel", "data"], goodput_reading, fig12_metrics))
 # The authors' simulator's 16 GB/s host link for every system (runs `fig12bw16/*`, `fig11bw16/*` as
 # the plain dataset; not judged, the claims use the default 32 GB/s): the same metric code, keys
-# prefixed `bw16_`
-alt16 = sw.load("fig12bw16/*", ["panel", "data"], scale, root)
-plain16 = sw.load("fig11bw16/rps0p*/*", ["panel"], scale, root).assign(data="plain")
-cur16 = sw.curves(pd.concat([plain16[plain16.panel.isin(set(alt16.panel))], alt16], ignore_index=True), ["panel", "data"])
-metrics.update({f"bw16_{k}": v for k, v in fig12_metrics(sw.goodput(cur16, ["panel", "data"], goodput_reading)).items()})
+# prefixed `bw16_` (run at full scale only)
+if sw.declared("fig12bw16/*", scale, root):
+    alt16 = sw.load("fig12bw16/*", ["panel", "data"], scale, root)
+    plain16 = sw.load("fig11bw16/rps0p*/*", ["panel"], scale, root).assign(data="plain")
+    cur16 = sw.curves(pd.concat([plain16[plain16.panel.isin(set(alt16.panel))], alt16], ignore_index=True),
+                      ["panel", "data"])
+    metrics.update({f"bw16_{k}": v for k, v in fig12_metrics(sw.goodput(cur16, ["panel", "data"],
+                                                                         goodput_reading)).items()})
 out = FigureOutputs("aegaeon", "fig12_dataset_attainment", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(cur.merge(gp[["panel", "data", "system", "goodput", "below_grid"]], on=["panel", "data", "system"],
