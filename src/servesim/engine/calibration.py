@@ -142,13 +142,12 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
     the same engine. Requests join between steps as a server's engine core takes them, so there is
     no client lag to reject (``lag_clean`` is true).
     """
-    import contextlib
     from dataclasses import replace
 
     from servesim.engine.client import ReplayOptions
-    from servesim.engine.profile import SweepPlan, measure_capacity, profile_engine
-    from servesim.engine.replay import _tiny_model_vocab, replay
-    from servesim.engine.server import ServerLostError, VLLMServer, vllm_version
+    from servesim.engine.profile import SweepPlan
+    from servesim.engine.replay import _tiny_model_vocab
+    from servesim.engine.server import vllm_version
 
     if replay_mode not in REPLAY_MODES:
         raise ValueError(f"replay_mode={replay_mode!r}: one of {REPLAY_MODES}")
@@ -165,7 +164,6 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
     opts = replace(opts, request_timeout_s=request_timeout_s, max_duration_s=max_duration_s)
     meta = {"model": Path(str(model)).name if model else "remote", "hardware": "cpu", "tp": config.tensor_parallel_size, "pp": 1,
             **(meta or {}), "engine": config.to_dict(), "vllm_version": vllm_version()}
-    results = {}
     if (model is None) == (url is None):
         raise ValueError("give exactly one of model (start a server) or url (use a running one)")
     if replay_mode == "in-process":  # no server: the engine is profiled and replayed in a process of its own
@@ -176,6 +174,23 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
         shutil.rmtree(out / "replay", ignore_errors=True)
         cases = _cases(out, loads, shapes, n_requests, seed)
         return {"fit": fit, "replays": _replay_in_process(out, cases, model, config, opts, cpus, replay_repeats, fit)}
+    return _calibrate_http(out, model, url, config, plan, opts, meta, loads=loads, shapes=shapes, n_requests=n_requests,
+                           seed=seed, replay_repeats=replay_repeats, max_send_lag_p99_s=max_send_lag_p99_s,
+                           lag_retries=lag_retries, start_timeout_s=start_timeout_s)
+
+
+def _calibrate_http(out: Path, model, url, config, plan, opts, meta: dict, *, loads, shapes, n_requests: int, seed: int,
+                    replay_repeats: int, max_send_lag_p99_s, lag_retries: int, start_timeout_s: float) -> dict:
+    """`run_calibration` through HTTP (the GPU nodes' harness): one server start (or the running
+    server at ``url``), its profile (the server started once more if it is lost mid-profile), then
+    every case replayed by the client, a lagged replay moved to ``replay/rejected/`` and run again."""
+    import contextlib
+
+    from servesim.engine.profile import measure_capacity, profile_engine
+    from servesim.engine.replay import replay
+    from servesim.engine.server import ServerLostError, VLLMServer
+
+    results = {}
     ctx = VLLMServer(model, config, log_path=out / "server.log", start_timeout_s=start_timeout_s) \
         if model is not None else contextlib.nullcontext(None)
     with ctx as srv:
