@@ -29,3 +29,15 @@ def test_runs_a_notebook_with_injected_parameters_and_skips_the_iri_checker(tmp_
     done = nbformat.read(out, as_version=4)
     printed = "".join(o.get("text", "") for c in done.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "40" in printed
+
+
+def test_jsonschema_lite_validates_without_its_format_checkers():
+    """The workflow's schemas validate as before; jsonschema's optional format packages stay out."""
+    code = ("import sys\nfrom servesim.analysis import jsonschema_lite as j\n"
+            "v = j.Draft202012Validator({'type': 'object', 'required': ['a']})\n"
+            "assert v.is_valid({'a': 1}) and not v.is_valid({})\n"
+            "assert j.best_match(v.iter_errors({})).validator == 'required'\n"
+            "print(sorted(m for m in j.FORMAT_CHECKERS if sys.modules.get(m) is not None))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=pythonpath_env(), timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "[]"

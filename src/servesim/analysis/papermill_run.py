@@ -7,11 +7,16 @@ figure job). nbformat's notebook schema uses no IRI format, so the checker is hi
 (`jsonschema_lite`) and everything else is papermill as is.
 """
 
+import sys
+
 
 def main() -> None:
     from .jsonschema_lite import hide_iri_checker
 
     hide_iri_checker()
+    # papermill's HDFS handler imports pyarrow (and numpy) at start-up, 0.2 s; this process only
+    # drives the kernel (the notebook's own pyarrow is the kernel's), so it is hidden here
+    sys.modules.setdefault("pyarrow", None)
     from papermill.cli import papermill
 
     papermill(prog_name="papermill")
