@@ -11,8 +11,11 @@
 # heavy jobs (simulations, sweeps, engine replays) are declared per paper in workflow/runs/.
 from snakemake.utils import min_version, validate
 
-# jsonschema (config validation here, the runs' schema in common.smk) without its 1-s IRI checker
-from servesim.analysis.jsonschema_lite import Draft202012Validator as _Validator  # noqa: F401
+# jsonschema (config validation here, the runs' schema in common.smk) without its optional
+# format checkers, one of which takes 1 s to import
+from servesim.analysis.jsonschema_lite import hide_format_checkers
+
+hide_format_checkers()
 
 min_version("9.0")
 

@@ -1,5 +1,5 @@
 """The workflow's papermill entry point (servesim.analysis.papermill_run): papermill's command line
-with jsonschema's IRI checker kept out of the import."""
+with jsonschema's optional format checkers kept out of the import."""
 
 import json
 import subprocess

@@ -8,7 +8,7 @@ figure job that reads the declared runs and by every papermill start. No schema 
 validates (its workflow schemas, nbformat's notebook schema) uses ``format``, so those packages
 are hidden (``None`` in ``sys.modules`` makes their import raise ImportError, which jsonschema
 treats as "not installed"; it then skips those formats only). Import jsonschema through this
-module, or call `hide_iri_checker` before anything imports it.
+module, or call `hide_format_checkers` before anything imports it.
 """
 
 import sys
@@ -19,16 +19,16 @@ FORMAT_CHECKERS = ("rfc3987_syntax", "rfc3987", "rfc3986_validator", "rfc3339_va
                    "uri_template", "fqdn")
 
 
-def hide_iri_checker() -> None:
+def hide_format_checkers() -> None:
     """Make importing jsonschema's optional format checkers fail in this process (a no-op for one
     already imported)."""
     for name in FORMAT_CHECKERS:
         sys.modules.setdefault(name, None)
 
 
-hide_iri_checker()
+hide_format_checkers()
 
 from jsonschema import Draft202012Validator  # noqa: E402
 from jsonschema.exceptions import best_match  # noqa: E402
 
-__all__ = ["Draft202012Validator", "best_match", "hide_iri_checker"]
+__all__ = ["Draft202012Validator", "best_match", "hide_format_checkers"]

@@ -1,19 +1,19 @@
 """`python -m servesim.analysis.papermill_run ARGS`: papermill's own command line, started faster.
 
 The workflow runs one papermill process per figure (workflow/rules/notebooks.smk). papermill
-imports nbformat, nbformat imports jsonschema, and jsonschema imports the optional IRI checker
-``rfc3987_syntax`` (0.8 s of a 2.1-s papermill start measured on the 2-core host, paid by every
-figure job). nbformat's notebook schema uses no IRI format, so the checker is hidden
-(`jsonschema_lite`) and everything else is papermill as is.
+imports nbformat, nbformat imports jsonschema, and jsonschema imports its optional format
+checkers (``rfc3987_syntax`` alone was 0.8 s of a 2.1-s papermill start on the 2-core host, paid by
+every figure job); nbformat's notebook schema uses no format, so they are hidden
+(`jsonschema_lite`), as is pyarrow (below). Everything else is papermill as is.
 """
 
 import sys
 
 
 def main() -> None:
-    from .jsonschema_lite import hide_iri_checker
+    from .jsonschema_lite import hide_format_checkers
 
-    hide_iri_checker()
+    hide_format_checkers()
     # papermill's HDFS handler imports pyarrow (and numpy) at start-up, 0.2 s; this process only
     # drives the kernel (the notebook's own pyarrow is the kernel's), so it is hidden here
     sys.modules.setdefault("pyarrow", None)

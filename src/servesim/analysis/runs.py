@@ -78,7 +78,7 @@ def error_path(e) -> str:
 
 
 def _schema(root: Path):
-    from .jsonschema_lite import Draft202012Validator  # without the 1-s IRI checker import
+    from .jsonschema_lite import Draft202012Validator  # without the 1-s format-checker imports
 
     return Draft202012Validator(yaml.safe_load((root / "workflow/schemas/runs.schema.yaml").read_text()))
 
