@@ -100,8 +100,20 @@ def test_notebook_runs_all_in_the_page(browser, lab):
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
+    # JupyterLab re-renders while the notebook loads: an element found a moment ago may be gone
+    # when it is asked whether it is clickable; look it up again instead of failing
+    retry = (NoSuchElementException, StaleElementReferenceException)
+
     def wait(xpath, timeout=PAGE_LOAD_S):
-        return WebDriverWait(browser, timeout).until(ec.element_to_be_clickable((By.XPATH, xpath)))
+        return WebDriverWait(browser, timeout, ignored_exceptions=retry).until(
+            ec.element_to_be_clickable((By.XPATH, xpath)))
+
+    def click(xpath):
+        """Clicks the element, finding it again if the page re-rendered it between lookup and click."""
+        def clicked(_):
+            wait(xpath).click()
+            return True
+        WebDriverWait(browser, PAGE_LOAD_S, ignored_exceptions=retry).until(clicked)
 
     def accept_kernel_dialog():
         """On a loaded machine JupyterLab may open the notebook before it has the kernel list and ask
@@ -118,18 +130,18 @@ def test_notebook_runs_all_in_the_page(browser, lab):
     try:
         # the notebook's kernel is up and idle, then Run > Run All Cells
         wait("//div[contains(@class, 'jp-Notebook')]//div[contains(@class, 'jp-Cell')]")
-        WebDriverWait(browser, PAGE_LOAD_S).until(lambda d: accept_kernel_dialog() or d.find_elements(
+        WebDriverWait(browser, PAGE_LOAD_S, ignored_exceptions=retry).until(lambda d: accept_kernel_dialog() or d.find_elements(
             By.XPATH, "//*[contains(@class, 'jp-Toolbar-kernelStatus') or contains(@class, 'jp-Notebook-ExecutionIndicator')]"
                       "[contains(@data-status, 'idle')]"))
         time.sleep(2)  # a late kernel dialog opens within moments of the kernel going idle
         accept_kernel_dialog()
-        wait("//div[contains(@class, 'lm-MenuBar-itemLabel') and normalize-space()='Run']").click()
-        wait("//div[contains(@class, 'lm-Menu-itemLabel') and normalize-space()='Run All Cells']").click()
+        click("//div[contains(@class, 'lm-MenuBar-itemLabel') and normalize-space()='Run']")
+        click("//div[contains(@class, 'lm-Menu-itemLabel') and normalize-space()='Run All Cells']")
         # the figure: a PNG <img> in a cell's output (queried in the page: outputs re-render while running)
         figure_js = ("const i = [...document.querySelectorAll('.jp-OutputArea-output img')].filter("
                      "i => i.src.startsWith('data:image/png') && i.complete && i.naturalWidth > 100);"
                      "if (i.length) i[0].scrollIntoView(); return i.length;")
-        WebDriverWait(browser, RUN_ALL_S).until(lambda d: d.execute_script(figure_js))
+        WebDriverWait(browser, RUN_ALL_S, ignored_exceptions=retry).until(lambda d: d.execute_script(figure_js))
         # the last cell writes the figure's files: Run All went top to bottom
         metrics = lab["project"] / "results" / "quick" / GROUP / FIG / "metrics.json"
         deadline = time.monotonic() + RUN_ALL_S
