@@ -22,8 +22,9 @@
 # usage and the normalised latency (E2E / output tokens of the requests finishing there). The paper: under LR instance 1 overloads at **2 min** and again
 # at **4 min**; under MU instance 2 at **3 min** and instance 1 at **4 min**.
 #
-# **What runs.** The declared runs `fig04/{lr,mu}` (the Fig 9 sweep CLI at one QPS, 9.9 [A]: the
-# paper states none; near the simulator's calibrated 7B knee), sampled every second. Overload
+# **What runs.** The declared runs `fig04/{lr,mu}` (the Fig 9 sweep CLI at one QPS, 10.5 [A]: the
+# pilot states none; §5.4 names 10.5 QPS as the load where LR imbalances on the same 4 x 7B
+# testbed), sampled every second. Overload
 # reading: KV usage > 95 % while prompts queue on the instance; an episode's minute is its start.
 # Instance numbers are arbitrary in simulation, and the exact minutes depend on the arrival sample.
 #

@@ -153,22 +153,32 @@ def test_window_totals():
     assert w["prompt"].tolist() == [3, 3, 0, 4] and w["response"].tolist() == [30, 30, 0, 40]
 
 
-def test_ets_recursion_matches_statsmodels_and_rolling_uses_truth():
+@pytest.mark.parametrize("seasonal", ["add", "mul"])
+def test_ets_recursion_matches_statsmodels_and_rolling_uses_truth(seasonal):
     from servesim.forecast.ets import HoltWinters
 
     rng = np.random.default_rng(0)
     t = np.arange(12 * 8)
     y = 100 + 30 * np.sin(2 * np.pi * t / 12) + 0.2 * t + rng.normal(0, 3, t.size)
-    f = HoltWinters(seasonal_periods=12).fit(y)
+    f = HoltWinters(seasonal_periods=12, seasonal=seasonal).fit(y)
     fitted = np.asarray(f._res.fittedvalues) * f._scale
     np.testing.assert_allclose(f.one_step_fitted()[12:], fitted[13:], rtol=1e-9)
-    g = HoltWinters(seasonal_periods=12).fit(y[:60])
+    g = HoltWinters(seasonal_periods=12, seasonal=seasonal).fit(y[:60])
     one = g.rolling(y[60:], steps=1)
     np.testing.assert_allclose(one[0], g.predict(1)[0], rtol=1e-9)
     # a later forecast changes when an earlier *observation* changes (the truth is used)
     y2 = y.copy()
     y2[70] += 50
     assert g.rolling(y2[60:], steps=2)[12] != g.rolling(y[60:], steps=2)[12]
+
+
+def test_ets_multiplicative_refuses_non_positive_values():
+    from servesim.forecast.base import ForecastError
+    from servesim.forecast.ets import HoltWinters
+
+    y = np.r_[np.full(30, 5.0), 0.0, np.full(30, 5.0)]
+    with pytest.raises(ForecastError, match="positive values; index 30"):
+        HoltWinters(seasonal_periods=12, seasonal="mul").fit(y)
 
 
 def test_arima_rolling_two_step_equals_refiltered_forecast():

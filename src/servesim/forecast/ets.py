@@ -1,6 +1,7 @@
 """Holt-Winters exponential smoothing (ETS) with statsmodels (PreServe Table 1's ETS baseline).
 
-Additive trend and additive seasonality with period ``seasonal_periods`` (144 ten-minute windows
+Additive trend and additive (default) or multiplicative (``seasonal="mul"``, a reading: the daily
+swing scales with the level) seasonality with period ``seasonal_periods`` (144 ten-minute windows
 = one day). ``predict`` is the fitted model's forecast from the end of the training series (the
 "fit once" protocol the paper's baseline APEs imply). :meth:`HoltWinters.rolling` instead keeps
 the fitted smoothing parameters and runs the state recursions over new observations, so every
@@ -18,7 +19,8 @@ from .base import Forecaster, ForecastError, as_series
 
 
 class HoltWinters(Forecaster):
-    """Additive Holt-Winters, fitted by statsmodels' ``ExponentialSmoothing`` (estimated initial states)."""
+    """Holt-Winters (additive trend; additive or multiplicative season), fitted by statsmodels'
+    ``ExponentialSmoothing`` (estimated initial states)."""
 
     name = "ets"
 
@@ -26,15 +28,18 @@ class HoltWinters(Forecaster):
         super().__init__()
         if int(seasonal_periods) < 2:
             raise ForecastError(f"ets: seasonal_periods must be >= 2, got {seasonal_periods}")
-        for what, v in (("trend", trend), ("seasonal", seasonal)):
-            if v not in (None, "add"):
-                raise ForecastError(f"ets: {what} must be 'add' or None (the rolling recursion is additive), got {v!r}")
+        if trend not in (None, "add"):
+            raise ForecastError(f"ets: trend must be 'add' or None (the rolling recursion's), got {trend!r}")
+        if seasonal not in (None, "add", "mul"):
+            raise ForecastError(f"ets: seasonal must be 'add', 'mul' or None, got {seasonal!r}")
         self.m, self.trend, self.seasonal = int(seasonal_periods), trend, seasonal
         self.min_train = 2 * self.m if seasonal else 4
 
     def _fit(self, y: np.ndarray) -> None:
         from statsmodels.tsa.holtwinters import ExponentialSmoothing
 
+        if self.seasonal == "mul" and not np.all(y > 0):
+            raise ForecastError(f"ets: multiplicative seasonality needs positive values; index {int(np.argmax(y <= 0))} is {y[y <= 0][0]:g}")
         self._scale = float(np.mean(np.abs(y))) or 1.0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence chatter; the MLE found is what is used
@@ -71,17 +76,21 @@ class HoltWinters(Forecaster):
         L = np.concatenate([self._L, np.empty(y.size)])
         B = np.concatenate([self._B, np.empty(y.size)])
         S = np.concatenate([self._S, np.empty(y.size)])
+        mul = self.seasonal == "mul"
+        a, b, g = self.alpha, self.beta, self.gamma
         for t in range(n, n + y.size):
-            yt = y[t - n]
-            L[t] = self.alpha * (yt - S[t - m]) + (1 - self.alpha) * (L[t - 1] + B[t - 1])
-            B[t] = self.beta * (L[t] - L[t - 1]) + (1 - self.beta) * B[t - 1]
-            S[t] = self.gamma * (yt - L[t - 1] - B[t - 1]) + (1 - self.gamma) * S[t - m]
+            yt, lb = y[t - n], L[t - 1] + B[t - 1]
+            L[t] = a * (yt / S[t - m] if mul else yt - S[t - m]) + (1 - a) * lb
+            B[t] = b * (L[t] - L[t - 1]) + (1 - b) * B[t - 1]
+            S[t] = g * (yt / lb if mul else yt - lb) + (1 - g) * S[t - m]
         o = np.arange(n, n + y.size) - h  # origin of each target
-        out = L[o] + h * B[o] + S[o + h - m]
+        trend = L[o] + h * B[o]
+        out = trend * S[o + h - m] if mul else trend + S[o + h - m]
         return np.clip(out * self._scale, 0.0, None)
 
     def one_step_fitted(self) -> np.ndarray:
         """In-sample one-step predictions from the state arrays (index 1..n-1), to check the
         recursion's indexing against statsmodels' own ``fittedvalues``."""
         o = np.arange(0, self._L.size - 1)
-        return (self._L[o] + self._B[o] + self._S[o + 1 - self.m]) * self._scale
+        trend, season = self._L[o] + self._B[o], self._S[o + 1 - self.m]
+        return (trend * season if self.seasonal == "mul" else trend + season) * self._scale

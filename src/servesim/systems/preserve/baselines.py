@@ -72,11 +72,13 @@ def arima_rolling(res, z: np.ndarray, n_train: int, steps: int) -> np.ndarray:
 
 
 def ets_forecast(series, n_train: int, protocol: str = "once", steps: int = 2,
-                 seasonal_periods: int = 144, trend: str | None = "add") -> tuple[np.ndarray, dict]:
-    """Additive Holt-Winters with period ``seasonal_periods`` (144 ten-minute windows = 1 day);
-    ``trend=None`` drops the trend (a flat level: its long-horizon forecast cannot run away)."""
+                 seasonal_periods: int = 144, trend: str | None = "add",
+                 seasonal: str = "add") -> tuple[np.ndarray, dict]:
+    """Holt-Winters with period ``seasonal_periods`` (144 ten-minute windows = 1 day), additive or
+    multiplicative (``seasonal="mul"``) season; ``trend=None`` drops the trend (a flat level: its
+    long-horizon forecast cannot run away)."""
     y = _check(series, n_train, steps, "ets_forecast")
-    f = HoltWinters(seasonal_periods, trend=trend).fit(y[:n_train])
+    f = HoltWinters(seasonal_periods, trend=trend, seasonal=seasonal).fit(y[:n_train])
     info = {"alpha": f.alpha, "beta": f.beta, "gamma": f.gamma, "fit_s": f.train_time_s}
     if protocol == "once":
         return f.predict(y.size - n_train), info

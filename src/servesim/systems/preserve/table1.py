@@ -54,7 +54,12 @@ class Table1Settings:
     baselines: tuple[str, ...] = ("arima", "ets", "prophet")
     protocols: tuple[str, ...] = ("once", "rolling")
     ets_trend: str | None = "add"         # Holt-Winters trend; None = level + season only
-    prophet_weekly: bool | str = True     # "auto" = Prophet's default (off under two weeks)
+    # Holt-Winters season(s): "add" (the spec's reading) is the method ``ets``; "mul" (the daily swing
+    # scales with the level, a reading) adds the method ``ets_mul`` beside it
+    ets_seasonals: tuple[str, ...] = ("add",)
+    # Prophet's weekly term: "auto" (Prophet's own rule: none under two weeks of data; the training
+    # half is 3.5 days, so a weekly term would be fitted on half a week) or True (the spec's reading)
+    prophet_weekly: bool | str = "auto"
     seed: int = 0
     extra: dict = field(default_factory=dict)
 
@@ -63,7 +68,8 @@ SCALES = {
     # quick: 30 epochs at batch 128 (a few seconds per model on one core); no sensitivity rows
     "quick": Table1Settings(gen_scale=0.02, epochs=30, batch_size=128),
     # full: the spec's 200 epochs, k in {12, 36, 144}, daily retraining as an extra row
-    "full": Table1Settings(gen_scale=0.2, epochs=200, batch_size=64, k_sensitivity=(12, 144), retrain_daily=True),
+    "full": Table1Settings(gen_scale=0.2, epochs=200, batch_size=64, k_sensitivity=(12, 144), retrain_daily=True,
+                           ets_seasonals=("add", "mul")),
     # test: tiny, for the workflow's test scale
     "test": Table1Settings(gen_scale=0.002, epochs=3, batch_size=256, k=12, hidden=16, baselines=("arima", "ets"),
                            arima_order=(1, 1, 1)),
@@ -122,7 +128,10 @@ def run_series(y: np.ndarray, service: str, series: str, s: Table1Settings, prop
     rows.append(_row(service, series, "last_value", "online", actual, last, 0.0,
                      f"last observed window ({s.steps}-step: the truth of window j-{s.steps}), the null forecaster"))
     preds["last_value"] = last
-    for base in s.baselines:
+    methods = [(b, None) for b in s.baselines if b != "ets"]
+    if "ets" in s.baselines:
+        methods[1:1] = [("ets" if season == "add" else f"ets_{season}", season) for season in s.ets_seasonals]
+    for base, season in methods:
         if base == "prophet" and not prophet_ok:
             continue
         for protocol in s.protocols:
@@ -130,9 +139,10 @@ def run_series(y: np.ndarray, service: str, series: str, s: Table1Settings, prop
             if base == "arima":
                 p, info = arima_forecast(y, n_train, protocol, s.steps, s.arima_order)
                 reading = f"ARIMA{info['order']}" + (f" fallback {info['fallback']}" if info["fallback"] else "")
-            elif base == "ets":
-                p, info = ets_forecast(y, n_train, protocol, s.steps, WINDOWS_PER_DAY, s.ets_trend)
-                reading = f"Holt-Winters trend={s.ets_trend} season=add m=144 (alpha={info['alpha']:.3g}, beta={info['beta']:.3g}, gamma={info['gamma']:.3g})"
+            elif season is not None:
+                p, info = ets_forecast(y, n_train, protocol, s.steps, WINDOWS_PER_DAY, s.ets_trend, season)
+                reading = (f"Holt-Winters trend={s.ets_trend} season={season} m=144 (alpha={info['alpha']:.3g}, "
+                           f"beta={info['beta']:.3g}, gamma={info['gamma']:.3g})")
             elif base == "prophet":
                 p, info = prophet_forecast(y, n_train, protocol, s.steps, CALENDAR_T0[service], weekly=s.prophet_weekly)
                 reading = f"Prophet daily + weekly={s.prophet_weekly}, {info['refits']} fit(s)"
@@ -157,7 +167,8 @@ def metrics(table: pd.DataFrame, s: Table1Settings, prophet_reason: str | None) 
         m[f"ape_mean_{r.method}_{r.service}_{r.series}"] = r.mean_ape_pct
         m[f"ape_max_{r.method}_{r.service}_{r.series}"] = r.max_ape_pct
     for svc in SERVICES:
-        for base in ("prophet", "ets", "arima", "prophet_rolling", "ets_rolling", "arima_rolling"):
+        for base in ("prophet", "ets", "ets_mul", "arima", "prophet_rolling", "ets_rolling", "ets_mul_rolling",
+                     "arima_rolling"):
             b = [m.get(f"ape_mean_{base}_{svc}_{x}") for x in SERIES]
             p = [m.get(f"ape_mean_preserve_{svc}_{x}") for x in SERIES]
             if None not in b and None not in p:
@@ -217,7 +228,9 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, choices=(1, 2), help="score the 1- or 2-step forecast (Alg. 2: 2)")
     ap.add_argument("--retrain-daily", action="store_true", default=None)
     ap.add_argument("--ets-trend", choices=("add", "none"), help="Holt-Winters trend (default add)")
-    ap.add_argument("--prophet-weekly", choices=("true", "auto"), help="Prophet weekly term (default true)")
+    ap.add_argument("--prophet-weekly", choices=("true", "auto"),
+                    help="Prophet weekly term (default auto: Prophet's rule, none under two weeks of data)")
+    ap.add_argument("--ets-seasonals", help="comma-separated Holt-Winters seasons: add (method ets), mul (ets_mul)")
     return run_command(_cli, ap.parse_args(argv), "preserve table1")
 
 
@@ -235,6 +248,11 @@ def _cli(a) -> int:
         over["ets_trend"] = None if a.ets_trend == "none" else "add"
     if a.prophet_weekly:
         over["prophet_weekly"] = True if a.prophet_weekly == "true" else "auto"
+    if a.ets_seasonals:
+        seasons = tuple(x.strip() for x in a.ets_seasonals.split(","))
+        if not seasons or any(x not in ("add", "mul") for x in seasons):
+            raise ForecastError(f"--ets-seasonals {a.ets_seasonals!r}: each must be 'add' or 'mul'")
+        over["ets_seasonals"] = seasons
     with staged_output_dir(a.out, command="preserve table1", force=a.force) as tmp:
         table, m = run(a.scale, tmp, **over)
     with pd.option_context("display.width", 200, "display.max_colwidth", 60):
