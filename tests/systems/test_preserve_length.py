@@ -1,6 +1,8 @@
 """PreServe Tier 2: oversampling arithmetic, synonym replacement rate, the length predictor's
 freezing and training (on a tiny random BERT: a fake allowed inside unit tests), Table 2 metrics."""
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -149,6 +151,58 @@ def test_same_seed_same_predictions_and_museve(tiny_encoder):
     assert a.loss_history["museve"][-1] < a.loss_history["museve"][0]
 
 
+def test_early_stopping_keeps_the_best_validation_epoch(tiny_encoder):
+    texts, y = _toy_data(64)
+    vt, vy = _toy_data(16, seed=1)
+    s = LengthSettings(mode="prompt_tuning", n_prompt=2, max_len=24, epochs=15, batch_size=8, lr=3e-2,
+                       head_lr=3e-1, patience=2)
+    lp = LengthPredictor(s).fit(texts, y, "preserve", vt, vy)
+    val, best = lp.val_history["preserve"], lp.best_epoch["preserve"]
+    assert len(val) == len(lp.loss_history["preserve"]) <= 15
+    assert best == int(np.argmin(val))
+    # it stopped `patience` epochs after the best one, well before the cap (this seed: best epoch 3 of 5)
+    assert len(val) == best + 1 + s.patience < 15
+    # the weights kept are the best epoch's: their validation loss is the curve's minimum
+    from servesim.systems.preserve.length_predictor import length_metrics
+
+    assert length_metrics(vy, lp.predict(vt))["mae"] == pytest.approx(100.0 * min(val), rel=1e-4)
+    # without a held-out split: exactly `epochs` epochs, no validation curve
+    lp2 = LengthPredictor(replace(s, epochs=3)).fit(texts, y, "preserve")
+    assert len(lp2.loss_history["preserve"]) == 3 and lp2.val_history["preserve"] == []
+
+
+def test_museve_paper_recipe_unfreezes_the_encoder_then_trains_the_head(tiny_encoder):
+    texts, y = _toy_data(48)
+    before = {k: v.clone() for k, v in tiny_encoder.state_dict().items()}
+    s = LengthSettings(mode="prompt_tuning", max_len=24, batch_size=8, museve_recipe="paper",
+                       museve_epochs=(2, 3), museve_lr=(1e-3, 1e-3))
+    lp = LengthPredictor(s).fit(texts, y, "museve", texts[:8], y[:8])
+    after = lp._museve_model.encoder.state_dict()
+    # phase 1 trains every encoder layer (embeddings and the first layer too, not only the last)
+    for part in ("embeddings.word_embeddings.weight", "encoder.layer.0.attention.self.query.weight"):
+        assert not torch.equal(after[part], before[part]), part
+    assert len(lp.loss_history["museve"]) == len(lp.val_history["museve"]) == 5
+    assert set(lp.predict(texts, "museve")) <= set(lp.medians)
+    # the last_layer reading leaves the first layer alone
+    lp2 = LengthPredictor(replace(s, museve_recipe="last_layer", epochs=2)).fit(texts, y, "museve")
+    assert torch.equal(lp2._museve_model.encoder.state_dict()["encoder.layer.0.attention.self.query.weight"],
+                       before["encoder.layer.0.attention.self.query.weight"])
+    with pytest.raises(LengthDataError, match="museve_recipe"):
+        LengthSettings(museve_recipe="bert")
+
+
+def test_holdout_is_seeded_disjoint_and_refuses_an_empty_fit_split():
+    from servesim.systems.preserve.table2 import holdout
+
+    df = pd.DataFrame({"prompt": [f"p{i}" for i in range(50)], "output_tokens": np.arange(50)})
+    fit, val = holdout(df, 0.1, 3)
+    assert len(val) == 5 and len(fit) == 45 and not set(fit.prompt) & set(val.prompt)
+    assert holdout(df, 0.1, 3)[1].equals(val)
+    assert len(holdout(df, 0.0, 3)[1]) == 0
+    with pytest.raises(LengthDataError, match="leaves no training pairs"):
+        holdout(df.iloc[:2], 0.9, 3)
+
+
 def test_length_batching_covers_each_sample_once_with_less_padding():
     lengths = np.random.default_rng(3).integers(3, 500, 1000)
     draw = lambda how: [b.tolist() for b in LengthPredictor(LengthSettings(batching=how, batch_size=16))  # noqa: E731
@@ -190,7 +244,9 @@ def test_table2_scales_resolve_and_validate():
     full, paper = SCALES["full"], SCALES["paper"]
     # full: the paper's method (prompt tuning, 20 soft tokens, 3 epochs, length batching) on a CPU
     # budget; the all-turn set has its own caps
-    assert (full.mode, full.n_prompt, full.epochs, full.max_len) == ("prompt_tuning", 20, 3, 256)
+    # (early stopping on a held-out 10 %, at most 10 epochs)
+    assert (full.mode, full.n_prompt, full.max_len, full.museve_recipe) == ("prompt_tuning", 20, 256, "paper")
+    assert (full.epochs, full.val_fraction, full.patience) == (10, 0.1, 2)
     assert full.caps("first") == (2000, 2000) and full.caps("all") == (1000, 1000)
     assert full.label_sets == ("first", "all")
     # paper: §4.2/§5.2.2's setting, still available by name; -1 = the all-turn set shares the caps
@@ -200,7 +256,7 @@ def test_table2_scales_resolve_and_validate():
     base = dict(mode="prompt_tuning", max_conversations=None, max_train=10, max_test=10, max_len=64,
                 epochs=1, batch_size=4)
     for bad in (dict(max_train=0), dict(max_train_all=0), dict(max_test_all=-2), dict(max_len=22),
-                dict(epochs=0), dict(label_sets=("first", "second")), dict(label_sets=())):
+                dict(epochs=0), dict(label_sets=("first", "second")), dict(label_sets=()), dict(val_fraction=0.5)):
         with pytest.raises(LengthDataError):
             Table2Settings(**{**base, **bad})
 

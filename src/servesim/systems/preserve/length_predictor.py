@@ -7,11 +7,19 @@ last, the final [CLS] state -> Linear(H, 128) -> ReLU -> Linear(128, 1), L1 loss
 (in units of ``label_scale`` tokens), AdamW. The prompt sits at the input, so gradients flow
 back through the frozen layers to it.
 
+Early stopping (``val_fraction`` > 0 in the caller, :mod:`.table2`): after every epoch the loss is
+measured on a held-out split of the training pairs (the natural length distribution, never
+oversampled); training stops ``patience`` epochs after the best one, at most ``epochs``, and the
+best epoch's weights are kept. ``history`` records both curves.
+
 mu-Serve (Qiu et al. ATC'24) re-implemented on the same backbone: [CLS] -> Linear(H, 128)-ReLU-
 Linear(128, 128)-ReLU-Linear(128, C)-LogSoftmax over C = 5 length buckets whose edges are the
 training labels' 25/50/75/99th percentiles, NLL loss with inverse-frequency class weights; the
-prediction is the predicted bucket's median training label. It trains the same encoder
-parameters as the PreServe run beside it (the last layer) but has no soft prompt.
+prediction is the predicted bucket's median training label. Training (``museve_recipe``):
+``paper`` (its code's schedule: the whole encoder unfrozen at AdamW lr 1e-5 for 3 epochs, then
+the encoder frozen and the head trained at lr 1e-4 for 3 more; the frozen phase reads the
+[CLS] states once, in eval mode) or ``last_layer`` (PreServe's budget: the last layer and head at
+PreServe's rates and epochs, no soft prompt).
 
 ``frozen`` (the quick-scale path, an ablation, labelled as such): the whole encoder is frozen,
 [CLS] states are computed once and only the heads are trained (no prompt tuning).
@@ -34,6 +42,7 @@ from .encoder import load_encoder
 from .length_data import MAX_LABEL, LengthDataError
 
 MODES = ("prompt_tuning", "frozen")
+MUSEVE_RECIPES = ("paper", "last_layer")
 POOLINGS = ("cls", "mean")
 BATCHINGS = ("random", "length")
 HEAD_WIDTH = 128  # [A] the paper gives none; mu-Serve's width
@@ -50,6 +59,10 @@ class LengthSettings:
     head_lr: float = 1e-3       # the heads
     label_scale: float = 100.0  # L1 on length / label_scale (same argmin as L1 in tokens)
     museve_classes: int = 5
+    museve_recipe: str = "paper"  # mu-Serve's own schedule, or "last_layer" (module docstring)
+    museve_epochs: tuple[int, int] = (3, 3)        # paper recipe: unfrozen, then frozen encoder
+    museve_lr: tuple[float, float] = (1e-5, 1e-4)  # paper recipe: lr of each phase
+    patience: int = 2             # early stopping: epochs without a better validation loss
     pooling: str = "cls"        # the paper: the final [CLS] state; "mean": masked mean of the final states
     # how prompt-tuning batches are drawn [A]: "random" (uniform shuffles: every batch pads to its longest
     # prompt) or "length" (shuffled, then sorted by length within windows of 50 batches and the batch
@@ -64,6 +77,11 @@ class LengthSettings:
             raise LengthDataError(f"LengthSettings: pooling={self.pooling!r}; expected one of {POOLINGS}")
         if self.batching not in BATCHINGS:
             raise LengthDataError(f"LengthSettings: batching={self.batching!r}; expected one of {BATCHINGS}")
+        if self.museve_recipe not in MUSEVE_RECIPES:
+            raise LengthDataError(f"LengthSettings: museve_recipe={self.museve_recipe!r}; expected one of {MUSEVE_RECIPES}")
+        if self.patience < 1 or min(self.museve_epochs) < 0 or sum(self.museve_epochs) < 1:
+            raise LengthDataError(f"LengthSettings: patience={self.patience} (>= 1), museve_epochs={self.museve_epochs} "
+                                  "(>= 0 each, one at least)")
 
 
 def tokenize(tok, texts, max_len: int, reserve: int = 0) -> list[list[int]]:
@@ -107,17 +125,18 @@ def museve_head(h: int, classes: int) -> nn.Module:
 
 
 class EncoderWithPrompt(nn.Module):
-    """BertModel + optional soft prompt after [CLS]; returns the final [CLS] state. Only the
-    last encoder layer (and the prompt) are trainable."""
+    """BertModel + optional soft prompt after [CLS]; returns the final [CLS] state. Trainable:
+    the last encoder layer and the prompt (``trainable="last"``), or every parameter ("all")."""
 
-    def __init__(self, encoder, n_prompt: int, seed: int, pooling: str = "cls") -> None:
+    def __init__(self, encoder, n_prompt: int, seed: int, pooling: str = "cls", trainable: str = "last") -> None:
         super().__init__()
         self.encoder = encoder
         self.pooling = pooling
         for p in encoder.parameters():
-            p.requires_grad_(False)
-        for p in encoder.encoder.layer[-1].parameters():
-            p.requires_grad_(True)
+            p.requires_grad_(trainable == "all")
+        if trainable == "last":
+            for p in encoder.encoder.layer[-1].parameters():
+                p.requires_grad_(True)
         self.n_prompt = int(n_prompt)
         if self.n_prompt:
             emb = encoder.embeddings.word_embeddings.weight
@@ -157,7 +176,10 @@ class LengthPredictor:
 
     def __init__(self, settings: LengthSettings = LengthSettings()) -> None:
         self.s = settings
+        # per epoch: training loss, and the validation loss where a held-out split was given
         self.loss_history: dict[str, list[float]] = {"preserve": [], "museve": []}
+        self.val_history: dict[str, list[float]] = {"preserve": [], "museve": []}
+        self.best_epoch: dict[str, int] = {}
         self.train_s: dict[str, float] = {}
         self.latency_ms: dict[str, float] = {}
 
@@ -202,83 +224,156 @@ class LengthPredictor:
         return torch.stack([self._cache[str(t)] for t in texts])
 
     # -- training ------------------------------------------------------------------------------
-    def fit(self, texts, labels, which: str = "preserve") -> "LengthPredictor":
-        """Train ``which`` (``preserve`` or ``museve``) on (texts, labels)."""
+    def fit(self, texts, labels, which: str = "preserve", val_texts=None, val_labels=None) -> "LengthPredictor":
+        """Train ``which`` (``preserve`` or ``museve``) on (texts, labels); with a validation split
+        (``val_texts``, ``val_labels``) PreServe stops early and keeps its best epoch (module
+        docstring), and both record the validation loss per epoch."""
         y = np.asarray(labels, dtype=np.float64)
         if len(texts) != y.size or y.size == 0:
             raise LengthDataError(f"LengthPredictor.fit: {len(texts)} texts vs {y.size} labels")
         if which not in ("preserve", "museve"):
             raise LengthDataError(f"LengthPredictor.fit: which={which!r}; expected preserve|museve")
+        val = val_texts is not None and len(val_texts) > 0
+        if val and len(val_texts) != len(val_labels):
+            raise LengthDataError(f"LengthPredictor.fit: {len(val_texts)} validation texts vs {len(val_labels)} labels")
         self._ensure_encoder()
         H = self.config.hidden_size
         torch.manual_seed(self.s.seed)
         gen = torch.Generator().manual_seed(self.s.seed)
         if which == "preserve":
             head, loss_fn, n_prompt = regression_head(H), nn.L1Loss(), self.s.n_prompt
-            tgt = torch.tensor(y / self.s.label_scale, dtype=torch.float32)
             self.reg_head = head
         else:
             self.edges, self.medians = museve_buckets(y)
-            tgt = torch.tensor(np.searchsorted(self.edges, y, side="right"), dtype=torch.long)
-            counts = torch.bincount(tgt, minlength=len(self.medians)).to(torch.float32)
+            counts = torch.bincount(self._target(which, y), minlength=len(self.medians)).to(torch.float32)
             w = torch.where(counts > 0, counts.sum() / (len(counts) * counts.clamp(min=1)), torch.zeros_like(counts))
             head, loss_fn, n_prompt = museve_head(H, len(self.medians)), nn.NLLLoss(weight=w), 0
             self.cls_head = head
+        tgt = self._target(which, y)
+        vtgt = self._target(which, np.asarray(val_labels, dtype=np.float64)) if val else None
         t0 = time.perf_counter()
-        self.loss_history[which] = []
+        self.loss_history[which], self.val_history[which] = [], []
+        self.best_epoch.pop(which, None)
         if self.s.mode == "frozen":
-            feats = self.encode_cls(texts)
-            opt = torch.optim.AdamW(head.parameters(), lr=self.s.head_lr)
-            for _ in range(self.s.epochs):
-                tot = 0.0
-                for b in self._batches(len(y), gen):
-                    opt.zero_grad()
-                    out = head(feats[b])
-                    loss = loss_fn(out.squeeze(-1) if which == "preserve" else out, tgt[b])
-                    loss.backward()
-                    opt.step()
-                    tot += float(loss.detach()) * b.numel()
-                self.loss_history[which].append(tot / len(y))
+            self._fit_heads(head, loss_fn, which, self.encode_cls(texts), tgt,
+                            self.encode_cls(val_texts) if val else None, vtgt, self.s.head_lr, self.s.epochs, gen)
+        elif which == "museve" and self.s.museve_recipe == "paper":
+            # mu-Serve's schedule: the whole encoder at lr 1e-5, then the encoder frozen, the head at 1e-4
+            e1, e2 = self.s.museve_epochs
+            model = self._model(0, "all")
+            seqs = tokenize(self.tok, texts, self.s.max_len, 0)
+            vseqs = tokenize(self.tok, val_texts, self.s.max_len, 0) if val else None
+            opt = torch.optim.AdamW(list(model.parameters()) + list(head.parameters()), lr=self.s.museve_lr[0])
+            self._train_encoder(model, head, loss_fn, which, opt, seqs, tgt, vseqs, vtgt, e1, gen, early_stop=False)
+            model.eval()
+            if e2:
+                self._fit_heads(head, loss_fn, which, self._encode(model, seqs), tgt,
+                                self._encode(model, vseqs) if val else None, vtgt, self.s.museve_lr[1], e2, gen)
+            self._museve_model = model
         else:
             # the paper's path: soft prompt + last layer + head (PreServe); last layer + head (mu-Serve)
-            import copy
-
-            model = EncoderWithPrompt(copy.deepcopy(self._base), n_prompt, self.s.seed, self.s.pooling)
+            model = self._model(n_prompt, "last")
             seqs = tokenize(self.tok, texts, self.s.max_len, n_prompt)
+            vseqs = tokenize(self.tok, val_texts, self.s.max_len, n_prompt) if val else None
             enc_params = [p for p in model.parameters() if p.requires_grad]
             opt = torch.optim.AdamW([{"params": enc_params, "lr": self.s.lr},
                                      {"params": head.parameters(), "lr": self.s.head_lr}])
-            model.train()
-            for _ in range(self.s.epochs):
-                tot = 0.0
-                for b in self._batches(len(y), gen, [len(q) for q in seqs]):
-                    ids, mask = _pad([seqs[int(i)] for i in b])
-                    opt.zero_grad()
-                    out = head(model(ids, mask))
-                    loss = loss_fn(out.squeeze(-1) if which == "preserve" else out, tgt[b])
-                    loss.backward()
-                    opt.step()
-                    tot += float(loss.detach()) * b.numel()
-                self.loss_history[which].append(tot / len(y))
+            self._train_encoder(model, head, loss_fn, which, opt, seqs, tgt, vseqs, vtgt, self.s.epochs, gen,
+                                early_stop=which == "preserve")
             model.eval()
             setattr(self, f"_{which}_model", model)
         self.train_s[which] = time.perf_counter() - t0
         return self
+
+    def _target(self, which: str, y: np.ndarray) -> torch.Tensor:
+        if which == "preserve":
+            return torch.tensor(y / self.s.label_scale, dtype=torch.float32)
+        return torch.tensor(np.searchsorted(self.edges, y, side="right"), dtype=torch.long)
+
+    @staticmethod
+    def _loss(head, loss_fn, which, states, tgt):
+        out = head(states)
+        return loss_fn(out.squeeze(-1) if which == "preserve" else out, tgt)
+
+    def _model(self, n_prompt: int, trainable: str) -> EncoderWithPrompt:
+        import copy
+
+        return EncoderWithPrompt(copy.deepcopy(self._base), n_prompt, self.s.seed, self.s.pooling, trainable)
+
+    def _encode(self, model, seqs) -> torch.Tensor:
+        """Pooled states of ``seqs`` through ``model`` in eval mode (length order, callers' order back)."""
+        model.eval()
+        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+        out = []
+        with torch.no_grad():
+            for i in range(0, len(seqs), 32):
+                out.append(model(*_pad([seqs[j] for j in order[i:i + 32]])))
+        if not out:
+            return torch.zeros(0, self.config.hidden_size)
+        return torch.cat(out)[torch.argsort(torch.tensor(order))]
+
+    def _fit_heads(self, head, loss_fn, which, feats, tgt, vfeats, vtgt, lr, epochs, gen) -> None:
+        """Train the head alone on fixed encoder states (one training and validation loss per epoch)."""
+        opt = torch.optim.AdamW(head.parameters(), lr=lr)
+        for _ in range(epochs):
+            head.train()
+            tot = 0.0
+            for b in self._batches(len(tgt), gen):
+                opt.zero_grad()
+                loss = self._loss(head, loss_fn, which, feats[b], tgt[b])
+                loss.backward()
+                opt.step()
+                tot += float(loss.detach()) * b.numel()
+            self.loss_history[which].append(tot / len(tgt))
+            if vfeats is not None:
+                head.eval()
+                with torch.no_grad():
+                    self.val_history[which].append(float(self._loss(head, loss_fn, which, vfeats, vtgt)))
+        head.eval()
+
+    def _train_encoder(self, model, head, loss_fn, which, opt, seqs, tgt, vseqs, vtgt, epochs, gen,
+                       early_stop: bool) -> None:
+        """Epochs of encoder (+ prompt) + head training on token sequences; with a validation split
+        and ``early_stop``, stop ``patience`` epochs after the best validation loss and restore it."""
+        import copy
+
+        best, best_state = float("inf"), None
+        for epoch in range(epochs):
+            model.train()
+            head.train()
+            tot = 0.0
+            for b in self._batches(len(tgt), gen, [len(q) for q in seqs]):
+                ids, mask = _pad([seqs[int(i)] for i in b])
+                opt.zero_grad()
+                loss = self._loss(head, loss_fn, which, model(ids, mask), tgt[b])
+                loss.backward()
+                opt.step()
+                tot += float(loss.detach()) * b.numel()
+            self.loss_history[which].append(tot / len(tgt))
+            if vseqs is None:
+                continue
+            head.eval()
+            with torch.no_grad():
+                v = float(self._loss(head, loss_fn, which, self._encode(model, vseqs), vtgt))
+            self.val_history[which].append(v)
+            if not early_stop:
+                continue
+            if v < best:
+                best, self.best_epoch[which] = v, epoch
+                best_state = (copy.deepcopy(model.state_dict()), copy.deepcopy(head.state_dict()))
+            elif epoch - self.best_epoch[which] >= self.s.patience:
+                break
+        if best_state is not None:
+            model.load_state_dict(best_state[0])
+            head.load_state_dict(best_state[1])
 
     # -- prediction ----------------------------------------------------------------------------
     def _states(self, name: str, texts) -> torch.Tensor:
         if self.s.mode == "frozen":
             return self.encode_cls(texts)
         model = getattr(self, f"_{name}_model")
-        seqs = tokenize(self.tok, texts, self.s.max_len, model.n_prompt)
-        # encode in length order (little padding), return in the callers' order
-        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
-        out = []
-        with torch.no_grad():
-            for i in range(0, len(seqs), 32):
-                out.append(model(*_pad([seqs[j] for j in order[i:i + 32]])))
-        states = torch.cat(out)
-        return states[torch.argsort(torch.tensor(order))]
+        # encoded in length order (little padding), returned in the callers' order
+        return self._encode(model, tokenize(self.tok, texts, self.s.max_len, model.n_prompt))
 
     def predict(self, texts, which: str = "preserve") -> np.ndarray:
         """Predicted lengths in tokens: PreServe's regression clipped to [1, 4096], or mu-Serve's

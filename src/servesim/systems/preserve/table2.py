@@ -10,8 +10,9 @@ Readings (each named in the outputs):
   plain split with class weights, as in its own code;
 * quick scale trains on a subsample with the encoder frozen (cached [CLS] states, heads only:
   no prompt tuning, an ablation); full scale is the paper's method (20 soft-prompt tokens, last
-  layer + head trained, 3 epochs) on 2,000 / 1,000 training pairs at 256 tokens (a CPU budget, see
-  ``SCALES``); scale ``paper`` is the paper's setting (7.8 k pairs, 512 tokens).
+  layer + head trained, early stopping on a held-out 10 %) on 2,000 / 1,000 training pairs at 256
+  tokens (a CPU budget, see ``SCALES``), mu-Serve on its own code's schedule; scale ``paper`` is
+  the paper's setting (7.8 k pairs, 512 tokens).
 
     python -m servesim.systems.preserve.table2 --scale quick -o out/
 
@@ -58,6 +59,12 @@ class Table2Settings:
     head_lr: float = 1e-3
     pooling: str = "cls"               # the paper's [CLS]; "mean" = MiniLM's own sentence embedding
     batching: str = "random"           # prompt-tuning batches: random | length (length_predictor.LengthSettings)
+    # early stopping: this fraction of the (capped) training pairs is held out before oversampling;
+    # PreServe trains until its validation L1 has not improved for `patience` epochs (at most
+    # `epochs`) and keeps its best epoch. 0: no held-out split, exactly `epochs` epochs.
+    val_fraction: float = 0.0
+    patience: int = 2
+    museve_recipe: str = "paper"       # mu-Serve's own schedule | last_layer (length_predictor)
     seed: int = 0
 
     def __post_init__(self):
@@ -69,6 +76,8 @@ class Table2Settings:
             v = getattr(self, k)
             if v is not None and v != -1 and v < 1:
                 raise LengthDataError(f"Table2Settings: {k}={v}; expected None, -1 or >= 1")
+        if not 0.0 <= self.val_fraction < 0.5:
+            raise LengthDataError(f"Table2Settings: val_fraction={self.val_fraction}; expected 0 <= f < 0.5")
         if self.max_len < 2 + self.n_prompt + 1 or self.epochs < 1 or self.batch_size < 1:
             raise LengthDataError(f"Table2Settings: max_len={self.max_len} (needs > {2 + self.n_prompt}), "
                                   f"epochs={self.epochs}, batch_size={self.batch_size} (>= 1)")
@@ -100,15 +109,20 @@ SCALES = {
     # paper's 7.8 k first-turn pairs oversample to 13.2 k, 3 epochs x 13.2 k x 98 ms = 65 min for
     # PreServe alone. 2,000 first-turn pairs (~2.9 k after oversampling) and 1,000 all-turn pairs,
     # 3 epochs, 2,000 / 1,000 test pairs: ~14 + 4 min PreServe, ~4 + 1 min mu-Serve, ~3 min of test
-    # encoding and data loading: ~26 min estimated, leaving a 2x margin for the long-prompt tail a
-    # 192-prompt timing sample estimates poorly (measured: 19 min of CPU for the whole run, 55 min
-    # of wall time on a shared machine). The test split stays a random 30 % (capped).
+    # encoding and data loading: ~26 min estimated (measured at 3 epochs: 19 min of CPU for the whole
+    # run, 55 min of wall time on a shared machine). The test split stays a random 30 % (capped).
+    # Issue 31: PreServe now trains until the validation L1 on 10 % of the training pairs (held out
+    # before oversampling) has not improved for 2 epochs, at most 10 (3 epochs left its training
+    # loss falling); ~4 min per epoch on the first-turn set, so up to ~50 min for PreServe. mu-Serve
+    # follows its own code's schedule (3 epochs with the whole encoder unfrozen, ~1.2x PreServe's
+    # per-sample cost without the prompt, then 3 head-only epochs on cached states): ~12 min.
     "full": Table2Settings(mode="prompt_tuning", max_conversations=None, max_train=2000, max_test=2000, max_len=256,
-                           epochs=3, batch_size=16, batching="length", max_train_all=1000, max_test_all=1000),
+                           epochs=10, batch_size=16, batching="length", max_train_all=1000, max_test_all=1000,
+                           val_fraction=0.1, patience=2),
     # paper: §4.2/§5.2.2's setting on every recoverable first-turn pair (7.8 k train, 512 tokens; the
     # all-turn set capped at the first-turn set's size): hours on one CPU thread, for a GPU or a long run
     "paper": Table2Settings(mode="prompt_tuning", max_conversations=None, max_train=7800, max_test=3300,
-                            max_len=512, epochs=3, batch_size=16, batching="length"),
+                            max_len=512, epochs=10, batch_size=16, batching="length", val_fraction=0.1, patience=2),
     "test": Table2Settings(mode="frozen", max_conversations=120, max_train=40, max_test=20, max_len=32,
                            epochs=20, batch_size=16, label_sets=("first",)),
 }
@@ -119,6 +133,18 @@ def _cap(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
         return df
     idx = np.sort(np.random.default_rng(seed).choice(len(df), n, replace=False))
     return df.iloc[idx].reset_index(drop=True)
+
+
+def holdout(train: pd.DataFrame, fraction: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(fit, validation): a seeded random ``fraction`` of ``train`` held out (none when 0)."""
+    n_val = int(round(fraction * len(train)))
+    if n_val == 0:
+        return train, train.iloc[:0]
+    if n_val >= len(train):
+        raise LengthDataError(f"table2: val_fraction={fraction} leaves no training pairs of {len(train)}")
+    mask = np.zeros(len(train), dtype=bool)
+    mask[np.random.default_rng(seed).choice(len(train), n_val, replace=False)] = True
+    return train[~mask].reset_index(drop=True), train[mask].reset_index(drop=True)
 
 
 def make_replacer(predictor) -> SynonymReplacer:
@@ -139,24 +165,39 @@ def run_label_set(label_set: str, s: Table2Settings):
     train, test = _cap(train, max_train, s.seed + 1), _cap(test, max_test, s.seed + 2)
     lp = LengthPredictor(LengthSettings(mode=s.mode, n_prompt=s.n_prompt, max_len=s.max_len, epochs=s.epochs,
                                         batch_size=s.batch_size, lr=s.lr, head_lr=s.head_lr, pooling=s.pooling,
-                                        batching=s.batching, seed=s.seed))
+                                        batching=s.batching, museve_recipe=s.museve_recipe, patience=s.patience,
+                                        seed=s.seed))
+    fit, val = holdout(train, s.val_fraction, s.seed + 3)
+    vt, vy = (val["prompt"].tolist(), val["output_tokens"].to_numpy()) if len(val) else (None, None)
     t0 = time.perf_counter()
-    aug, plan = oversample(train, make_replacer(lp), s.n_buckets, s.mu, s.synonym_fraction, s.seed)
+    aug, plan = oversample(fit, make_replacer(lp), s.n_buckets, s.mu, s.synonym_fraction, s.seed)
     aug_s = time.perf_counter() - t0
-    lp.fit(aug["prompt"].tolist(), aug["output_tokens"].to_numpy(), "preserve")
-    lp.fit(train["prompt"].tolist(), train["output_tokens"].to_numpy(), "museve")
+    lp.fit(aug["prompt"].tolist(), aug["output_tokens"].to_numpy(), "preserve", vt, vy)
+    lp.fit(fit["prompt"].tolist(), fit["output_tokens"].to_numpy(), "museve", vt, vy)
     texts = test["prompt"].tolist()
     preds = {w: lp.predict(texts, w) for w in ("preserve", "museve")}
     actual = test["output_tokens"].to_numpy()
     path = "frozen encoder, heads only (quick-scale ablation, no prompt tuning)" if s.mode == "frozen" else \
         f"{s.n_prompt} soft-prompt tokens + last layer + head"
     path += f", {s.pooling} pooling, {s.max_len} tokens"
+    stop = (f"early stopping on {len(val)} held-out pairs (patience {s.patience}, at most {s.epochs} epochs; "
+            f"kept epoch {lp.best_epoch.get('preserve', -1) + 1} of {len(lp.loss_history['preserve'])})"
+            if len(val) and s.mode != "frozen" else f"{len(lp.loss_history['preserve'])} epochs")
+    if s.mode == "frozen":
+        museve_path = "heads only"
+    elif s.museve_recipe == "paper":
+        museve_path = (f"its code's schedule: encoder unfrozen at lr {lp.s.museve_lr[0]:g} for {lp.s.museve_epochs[0]} "
+                       f"epochs, then frozen, head at lr {lp.s.museve_lr[1]:g} for {lp.s.museve_epochs[1]}")
+    else:
+        museve_path = "last layer + head at PreServe's rates and epochs"
     rows = []
-    for w, desc in (("preserve", f"regressor, L1, oversampled mu={s.mu} + {s.synonym_fraction:.0%} synonyms; {path}"),
-                    ("museve", f"5-bucket classifier (train 25/50/75/99th pct edges), bucket median; "
-                               f"{'heads only' if s.mode == 'frozen' else 'last layer + head'}")):
+    for w, desc in (("preserve", f"regressor, L1, oversampled mu={s.mu} + {s.synonym_fraction:.0%} synonyms; {path}; "
+                                 f"{stop}"),
+                    ("museve", f"5-bucket classifier (train 25/50/75/99th pct edges), bucket median, NLL with "
+                               f"inverse-frequency class weights; {museve_path}")):
         rows.append({"label_set": label_set, "method": w, **length_metrics(actual, preds[w]),
-                     "n_train": len(aug) if w == "preserve" else len(train), "n_train_original": len(train),
+                     "n_train": len(aug) if w == "preserve" else len(fit), "n_train_original": len(fit),
+                     "n_val": len(val), "epochs_run": len(lp.loss_history[w]),
                      "n_test": len(test), "n_split_train": n_split[0], "n_split_test": n_split[1],
                      "train_s": lp.train_s[w] + (aug_s if w == "preserve" else 0.0),
                      "latency_ms": lp.latency_ms[w], "mode": s.mode, "encoder": ENCODER_NAME, "reading": desc})
@@ -164,13 +205,14 @@ def run_label_set(label_set: str, s: Table2Settings):
     med = float(np.median(train["output_tokens"]))
     rows.append({"label_set": label_set, "method": "train_median",
                  **length_metrics(actual, np.full(actual.size, med)), "n_train": len(train),
-                 "n_train_original": len(train), "n_test": len(test), "n_split_train": n_split[0],
+                 "n_train_original": len(train), "n_val": 0, "epochs_run": 0, "n_test": len(test), "n_split_train": n_split[0],
                  "n_split_test": n_split[1], "train_s": 0.0, "latency_ms": 0.0, "mode": "constant",
                  "encoder": "", "reading": f"constant {med:g} tokens (reference, not a paper method)"})
     pred_df = pd.DataFrame({"label_set": label_set, "conv_id": test["conv_id"], "turn": test["turn"],
                             "prompt_tokens": test["prompt_tokens"], "output_tokens": actual,
                             "pred_preserve": preds["preserve"], "pred_museve": preds["museve"]})
     info = {"augmented_copies": int(plan["extra"].sum()), "loss_history": lp.loss_history,
+            "val_history": lp.val_history, "best_epoch": lp.best_epoch,
             "bucket_plan": plan[["bucket", "count", "extra"]].to_dict("list")}
     return rows, pred_df, info
 
