@@ -128,6 +128,19 @@ def _provenance(args) -> int:
     return 0
 
 
+def _timings(args) -> int:
+    from servesim.analysis.timings import render
+    from servesim.output_dir import atomic_file
+
+    text = render(Path(args.root), args.scale)
+    if args.md is None:
+        sys.stdout.write(text)
+        return 0
+    with atomic_file(args.md) as tmp:
+        Path(tmp).write_text(text)
+    return 0
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("fetch", help="copy datasets from the local mirror (or download), verify sha256")
     p.add_argument("datasets", nargs="*", help="dataset folders of traces/MANIFEST (default: all)")
@@ -162,6 +175,14 @@ def add_parser(sub) -> None:
                    help="skip the Snakemake dry run (the workflow's publish_<paper> rule: its inputs are fresh)")
     p.add_argument("--root", default=".")
     p.set_defaults(func=_snapshot)
+
+    p = sub.add_parser("timings", help="render docs/timings.md from the fresh-clone and benchmark records and a "
+                                       "finished run's per-job times (maintainers)")
+    p.add_argument("--scale", choices=["quick", "full", "test"], default="quick",
+                   help="whose per-job benchmark files to read (results/<scale>/benchmarks)")
+    p.add_argument("--root", default=".")
+    p.add_argument("--md", help="write the page here (default: print it)")
+    p.set_defaults(func=_timings)
 
     p = sub.add_parser("provenance", help="write provenance.json (git, packages, machine, data, config, seed)")
     p.add_argument("--scale", choices=["quick", "full", "test"], default="quick")

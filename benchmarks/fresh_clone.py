@@ -1,0 +1,105 @@
+"""A newcomer's two commands, timed in a fresh clone; the result appended to
+``benchmarks/records/fresh_clone.jsonl`` (what ``servesim timings`` renders into docs/timings.md).
+
+    python benchmarks/fresh_clone.py DEST [--commit HEAD] [--note TEXT] [--no-record]
+
+Clones this checkout at ``--commit`` into DEST (which must not exist; its parent must hold whatever
+the README expects beside a checkout, such as the data mirror), runs the README's quick-start
+commands there verbatim (the non-comment lines of the first ```bash block under "## Quick start",
+as .ci/run does) and records each command's exit status and wall time, the quick target's job
+count and summed job wall time (its benchmark files), and pytest's counts. Run it with nothing
+else on the machine: the numbers are wall times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from servesim.analysis.benchmarks import read_benchmarks  # noqa: E402
+
+
+def quickstart_commands(readme: Path) -> list[str]:
+    """The non-comment lines of the first ```bash block under "## Quick start"."""
+    cmds, in_section, in_block = [], False, False
+    for line in readme.read_text().splitlines():
+        if line.startswith("## Quick start"):
+            in_section = True
+        elif in_section and not in_block and line.startswith("```bash"):
+            in_block = True
+        elif in_block and line.startswith("```"):
+            break
+        elif in_block and line.strip() and not line.startswith("#"):
+            cmds.append(line)
+    if len(cmds) != 2:
+        raise SystemExit(f"{readme}: expected two quick-start commands, found {len(cmds)}")
+    return cmds
+
+
+def pytest_counts(text: str) -> dict:
+    """passed / skipped / failed / errors and seconds from pytest's last summary line."""
+    lines = [ln for ln in text.splitlines() if re.search(r"\d+ (passed|failed)", ln) and " in " in ln]
+    if not lines:
+        return {}
+    last = lines[-1]
+    out = {k: int(m.group(1)) for k in ("passed", "skipped", "failed", "errors")
+           if (m := re.search(rf"(\d+) {k}", last))}
+    if (m := re.search(r" in ([\d.]+)s", last)):
+        out["wall_s"] = float(m.group(1))
+    return out
+
+
+def memory_gb() -> float | None:
+    try:
+        kb = next(int(ln.split()[1]) for ln in open("/proc/meminfo") if ln.startswith("MemTotal:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+    return round(kb / 2 ** 20, 1)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dest", type=Path)
+    ap.add_argument("--commit", default="HEAD")
+    ap.add_argument("--note", default="")
+    ap.add_argument("--no-record", action="store_true", help="print the record, do not append it")
+    a = ap.parse_args(argv)
+    if a.dest.exists():
+        raise SystemExit(f"{a.dest}: exists; give a new directory")
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", a.commit], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(a.dest)], check=True)
+    subprocess.run(["git", "-C", str(a.dest), "checkout", "-q", commit], check=True)
+    rec = {"date": datetime.date.today().isoformat(), "commit": commit, "source": "fresh_clone.py",
+           "machine": {"cpus": os.cpu_count(), "memory_gb": memory_gb()}, "commands": []}
+    t_quick = time.time()
+    for cmd in quickstart_commands(a.dest / "README.md"):
+        t0 = time.time()
+        p = subprocess.run(["bash", "-c", cmd], cwd=a.dest, capture_output=True, text=True)
+        (a.dest / f"fresh_clone_{len(rec['commands'])}.log").write_text(p.stdout + p.stderr)
+        rec["commands"].append({"command": cmd, "rc": p.returncode, "wall_s": round(time.time() - t0, 1)})
+        print(f"{cmd}: exit {p.returncode} after {rec['commands'][-1]['wall_s']} s", flush=True)
+    jobs = [r for r in read_benchmarks(a.dest / "results" / "quick" / "benchmarks")
+            if r["wall_s"] is not None and r["mtime"] >= t_quick]
+    rec.update(quick_jobs=len(jobs), quick_job_wall_s=round(sum(r["wall_s"] for r in jobs), 1),
+               pytest=pytest_counts((a.dest / "fresh_clone_1.log").read_text()), note=a.note)
+    line = json.dumps(rec, sort_keys=True)
+    print(line)
+    if not a.no_record:
+        with open(ROOT / "benchmarks" / "records" / "fresh_clone.jsonl", "a") as f:
+            f.write(line + "\n")
+    return 0 if all(c["rc"] == 0 for c in rec["commands"]) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

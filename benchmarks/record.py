@@ -1,0 +1,44 @@
+"""Run one benchmark script and append its JSON line to ``benchmarks/records/scripts.jsonl`` (what
+``servesim timings`` renders into docs/timings.md), with the date and commit.
+
+    python benchmarks/record.py benchmarks/sim_throughput.py --requests 1000000 --instances 100
+
+Every script in ``benchmarks/`` prints one JSON line last; the record keeps it whole (``result``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(argv: list[str]) -> int:
+    if not argv or not argv[0].endswith(".py"):
+        raise SystemExit("usage: python benchmarks/record.py benchmarks/<script>.py [args...]")
+    p = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True)
+    sys.stderr.write(p.stderr)
+    lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
+    if p.returncode != 0 or not lines:
+        raise SystemExit(f"{argv[0]}: exit {p.returncode}, no result recorded")
+    try:
+        result = json.loads(lines[-1])
+    except ValueError:
+        raise SystemExit(f"{argv[0]}: its last line is not JSON: {lines[-1][:200]!r}") from None
+    git = lambda *a: subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True).stdout.strip()  # noqa: E731
+    rec = {"date": datetime.date.today().isoformat(), "commit": git("rev-parse", "HEAD"),
+           "dirty": bool(git("status", "--porcelain", "--untracked-files=no")), "script": argv[0],
+           "command": shlex.join(argv), "source": "record.py", "result": result}
+    with open(ROOT / "benchmarks" / "records" / "scripts.jsonl", "a") as f:
+        f.write(json.dumps(rec, sort_keys=True) + "\n")
+    print(json.dumps(rec, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,67 @@
+"""docs/timings.md is generated (servesim.analysis.timings): its records, their errors, and which
+claims each benchmarked job feeds."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from servesim.analysis import timings
+
+
+def _load_script(project_root, name):
+    spec = importlib.util.spec_from_file_location(name, project_root / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bad_records_name_their_file_and_line(tmp_path):
+    f = tmp_path / "r.jsonl"
+    good = {"date": "2026-01-01", "commit": "a" * 40, "commands": [{"command": "x", "wall_s": 1.0}]}
+    for bad, msg in (("{not json", ":2: not JSON"), (json.dumps({"date": "d"}), ":2: a record needs"),
+                     (json.dumps({**good, "commands": [{"command": "x"}]}), ":2: commands must be")):
+        f.write_text(json.dumps(good) + "\n" + bad + "\n")
+        with pytest.raises(timings.TimingsError, match=msg):
+            timings.read_records(f)
+
+
+def test_records_newest_first(tmp_path):
+    f = tmp_path / "r.jsonl"
+    recs = [{"date": d, "commit": c * 40, "commands": []} for d, c in (("2026-01-02", "a"), ("2026-01-01", "b"),
+                                                                       ("2026-01-02", "c"))]
+    f.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert [r["commit"][0] for r in timings.read_records(f)] == ["c", "a", "b"]
+
+
+def test_jobs_feed_the_claims_of_the_figures_that_read_them(project_root):
+    feeds = timings.job_claims(project_root, "full")
+    # a figure: the claims on its metrics; a run: those of every figure reading it, also through
+    # a run that collects it (Fig 9's routing sweeps replay Table 2's predicted lengths)
+    assert "preserve-27a-preserve-mae" in feeds["preserve/tab02_length_prediction"]
+    assert "preserve-27a-preserve-mae" in feeds["preserve/tab02"]
+    assert "preserve-35a-ttft-reduction-71p1" in feeds["preserve/tab02"]
+    assert "preserve-35a-ttft-reduction-71p1" in feeds["preserve/fig09/7b/lr"]
+    assert "preserve-27a-preserve-mae" not in feeds["preserve/fig09/7b/lr"]
+    # quick scale leaves out the claims judged at paper scale only
+    quick = timings.job_claims(project_root, "quick")
+    assert "preserve-35b-lr-ttft-7p6" in feeds["preserve/tab02"] and "preserve-35b-lr-ttft-7p6" not in quick["preserve/tab02"]
+
+
+def test_page_is_current_with_its_records(project_root):
+    """The records' sections of docs/timings.md are what `servesim timings` renders from them (the
+    per-job section depends on the machine's last quick run, so it is not compared)."""
+    page = (project_root / "docs" / "timings.md").read_text()
+    cut = "## Where the quick target's time goes"
+    want = timings.render(project_root, "quick").split(cut)[0]
+    assert page.split(cut)[0] == want, "docs/timings.md is stale: run `servesim timings --md docs/timings.md`"
+
+
+def test_fresh_clone_reads_the_readme_commands_and_pytest_counts(project_root):
+    fc = _load_script(project_root, "fresh_clone")
+    cmds = fc.quickstart_commands(project_root / "README.md")
+    assert len(cmds) == 2 and "pytest" in cmds[1]
+    line = "==== 1 failed, 1656 passed, 86 skipped, 6 warnings in 606.65s (0:10:06) ===="
+    assert fc.pytest_counts("noise\n" + line) == {"passed": 1656, "skipped": 86, "failed": 1, "wall_s": 606.65}
