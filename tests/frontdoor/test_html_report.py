@@ -32,11 +32,24 @@ def test_report_target_writes_every_page(report_project):
 
 
 def _wait(driver, xpath, timeout=60):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout).until(ec.presence_of_element_located((By.XPATH, xpath)))
+    return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(
+        ec.presence_of_element_located((By.XPATH, xpath)))
+
+
+def _click(driver, xpath, timeout=60):
+    """Find and click, again if the report app re-rendered the element in between (a stale element)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def clicked(d):
+        _wait(d, xpath, timeout).click()
+        return True
+    WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(clicked)
 
 
 def _open_category(driver, report, name):
@@ -45,7 +58,7 @@ def _open_category(driver, report, name):
     # (and its stale links) while the app re-renders
     driver.get("about:blank")
     driver.get(report.as_uri())
-    _wait(driver, f"//a[normalize-space()='{name}']").click()
+    _click(driver, f"//a[normalize-space()='{name}']")
 
 
 def test_report_renders_figures_captions_and_claims(browser, report_project):
@@ -59,13 +72,13 @@ def test_report_renders_figures_captions_and_claims(browser, report_project):
         row = f"//tr[td[normalize-space()='{fig}']]"
         _wait(browser, row)
         # the eye icon shows the figure: an <img> holding this figure's PNG
-        browser.find_element(By.XPATH, f"{row}//a[@iconname='eye']").click()
+        _click(browser, f"{row}//a[@iconname='eye']")
         img = _wait(browser, f"//img[contains(@src, 'filename={fig}.png')]")
         assert browser.execute_script("return arguments[0].complete && arguments[0].naturalWidth", img) > 100
         browser.save_screenshot(str(browser.shots / f"{fig}.png"))
         # the (i) icon shows its caption, generated from the notebook
         _open_category(browser, report, category)
-        _wait(browser, f"{row}//a[@iconname='information-circle']").click()
+        _click(browser, f"{row}//a[@iconname='information-circle']")
         caption = _wait(browser, "//div[contains(@class, 'servesim-caption')]").text
         assert title in caption and "Parameters of this run" in caption
         browser.save_screenshot(str(browser.shots / f"{fig}_caption.png"))
@@ -74,7 +87,7 @@ def test_report_renders_figures_captions_and_claims(browser, report_project):
         want = {r["id"]: r["status"] for r in csv.DictReader(fh)}
     n_claims = len(want)
     _open_category(browser, report, "Claims")
-    _wait(browser, "//tr[td]//a[@iconname='eye']").click()
+    _click(browser, "//tr[td]//a[@iconname='eye']")
     frame = _wait(browser, "//iframe")
     browser.switch_to.frame(frame)
     _wait(browser, "//h2[normalize-space()='Every claim']")
