@@ -116,6 +116,48 @@ def test_compare_repeats_reports_the_engine_spread_and_drops_lagged_replays(tmp_
         compare_repeats([], tmp_path / "fit.json")
 
 
+def _steps(d, model, speed, n=50):
+    """A steps.parquet of ``n`` decode steps that took ``speed`` x the model's prediction."""
+    ds = np.arange(1, n + 1) % 8 + 1
+    ctx = ds * 100
+    pred = np.array([model.step_time(0, 0, int(a), int(b)) for a, b in zip(ds, ctx)])
+    end = np.cumsum(pred * speed)
+    pd.DataFrame({"prefill_tokens": 0, "prefill_ctx": 0, "decode_seqs": ds, "decode_ctx": ctx,
+                  "scheduled_tokens": ds, "start_s": end - pred * speed, "end_s": end}).to_parquet(d / "steps.parquet")
+
+
+def test_replay_speed_and_the_speed_adjusted_spread(tmp_path):
+    from servesim.engine.compare import compare_repeats, replay_speed
+    from servesim.perf.fitted import FittedStepTime
+
+    cfg = EngineConfig(max_num_seqs=8, max_num_batched_tokens=256, block_size=32)
+    coefs = {"a_p": 0.01, "a_d": 0.005, "b_pt": 1e-5, "c_pc": 0.0, "b_ds": 1e-4, "c_dc": 1e-7}
+    fit = tmp_path / "fit.json"
+    fit.write_text(json.dumps({"coefficients": coefs, "frontend_overhead_s": 0.0}))
+    model = FittedStepTime(**coefs)
+    wl = _wl()
+    base = simulate(wl, model, cfg, kv_blocks=100)
+    slow = base.copy()  # the same replay on an engine stepping 20 % slower: every latency 1.2 x
+    for c in ("first_token_s", "finish_s"):
+        slow[c] = slow.arrival_s + (base[c] - base.arrival_s) * 1.2
+    slow["ttft_s"], slow["e2e_s"] = slow.first_token_s - slow.arrival_s, slow.finish_s - slow.arrival_s
+    d0 = _replay_dir(tmp_path / "r0", base, cfg, lag_clean=True)
+    d1 = _replay_dir(tmp_path / "r1", slow, cfg, lag_clean=True)
+    assert np.isnan(replay_speed(d0, fit))  # no steps recorded (an HTTP replay)
+    _steps(d0, model, 1.0)
+    _steps(d1, model, 1.2)
+    assert replay_speed(d0, fit) == pytest.approx(1.0, rel=1e-9) and replay_speed(d1, fit) == pytest.approx(1.2, rel=1e-9)
+    t = compare_repeats([d0, d1], fit).set_index("metric")
+    e2e = t.loc["p50_e2el_s"]
+    assert e2e.engine_spread == pytest.approx(0.2 / 1.1, rel=1e-9)
+    assert e2e.speed_spread == pytest.approx(0.2 / 1.1, rel=1e-9)
+    # the whole spread was the engine's speed: none is left once each repeat is scaled by it
+    assert e2e.engine_spread_speed_adj == pytest.approx(0.0, abs=1e-9)
+    # throughput is arrival-bound below saturation: not adjusted
+    thr = t.loc["request_throughput_per_s"]
+    assert thr.engine_spread_speed_adj == pytest.approx(thr.engine_spread, rel=1e-12)
+
+
 def test_send_lag_bound_and_replay_names(tmp_path):
     from servesim.engine.calibration import replay_name, send_lag_bound
 

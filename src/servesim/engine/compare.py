@@ -132,6 +132,26 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
     return table, sim
 
 
+def replay_speed(replay_dir: str | Path, fit_json: str | Path) -> float:
+    """How slow the engine stepped in one replay: the median over its recorded steps of the measured
+    step time over the profile's prediction for the same batch (``steps.parquet``: in-process
+    replays; NaN without it). Two replays of the same workload differ in it when the host ran the
+    engine at a different speed (the same small decode steps take 2.66 ms in one and 2.92 in
+    another), which moves every latency of that replay the same way."""
+    from servesim.engine.profile import load_fitted
+    from servesim.engine.records import step_table
+    from servesim.perf import measurements as M
+
+    if not (Path(replay_dir) / "steps.parquet").exists():
+        return float("nan")
+    steps = step_table(replay_dir)
+    if steps.empty:
+        return float("nan")
+    model = load_fitted(fit_json)[0]
+    pred = np.asarray(model.step_time(*(steps[c].to_numpy(float) for c in M.AGGREGATES)), dtype=float)
+    return float(np.median(steps.step_s.to_numpy(float) / pred))
+
+
 def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: bool = True,
                     arrivals: str = "scheduled", label: str = "", coalesced="keep") -> pd.DataFrame:
     """Engine vs simulator over repeated replays of one workload, with the engine's own spread.
@@ -141,6 +161,13 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     is the engine's (max - min) / median over them, and ``within_spread`` says whether the error is
     inside that run-to-run noise. Replays marked ``lag_clean: false`` (the client sent late) are
     left out while a clean one exists; if none is clean all are used and ``lag_clean`` is False.
+
+    What the spread is made of: ``speed_spread`` is the (max - min) / median of the repeats'
+    `replay_speed`, and ``engine_spread_speed_adj`` the engine's spread once each repeat's metrics
+    latencies are divided by its speed relative to the repeats' median (first order: every latency
+    scaled by the step speed; queueing past saturation is not linear in it; throughput is left as
+    is). NaN where steps were not recorded.
+    The errors are not adjusted: the speed-relative division cancels in the median only roughly.
     """
     dirs = [Path(d) for d in replay_dirs]
     if not dirs:
@@ -149,7 +176,10 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     used = clean or dirs
     tables = [compare_run(d, fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals, coalesced=coalesced)[0]
               for d in used]
-    both = pd.concat(tables, ignore_index=True)
+    speeds = np.array([replay_speed(d, fit_json) for d in used])
+    both = pd.concat([t.assign(_rel_speed=v / np.median(speeds)) for t, v in zip(tables, speeds)], ignore_index=True)
+    # latencies scale with the step speed; throughput (set by the arrivals below saturation) is left as is
+    both["_adj"] = both["engine"] / np.where(both["metric"].str.contains("throughput"), 1.0, both["_rel_speed"])
     g = both.groupby(["coalesced", "metric"], sort=False)
     eng, sim = g["engine"].median(), g["sim"].median()
     spread = (g["engine"].max() - g["engine"].min()) / eng.where(eng != 0)
@@ -158,6 +188,10 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     out["rel_err"] = out["sim"] / out["engine"].where(out["engine"] != 0) - 1.0
     out["engine_spread"] = spread.to_numpy() if len(used) > 1 else np.nan  # one run shows no spread
     out["within_spread"] = out["rel_err"].abs() <= out["engine_spread"]
+    adj = g["_adj"]
+    out["engine_spread_speed_adj"] = ((adj.max() - adj.min()) / adj.median().where(adj.median() != 0)).to_numpy() \
+        if len(used) > 1 else np.nan
+    out["speed_spread"] = float((speeds.max() - speeds.min()) / np.median(speeds)) if len(used) > 1 else np.nan
     out["n_repeats"] = len(used)
     out["n_replays"] = len(dirs)
     out["lag_clean"] = bool(clean)
