@@ -94,8 +94,8 @@ def job_claims(root: str | Path, scale: str = "quick") -> dict[str, list[str]]:
     root = Path(root)
     claims_by_fig: dict[tuple[str, str], list[str]] = defaultdict(list)
     for c in load_all_claims(root / "workflow" / "claims"):
-        if scale == "quick" and c.quick_skip:
-            continue  # judged at paper scale only
+        if c.not_reproducible or (scale == "quick" and c.quick_skip):
+            continue  # not judged here (NOT-REPRODUCIBLE, or at paper scale only)
         claims_by_fig[(c.paper, c.figure)].append(c.id)
         if c.null_system is not None and c.null_system.figure not in (None, c.figure):
             claims_by_fig[(c.paper, c.null_system.figure)].append(c.id)
