@@ -35,6 +35,8 @@ def bench(name: str, n: int, reqs: int = 50_000) -> float:
     t0 = time.process_time()
     for k in range(reqs):
         x = r.select(None)
+        if x is None:
+            raise RuntimeError(f"{name} picks no instance from counters alone (it reads simulated instance state)")
         p = int(prompts[k])
         x.outstanding += 1
         x.pending_tokens += p + 1
@@ -50,5 +52,10 @@ def bench(name: str, n: int, reqs: int = 50_000) -> float:
 
 if __name__ == "__main__":
     sizes = [10, 100, 1000, 10000]
-    out = {name: {str(n): round(bench(name, n), 2) for n in sizes} for name in sorted(ROUTERS)}
-    print(json.dumps({"benchmark": "fleet_routing_us_per_request", "results": out}))
+    out, skipped = {}, {}
+    for name in sorted(ROUTERS):
+        try:
+            out[name] = {str(n): round(bench(name, n), 2) for n in sizes}
+        except RuntimeError as e:  # routers reading instance state (KV) need a simulated cluster
+            skipped[name] = str(e)
+    print(json.dumps({"benchmark": "fleet_routing_us_per_request", "results": out, "skipped": skipped}))

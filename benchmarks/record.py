@@ -3,7 +3,8 @@
 
     python benchmarks/record.py benchmarks/sim_throughput.py --requests 1000000 --instances 100
 
-Every script in ``benchmarks/`` prints one JSON line last; the record keeps it whole (``result``).
+Every script in ``benchmarks/`` prints its results as JSON lines (one, or one per configuration);
+the record keeps them whole (``result``: the object, or ``{"lines": [...]}``).
 """
 
 from __future__ import annotations
@@ -23,16 +24,21 @@ def main(argv: list[str]) -> int:
         raise SystemExit("usage: python benchmarks/record.py benchmarks/<script>.py [args...]")
     p = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True)
     sys.stderr.write(p.stderr)
-    lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
-    if p.returncode != 0 or not lines:
-        raise SystemExit(f"{argv[0]}: exit {p.returncode}, no result recorded")
-    try:
-        result = json.loads(lines[-1])
-    except ValueError:
-        raise SystemExit(f"{argv[0]}: its last line is not JSON: {lines[-1][:200]!r}") from None
+    results = []
+    for ln in p.stdout.splitlines():
+        try:
+            obj = json.loads(ln)
+        except ValueError:
+            continue  # progress text
+        if isinstance(obj, dict):
+            results.append(obj)
+    if p.returncode != 0 or not results:
+        raise SystemExit(f"{argv[0]}: exit {p.returncode}, {len(results)} JSON lines; no result recorded")
+    # one JSON line (most scripts), or one per configuration (kept in order)
+    result = results[0] if len(results) == 1 else {"lines": results}
     git = lambda *a: subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True).stdout.strip()  # noqa: E731
     rec = {"date": datetime.date.today().isoformat(), "commit": git("rev-parse", "HEAD"),
-           "dirty": bool(git("status", "--porcelain", "--untracked-files=no")), "script": argv[0],
+           "dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/records")), "script": argv[0],
            "command": shlex.join(argv), "source": "record.py", "result": result}
     with open(ROOT / "benchmarks" / "records" / "scripts.jsonl", "a") as f:
         f.write(json.dumps(rec, sort_keys=True) + "\n")

@@ -65,3 +65,11 @@ def test_fresh_clone_reads_the_readme_commands_and_pytest_counts(project_root):
     assert len(cmds) == 2 and "pytest" in cmds[1]
     line = "==== 1 failed, 1656 passed, 86 skipped, 6 warnings in 606.65s (0:10:06) ===="
     assert fc.pytest_counts("noise\n" + line) == {"passed": 1656, "skipped": 86, "failed": 1, "wall_s": 606.65}
+
+
+def test_recorded_results_render_nested_and_per_configuration_lines():
+    nested = {"benchmark": "b", "results": {"rr": {"10": 0.3}}, "skipped": {}, "flag": True}
+    assert timings._result_text(nested) == "benchmark b, results.rr.10 0.3"
+    lines = {"lines": [{"size": "4x3x1", "solve_s": 0.0038}, {"size": "20x20x5", "solve_s": 33.0}]}
+    assert timings._result_text(lines) == "size 4x3x1, solve_s 0.0038 / size 20x20x5, solve_s 33"
+    assert timings._result_text({"measured": "typed by an earlier session"}) == "typed by an earlier session"

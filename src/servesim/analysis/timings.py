@@ -71,12 +71,23 @@ def _result_text(result: dict) -> str:
     """A recorded JSON line as text: a transcribed record's ``measured`` sentence, else its scalars."""
     if set(result) == {"measured"}:
         return str(result["measured"])
+    if set(result) == {"lines"}:  # one JSON line per configuration
+        return " / ".join(_result_text(r) for r in result["lines"] if isinstance(r, dict))
     parts = []
-    for k, v in result.items():
+    for k, v in _flat(result):
         if isinstance(v, bool) or not isinstance(v, (int, float, str)):
             continue
         parts.append(f"{k} {v:,.4g}" if isinstance(v, float) else f"{k} {v}")
     return ", ".join(parts)
+
+
+def _flat(d: dict, prefix: str = ""):
+    """(dotted key, value) of a nested result, in its order."""
+    for k, v in d.items():
+        if isinstance(v, dict):
+            yield from _flat(v, f"{prefix}{k}.")
+        else:
+            yield f"{prefix}{k}", v
 
 
 def _params(root: Path, paper: str) -> dict:
