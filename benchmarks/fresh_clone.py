@@ -5,8 +5,8 @@
 
 Clones this checkout at ``--commit`` into DEST (which must not exist; its parent must hold whatever
 the README expects beside a checkout, such as the data mirror), runs the README's quick-start
-commands there verbatim (the non-comment lines of the first ```bash block under "## Quick start",
-as .ci/run does) and records each command's exit status and wall time, the quick target's job
+commands there verbatim (``.ci/quickstart-commands``: what CI runs) and records each command's
+exit status and wall time, the quick target's job
 count and summed job wall time (its benchmark files), and pytest's counts. Run it with nothing
 else on the machine: the numbers are wall times.
 """
@@ -29,20 +29,12 @@ sys.path.insert(0, str(ROOT / "src"))
 from servesim.analysis.benchmarks import read_benchmarks  # noqa: E402
 
 
-def quickstart_commands(readme: Path) -> list[str]:
-    """The non-comment lines of the first ```bash block under "## Quick start"."""
-    cmds, in_section, in_block = [], False, False
-    for line in readme.read_text().splitlines():
-        if line.startswith("## Quick start"):
-            in_section = True
-        elif in_section and not in_block and line.startswith("```bash"):
-            in_block = True
-        elif in_block and line.startswith("```"):
-            break
-        elif in_block and line.strip() and not line.startswith("#"):
-            cmds.append(line)
+def quickstart_commands(checkout: Path) -> list[str]:
+    """The README's quick-start commands, as CI reads them (``.ci/quickstart-commands``)."""
+    out = subprocess.run([str(checkout / ".ci" / "quickstart-commands")], check=True, capture_output=True, text=True)
+    cmds = [c for c in out.stdout.splitlines() if c.strip()]
     if len(cmds) != 2:
-        raise SystemExit(f"{readme}: expected two quick-start commands, found {len(cmds)}")
+        raise SystemExit(f"{checkout / 'README.md'}: expected two quick-start commands, found {len(cmds)}")
     return cmds
 
 
@@ -83,7 +75,7 @@ def main(argv=None) -> int:
     rec = {"date": datetime.date.today().isoformat(), "commit": commit, "source": "fresh_clone.py",
            "machine": {"cpus": os.cpu_count(), "memory_gb": memory_gb()}, "commands": []}
     t_quick = time.time()
-    for cmd in quickstart_commands(a.dest / "README.md"):
+    for cmd in quickstart_commands(a.dest):
         t0 = time.time()
         p = subprocess.run(["bash", "-c", cmd], cwd=a.dest, capture_output=True, text=True)
         (a.dest / f"fresh_clone_{len(rec['commands'])}.log").write_text(p.stdout + p.stderr)

@@ -61,7 +61,7 @@ def test_page_is_current_with_its_records(project_root):
 
 def test_fresh_clone_reads_the_readme_commands_and_pytest_counts(project_root):
     fc = _load_script(project_root, "fresh_clone")
-    cmds = fc.quickstart_commands(project_root / "README.md")
+    cmds = fc.quickstart_commands(project_root)
     assert len(cmds) == 2 and "pytest" in cmds[1]
     line = "==== 1 failed, 1656 passed, 86 skipped, 6 warnings in 606.65s (0:10:06) ===="
     assert fc.pytest_counts("noise\n" + line) == {"passed": 1656, "skipped": 86, "failed": 1, "wall_s": 606.65}

@@ -11,6 +11,7 @@ import pytest
 
 from servesim.analysis.claims import ECHO_STATUSES, MEASURED_STATUSES
 from servesim.analysis.report_captions import notebook_title
+from tests.frontdoor.page import click, wait_for
 from tests.frontdoor.project_copy import FEW_NOTEBOOKS
 
 pytestmark = pytest.mark.slow
@@ -32,24 +33,11 @@ def test_report_target_writes_every_page(report_project):
 
 
 def _wait(driver, xpath, timeout=60):
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(
-        ec.presence_of_element_located((By.XPATH, xpath)))
+    return wait_for(driver, xpath, timeout)
 
 
 def _click(driver, xpath, timeout=60):
-    """Find and click, again if the report app re-rendered the element in between (a stale element)."""
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    def clicked(d):
-        _wait(d, xpath, timeout).click()
-        return True
-    WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(clicked)
+    click(driver, xpath, timeout)
 
 
 def _open_category(driver, report, name):

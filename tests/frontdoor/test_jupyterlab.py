@@ -97,23 +97,18 @@ def test_kernel_is_this_environment(lab):
 def test_notebook_runs_all_in_the_page(browser, lab):
     from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
-    # JupyterLab re-renders while the notebook loads: an element found a moment ago may be gone
-    # when it is asked whether it is clickable; look it up again instead of failing
-    retry = (NoSuchElementException, StaleElementReferenceException)
+    from tests.frontdoor.page import click as page_click
+    from tests.frontdoor.page import wait_for
+
+    retry = (NoSuchElementException, StaleElementReferenceException)  # JupyterLab redraws while loading
 
     def wait(xpath, timeout=PAGE_LOAD_S):
-        return WebDriverWait(browser, timeout, ignored_exceptions=retry).until(
-            ec.element_to_be_clickable((By.XPATH, xpath)))
+        return wait_for(browser, xpath, timeout, clickable=True)
 
     def click(xpath):
-        """Clicks the element, finding it again if the page re-rendered it between lookup and click."""
-        def clicked(_):
-            wait(xpath).click()
-            return True
-        WebDriverWait(browser, PAGE_LOAD_S, ignored_exceptions=retry).until(clicked)
+        page_click(browser, xpath, PAGE_LOAD_S, clickable=True)
 
     def accept_kernel_dialog():
         """On a loaded machine JupyterLab may open the notebook before it has the kernel list and ask

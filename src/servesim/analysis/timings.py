@@ -149,18 +149,19 @@ def _fmt_s(v) -> str:
 
 def _snapshot_section(root: Path) -> list[str]:
     """Paper scale: each published part's job count and job wall time (its STAMP.json)."""
-    stamps = sorted((root / "results-full").glob("*/STAMP.json"))
-    if not stamps:
+    from .snapshot import stamps
+
+    found = stamps(root)
+    if not found:
         return []
     out = ["", "## Paper scale (the published snapshot)", "",
            "Summed job wall time of each paper's run on record (`results-full/<paper>/STAMP.json`, which also "
            "names the machine; two jobs ran at a time, so the wall clock was shorter).", "",
            "| paper | commit | jobs | job wall s | slowest job | its s |", "|---|---|---|---|---|---|"]
-    for f in stamps:
-        st = json.loads(f.read_text())
+    for paper, st in found.items():
         walls = st.get("wall_s") or {}
         slow = max(walls, key=walls.get) if walls else ""
-        out.append(f"| {st.get('paper', f.parent.name)} | `{str(st.get('commit', ''))[:7]}` | {len(walls)} | "
+        out.append(f"| {st.get('paper', paper)} | `{str(st.get('commit', ''))[:7]}` | {len(walls)} | "
                    f"{_fmt_s(st.get('wall_s_total'))} | {slow} | {_fmt_s(walls.get(slow))} |")
     return out
 
@@ -202,9 +203,7 @@ def render(root: str | Path, scale: str = "quick", n: int = 10, records: str | P
                      f"{_result_text(r['result']).replace('|', '/')} |")
     lines += _snapshot_section(root)
     bench = root / "results" / scale / "benchmarks"
-    rows = []
-    for bdir in sorted(p for p in bench.glob("*") if p.is_dir()):
-        rows += [{**r, "job": f"{bdir.name}/{r['job']}"} for r in read_benchmarks(bdir) if r["wall_s"] is not None]
+    rows = [r for r in read_benchmarks(bench) if r["wall_s"] is not None]  # job: "<group>/<job>"
     lines += ["", f"## Where the {scale} target's time goes", ""]
     if not rows:
         lines.append(f"No benchmark files under `results/{scale}/benchmarks/` when this page was generated.")

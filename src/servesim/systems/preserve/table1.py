@@ -128,9 +128,10 @@ def run_series(y: np.ndarray, service: str, series: str, s: Table1Settings, prop
     rows.append(_row(service, series, "last_value", "online", actual, last, 0.0,
                      f"last observed window ({s.steps}-step: the truth of window j-{s.steps}), the null forecaster"))
     preds["last_value"] = last
-    methods = [(b, None) for b in s.baselines if b != "ets"]
-    if "ets" in s.baselines:
-        methods[1:1] = [("ets" if season == "add" else f"ets_{season}", season) for season in s.ets_seasonals]
+    # (method name, Holt-Winters season or None): ETS once per season reading, in the baselines' order
+    methods = []
+    for b in s.baselines:
+        methods += [("ets" if x == "add" else f"ets_{x}", x) for x in s.ets_seasonals] if b == "ets" else [(b, None)]
     for base, season in methods:
         if base == "prophet" and not prophet_ok:
             continue
