@@ -1,7 +1,7 @@
 """A newcomer's two commands, timed in a fresh clone; the result appended to
 ``benchmarks/records/fresh_clone.jsonl`` (what ``servesim timings`` renders into docs/timings.md).
 
-    python benchmarks/fresh_clone.py DEST [--commit HEAD] [--note TEXT] [--no-record]
+    python benchmarks/fresh_clone.py DEST [--commit HEAD] [--cold] [--note TEXT] [--no-record]
 
 Clones this checkout at ``--commit`` into DEST (which must not exist; its parent must hold whatever
 the README expects beside a checkout, such as the data mirror), runs the README's quick-start
@@ -9,6 +9,11 @@ commands there verbatim (``.ci/quickstart-commands``: what CI runs) and records 
 exit status and wall time, the quick target's job
 count and summed job wall time (its benchmark files), and pytest's counts. Run it with nothing
 else on the machine: the numbers are wall times.
+
+A clone on a machine that has run the pipeline before still finds the per-user caches filled (the
+OServe capacity profiles, vLLM's and matplotlib's caches, pip's wheels); ``--cold`` points them at an
+empty folder beside DEST (DEST.cold-cache: ``XDG_CACHE_HOME`` and the tools' own variables), which is what a new
+machine meets. The record says which (``caches``).
 """
 
 from __future__ import annotations
@@ -59,10 +64,28 @@ def memory_gb() -> float | None:
     return round(kb / 2 ** 20, 1)
 
 
+#: the per-user caches a run fills, each pointed beside DEST by --cold (XDG_CACHE_HOME covers pip, the
+#: OServe capacity cache and the rest that follow it)
+COLD_ENV = {"XDG_CACHE_HOME": "", "MPLCONFIGDIR": "matplotlib", "VLLM_CACHE_ROOT": "vllm",
+            "TORCHINDUCTOR_CACHE_DIR": "torchinductor", "TRITON_CACHE_DIR": "triton", "HF_HOME": "huggingface"}
+
+
+def cold_env(dest: Path) -> dict[str, str]:
+    """The environment of a run whose per-user caches start empty, in ``DEST.cold-cache`` (beside the
+    clone, so its git status stays clean)."""
+    root = dest.with_name(dest.name + ".cold-cache")
+    if root.exists():
+        raise SystemExit(f"{root}: exists; a cold run needs it new")
+    env = {k: v for k, v in os.environ.items() if k != "SERVESIM_OSERVE_CACHE"}
+    env.update({k: str(root / sub) for k, sub in COLD_ENV.items()})
+    return env
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dest", type=Path)
     ap.add_argument("--commit", default="HEAD")
+    ap.add_argument("--cold", action="store_true", help="start with empty per-user caches (a new machine)")
     ap.add_argument("--note", default="")
     ap.add_argument("--no-record", action="store_true", help="print the record, do not append it")
     a = ap.parse_args(argv)
@@ -73,11 +96,13 @@ def main(argv=None) -> int:
     subprocess.run(["git", "clone", "-q", str(ROOT), str(a.dest)], check=True)
     subprocess.run(["git", "-C", str(a.dest), "checkout", "-q", commit], check=True)
     rec = {"date": datetime.date.today().isoformat(), "commit": commit, "source": "fresh_clone.py",
-           "machine": {"cpus": os.cpu_count(), "memory_gb": memory_gb()}, "commands": []}
+           "machine": {"cpus": os.cpu_count(), "memory_gb": memory_gb()}, "commands": [],
+           "caches": "cold" if a.cold else "as found"}
+    env = cold_env(a.dest) if a.cold else None
     t_quick = time.time()
     for cmd in quickstart_commands(a.dest):
         t0 = time.time()
-        p = subprocess.run(["bash", "-c", cmd], cwd=a.dest, capture_output=True, text=True)
+        p = subprocess.run(["bash", "-c", cmd], cwd=a.dest, capture_output=True, text=True, env=env)
         (a.dest / f"fresh_clone_{len(rec['commands'])}.log").write_text(p.stdout + p.stderr)
         rec["commands"].append({"command": cmd, "rc": p.returncode, "wall_s": round(time.time() - t0, 1)})
         print(f"{cmd}: exit {p.returncode} after {rec['commands'][-1]['wall_s']} s", flush=True)

@@ -13,6 +13,10 @@
   another on the instance's one copy stream, in FCFS order, and a step runs the requests whose KV
   has arrived (the first step starts when the first one is resident); ``"batch"`` waits for the
   whole batch before the first step (the authors' simulator).
+- KV re-check (``Settings.kv_recheck``): ``"step"`` fits the batch's resident KV (its context plus
+  the token the step adds, per request) in the GPU's blocks before every step; where it does not
+  fit, the requests admitted last are swapped out (bandwidth, as a turn's end) and wait for the next
+  round in a batch of their own. ``"admission"`` checks only when a batch is formed or joined.
 - A request arriving mid-round joins a same-model batch that fits (any of the round's batches) and
   is decoded from that batch's next step after its own KV swap-in; otherwise it opens a batch that
   waits for the next round.
@@ -52,14 +56,26 @@ class DecodeInstance:
         self.alphas: list[float] = []
         self.busy_until = 0.0            # end of the in-flight step (or of the turn's switch + swap-in)
         self.h2d_free = 0.0              # when the copy stream is free (kv_sync="per-request")
+        self.recheck = pool.s.kv_recheck == "step"
+        self.evictions = 0               # requests swapped out mid-turn by the KV re-check
+        self._caps: dict[str, float] = {}  # model -> KV blocks of this GPU
 
     # -- admission --------------------------------------------------------------------------------
     def blocks(self, r: Req) -> int:
         s = self.pool.s
         return math.ceil((r.ctx + s.kv_lookahead_tokens) / s.kv_block_tokens)
 
+    def cap(self, model: str) -> float:
+        """The GPU's KV blocks for ``model`` (unbounded for a cost model without KV: unit tests)."""
+        c = self._caps.get(model)
+        if c is None:
+            costs = self.pool.costs_of(model)
+            c = costs.kv_blocks_capacity(self.pool.s.kv_block_tokens) if costs.kv_bytes_per_token > 0 else math.inf
+            self._caps[model] = c
+        return c
+
     def fits(self, b: Batch, r: Req) -> bool:
-        cap = self.pool.costs_of(r.model).kv_blocks_capacity(self.pool.s.kv_block_tokens)
+        cap = self.cap(r.model)
         return sum(self.blocks(x) for x in b.reqs if not x.done) + self.blocks(r) <= cap
 
     def n_batches(self) -> int:
@@ -189,15 +205,25 @@ class DecodeInstance:
         act = []
         first_wait = math.inf  # earliest swap-in still under way
         ctx = 0
+        n_on = 0               # resident (on the GPU or arriving): KV tokens and requests
+        ctx_on = 0
         for r in b.reqs:
             n = len(r.tokens)
             if r.failed or n >= r.output:
                 continue
+            if r.on_device:
+                n_on += 1
+                ctx_on += r.prompt + n
             if r.dev_ready <= now:
                 act.append(r)
                 ctx += r.prompt + n
             elif r.dev_ready < first_wait:
                 first_wait = r.dev_ready
+        # sum(ceil((c + 1) / bt)) <= (sum(c) + n) / bt + n: the exact count only near the bound
+        if self.recheck and n_on and (ctx_on + n_on) / pool.s.kv_block_tokens + n_on > self.cap(b.model):
+            if self._fit_kv(b, now):
+                self._step()
+                return
         if not act:
             if first_wait < math.inf:  # only requests still swapping in: wait for the first
                 pool.kernel.at(first_wait, self._step, None)
@@ -210,6 +236,40 @@ class DecodeInstance:
             r.in_step = True
         self.busy_until = now + dt
         pool.kernel.at(now + dt, self._step_done, (act, dt))
+
+    def _fit_kv(self, b: Batch, now: float) -> bool:
+        """The KV re-check: swap out the resident requests admitted last until the rest, each with
+        the token this step adds, fit the GPU; they wait in a batch of their own for the next round.
+        A lone request that cannot fit is failed as ``rejected``. True if anything left the batch."""
+        pool = self.pool
+        bt = pool.s.kv_block_tokens
+        cap = self.cap(b.model)
+        on = [r for r in b.reqs if r.on_device and not r.done]
+        need = sum(-(-(r.ctx + 1) // bt) for r in on)
+        if need <= cap:
+            return False
+        out: list[Req] = []
+        while need > cap and len(on) > 1:
+            r = on.pop()  # b.reqs is in admission order: the last admitted goes first
+            need -= -(-(r.ctx + 1) // bt)
+            out.append(r)
+        if need > cap:  # one request alone outgrows the GPU: it can never run here
+            r = on.pop()
+            r.fail("rejected", f"context of {r.ctx} tokens outgrows the decode GPU's {cap} KV blocks")
+            r.on_device = False
+            return True
+        for r in out:
+            b.reqs.remove(r)
+            pool.to_host(r, now)
+            dt = pool.costs_of(r.model).kv_bytes(r.ctx) / pool.s.kv_bw
+            r.kv_s += dt
+            pool.kv_d2h_s += dt
+            r.on_device = False
+            self.evictions += 1
+        nb = Batch(b.model)
+        nb.reqs = out[::-1]
+        self.pending.append(nb)
+        return True
 
     def _step_done(self, arg) -> None:
         act, dt = arg

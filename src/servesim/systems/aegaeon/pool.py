@@ -150,6 +150,7 @@ class AegaeonPool(BaseSim):
         self._simulate(reqs, "aegaeon pool")
         decs = [d for n in self.decode for d in n]
         stats = {"kv_h2d_s": self.kv_h2d_s, "kv_d2h_s": self.kv_d2h_s, "rounds": sum(d.rounds for d in decs),
+                 "kv_evictions": sum(d.evictions for d in decs),
                  "host_cache": [h.report() for h in self.host],
                  "host_cache_overflow_blocks": sum(h.overflow_blocks for h in self.host),
                  "events": self.kernel.events_processed, "end_s": self.kernel.now}

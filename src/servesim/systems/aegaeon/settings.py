@@ -20,6 +20,11 @@ ambiguous the default is the artifact's reading and the alternatives are named o
   one copy stream; a turn's first step starts when the first request's KV is resident and later
   ones join at the next step; default) | ``"batch"`` (the whole batch is swapped in before the
   turn's first step, the authors' simulator).
+- ``kv_recheck``: ``"step"`` (default: before every decode step the batch's resident KV, one more
+  token per request, must fit the GPU's blocks; where it does not, the requests admitted last are
+  swapped out to the host cache and wait for the next round, as the paper's engine must, since GPU
+  memory is a hard bound) | ``"admission"`` (the authors' simulator: a batch is fitted only when it
+  is formed or joined, with the 64-token lookahead, so within one turn it can outgrow the GPU).
 - ``load_bw`` / ``kv_bw`` (host <-> GPU link for weight loads / KV copies): 32 GB/s each by
   default, the link bandwidth of the paper's own scale-up floor (§3: a 13B FP16 model over PCIe
   takes >= 26 GB / 32 GB/s = 0.8125 s); weights and KV cross the same host link. The authors'
@@ -37,6 +42,7 @@ WEIGHTS = ("catalog", "ae")
 LAYOUTS = ("parity", "single")
 STEP_MODELS = ("fitted", "table", "roofline")
 KV_SYNCS = ("per-request", "batch")
+KV_RECHECKS = ("step", "admission")
 #: [AE] logical model i serves CHECKPOINTS[i % len]: 6 Qwen2.5-7B, 2 Yi-1.5-9B, 2 Llama-2-13B
 CHECKPOINTS = ("qwen2.5-7b",) * 6 + ("yi-1.5-9b",) * 2 + ("llama-2-13b",) * 2
 
@@ -74,6 +80,7 @@ class Settings:
     #   floor, §3; the authors' simulator: 16e9)
     kv_bw: float = 32e9               # KV device<->host bandwidth, B/s: the same link (authors' simulator: 16e9)
     kv_sync: str = "per-request"      # §5.3 per-request CUDA events | "batch": whole-batch swap-in (authors' simulator)
+    kv_recheck: str = "step"          # resident KV fitted before every decode step | "admission" (authors' simulator)
     prefetch: bool = True             # artifact's credit: switch = max(min_switch_s, load - compute since last switch)
     min_switch_s: float = 0.010
     prefetch_min_blocks: int = 1024   # AE: prefetch off if fewer than max(1024, max_len/16) KV blocks would remain
@@ -94,7 +101,7 @@ class Settings:
     def __post_init__(self):
         for name, allowed in (("group_rule", GROUP_RULES), ("c_estimate", C_ESTIMATES), ("kv_size", KV_SIZES),
                               ("weights", WEIGHTS), ("layout", LAYOUTS), ("step_model", STEP_MODELS),
-                              ("kv_sync", KV_SYNCS)):
+                              ("kv_sync", KV_SYNCS), ("kv_recheck", KV_RECHECKS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"aegaeon settings: {name}={getattr(self, name)!r}; expected one of {allowed}")
         for name in ("ttft_s", "tbt_s", "q_max_s", "load_bw", "kv_bw", "vram_fraction"):

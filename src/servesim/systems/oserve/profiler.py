@@ -53,7 +53,10 @@ OPEN_GROWTH = 1.5    # [R] sustained: late arrivals' median TTFT <= 1.5 x early 
 OPEN_SLACK_S = 0.25
 OPEN_WINDOW_S = 30.0  # arrivals span at least this long, so a small overload has time to show,
 OPEN_WINDOW_E2E = 20  # and at least this many low-load E2E latencies (past the batch's ramp-up)
-DEFAULT_CACHE = Path(os.environ.get("SERVESIM_OSERVE_CACHE", Path.home() / ".cache" / "servesim" / "oserve_capacity"))
+# content-addressed (`CapacityProfiler.key` hashes every input), so it is shared by checkouts and
+# scales; a new machine starts with it empty (benchmarks/fresh_clone.py --cold measures that case)
+DEFAULT_CACHE = Path(os.environ.get("SERVESIM_OSERVE_CACHE")
+                     or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "servesim" / "oserve_capacity")
 
 
 def write_cache(path: Path, obj: dict) -> None:
