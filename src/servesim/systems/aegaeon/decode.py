@@ -57,6 +57,7 @@ class DecodeInstance:
         self.busy_until = 0.0            # end of the in-flight step (or of the turn's switch + swap-in)
         self.h2d_free = 0.0              # when the copy stream is free (kv_sync="per-request")
         self.recheck = pool.s.kv_recheck == "step"
+        self._bt = pool.s.kv_block_tokens
         self.evictions = 0               # requests swapped out mid-turn by the KV re-check
         self._caps: dict[str, float] = {}  # model -> KV blocks of this GPU
 
@@ -205,22 +206,25 @@ class DecodeInstance:
         act = []
         first_wait = math.inf  # earliest swap-in still under way
         ctx = 0
-        n_on = 0               # resident (on the GPU or arriving): KV tokens and requests
-        ctx_on = 0
+        n_wait = ctx_wait = 0  # live requests whose KV is still arriving
         for r in b.reqs:
             n = len(r.tokens)
             if r.failed or n >= r.output:
                 continue
-            if r.on_device:
-                n_on += 1
-                ctx_on += r.prompt + n
             if r.dev_ready <= now:
                 act.append(r)
                 ctx += r.prompt + n
-            elif r.dev_ready < first_wait:
-                first_wait = r.dev_ready
-        # sum(ceil((c + 1) / bt)) <= (sum(c) + n) / bt + n: the exact count only near the bound
-        if self.recheck and n_on and (ctx_on + n_on) / pool.s.kv_block_tokens + n_on > self.cap(b.model):
+            else:
+                n_wait += 1
+                ctx_wait += r.prompt + n
+                if r.dev_ready < first_wait:
+                    first_wait = r.dev_ready
+        # the running batch's live requests are all resident or arriving; an upper bound of their
+        # blocks after this step, sum(ceil((c + 1) / bt)) <= (sum(c) + n) / bt + n, keeps the exact
+        # count (`_fit_kv`) off the hot path until it is near the GPU's capacity
+        n_on = len(act) + n_wait
+        if (self.recheck and n_on and (ctx + ctx_wait + n_on) / self._bt + n_on
+                > (self._caps.get(b.model) or self.cap(b.model))):
             if self._fit_kv(b, now):
                 self._step()
                 return
