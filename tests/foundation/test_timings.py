@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 
 import pytest
 
@@ -73,3 +74,29 @@ def test_recorded_results_render_nested_and_per_configuration_lines():
     lines = {"lines": [{"size": "4x3x1", "solve_s": 0.0038}, {"size": "20x20x5", "solve_s": 33.0}]}
     assert timings._result_text(lines) == "size 4x3x1, solve_s 0.0038 / size 20x20x5, solve_s 33"
     assert timings._result_text({"measured": "typed by an earlier session"}) == "typed by an earlier session"
+
+
+def test_fresh_clone_cold_points_every_user_cache_beside_the_clone(project_root, tmp_path, monkeypatch):
+    """--cold: every per-user cache a run fills starts empty in DEST.cold-cache (none inside the
+    clone, so its git status stays clean), the OServe capacity cache included (it follows
+    XDG_CACHE_HOME unless SERVESIM_OSERVE_CACHE names it, which the cold run drops)."""
+    fc = _load_script(project_root, "fresh_clone")
+    monkeypatch.setenv("SERVESIM_OSERVE_CACHE", "/somewhere/warm")
+    dest = tmp_path / "clone"
+    env = fc.cold_env(dest)
+    root = tmp_path / "clone.cold-cache"
+    assert "SERVESIM_OSERVE_CACHE" not in env
+    assert set(fc.COLD_ENV) <= set(env) and all(env[k].startswith(str(root)) for k in fc.COLD_ENV)
+    root.mkdir()
+    with pytest.raises(SystemExit, match="cold-cache: exists"):
+        fc.cold_env(dest)
+
+
+def test_oserve_capacity_cache_follows_xdg_cache_home(tmp_path):
+    import subprocess
+    import sys
+    code = "from servesim.systems.oserve.profiler import DEFAULT_CACHE; print(DEFAULT_CACHE)"
+    env = {k: v for k, v in os.environ.items() if k != "SERVESIM_OSERVE_CACHE"}
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "XDG_CACHE_HOME": str(tmp_path)},
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == str(tmp_path / "servesim" / "oserve_capacity")
