@@ -141,6 +141,17 @@ def _timings(args) -> int:
     return 0
 
 
+def _docs(args) -> int:
+    from servesim.analysis import docs_blocks
+
+    root = Path(args.root)
+    for page in args.pages or sorted((root / "docs").glob("*.md")):
+        done = docs_blocks.update(page, root, args.scale)
+        if done:
+            print(f"{page}: {', '.join(done)}")
+    return 0
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("fetch", help="copy datasets from the local mirror (or download), verify sha256")
     p.add_argument("datasets", nargs="*", help="dataset folders of traces/MANIFEST (default: all)")
@@ -175,6 +186,14 @@ def add_parser(sub) -> None:
                    help="skip the Snakemake dry run (the workflow's publish_<paper> rule: its inputs are fresh)")
     p.add_argument("--root", default=".")
     p.set_defaults(func=_snapshot)
+
+    p = sub.add_parser("docs", help="rewrite the generated blocks of docs/*.md (measured numbers) from the "
+                                    "results that hold them (maintainers)")
+    p.add_argument("pages", nargs="*", type=Path, help="pages to rewrite (default: every docs/*.md)")
+    p.add_argument("--scale", choices=["quick", "full", "test"], default="quick",
+                   help="whose results to read (results/<scale>/)")
+    p.add_argument("--root", default=".")
+    p.set_defaults(func=_docs)
 
     p = sub.add_parser("timings", help="render docs/timings.md from the fresh-clone and benchmark records and a "
                                        "finished run's per-job times (maintainers)")
