@@ -9,6 +9,7 @@ the record keeps them whole (``result``: the object, or ``{"lines": [...]}``).
 
 from __future__ import annotations
 
+import ast
 import datetime
 import json
 import shlex
@@ -37,7 +38,9 @@ def main(argv: list[str]) -> int:
     # one JSON line (most scripts), or one per configuration (kept in order)
     result = results[0] if len(results) == 1 else {"lines": results}
     git = lambda *a: subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True).stdout.strip()  # noqa: E731
+    doc = ast.get_docstring(ast.parse((ROOT / argv[0]).read_text())) or ""
     rec = {"date": datetime.date.today().isoformat(), "commit": git("rev-parse", "HEAD"),
+           "what": " ".join(doc.split("\n\n")[0].split()).rstrip("."),  # the script's first paragraph
            "dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/records")), "script": argv[0],
            "command": shlex.join(argv), "source": "record.py", "result": result}
     with open(ROOT / "benchmarks" / "records" / "scripts.jsonl", "a") as f:
