@@ -616,12 +616,13 @@ def not_reproducible_doc(rows: list[dict]) -> str:
 
 def update_readme(readme: str | Path, rows: list[dict], scale: str, full_rows: list[dict] | None = None,
                   full_sources: dict | None = None) -> None:
-    text = Path(readme).read_text()
-    if README_BEGIN not in text or README_END not in text:
+    from .docs_blocks import replace_block
+
+    text = replace_block(Path(readme).read_text(), README_BEGIN, README_END,
+                         readme_section(rows, scale, full_rows, full_sources))
+    if text is None:
         raise ClaimsError(f"{readme}: markers {README_BEGIN!r} ... {README_END!r} not found")
-    head, rest = text.split(README_BEGIN, 1)
-    _, tail = rest.split(README_END, 1)
-    Path(readme).write_text(head + readme_section(rows, scale, full_rows, full_sources) + tail)
+    Path(readme).write_text(text)
     doc = Path(readme).parent / NR_DOC
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(not_reproducible_doc(rows))

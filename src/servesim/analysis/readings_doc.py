@@ -61,10 +61,10 @@ def section(snapshot_dir: str | Path, commit: str | None = None) -> str:
 
 def update(readme: str | Path, snapshot_dir: str | Path, commit: str | None = None) -> bool:
     """Rewrite the block in ``readme``; False (nothing written) when the README has no markers."""
+    from .docs_blocks import replace_block
+
     text = Path(readme).read_text()
     if BEGIN not in text or END not in text:
         return False
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    Path(readme).write_text(head + section(snapshot_dir, commit) + tail)
+    Path(readme).write_text(replace_block(text, BEGIN, END, section(snapshot_dir, commit)))
     return True

@@ -164,6 +164,15 @@ class DecodeInstance:
         pool.kv_h2d_s += byts
         return byts
 
+    def _swap_out(self, r: Req, now: float) -> None:
+        """KV device -> host cache; the copy overlaps (T3): it costs bandwidth, not time."""
+        pool = self.pool
+        pool.to_host(r, now)
+        dt = pool.costs_of(r.model).kv_bytes(r.ctx) / pool.s.kv_bw
+        r.kv_s += dt
+        pool.kv_d2h_s += dt
+        r.on_device = False
+
     def _begin_turn(self, now: float) -> None:
         while self.turn < len(self.batches) and not self.batches[self.turn].live():
             self.turn += 1
@@ -245,8 +254,7 @@ class DecodeInstance:
         """The KV re-check: swap out the resident requests admitted last until the rest, each with
         the token this step adds, fit the GPU; they wait in a batch of their own for the next round.
         A lone request that cannot fit is failed as ``rejected``. True if anything left the batch."""
-        pool = self.pool
-        bt = pool.s.kv_block_tokens
+        bt = self._bt
         cap = self.cap(b.model)
         on = [r for r in b.reqs if r.on_device and not r.done]
         need = sum(-(-(r.ctx + 1) // bt) for r in on)
@@ -264,12 +272,8 @@ class DecodeInstance:
             return True
         for r in out:
             b.reqs.remove(r)
-            pool.to_host(r, now)
-            dt = pool.costs_of(r.model).kv_bytes(r.ctx) / pool.s.kv_bw
-            r.kv_s += dt
-            pool.kv_d2h_s += dt
-            r.on_device = False
-            self.evictions += 1
+            self._swap_out(r, now)
+        self.evictions += len(out)
         nb = Batch(b.model)
         nb.reqs = out[::-1]
         self.pending.append(nb)
@@ -300,12 +304,9 @@ class DecodeInstance:
     def _end_turn(self, now: float) -> None:
         b = self.batches[self.turn]
         if self.n_batches() > 1:
-            for r in b.reqs:  # swap-out overlaps (T3): costs bandwidth, not time
+            for r in b.reqs:
                 if r.on_device and not r.done:
-                    self.pool.to_host(r, now)
-                    dt = self.pool.costs_of(r.model).kv_bytes(r.ctx) / self.pool.s.kv_bw
-                    r.kv_s += dt
-                    self.pool.kv_d2h_s += dt
+                    self._swap_out(r, now)
                 r.on_device = False
         self.quota_start = None
         self.turn += 1
