@@ -52,9 +52,13 @@ _RUN_START = _time.time()
 
 
 onsuccess:
+    import resource as _resource
+
     from servesim.analysis.benchmarks import slowest_summary
 
-    _slow = slowest_summary(ROOT / "results", since=_RUN_START)
+    _self = _resource.getrusage(_resource.RUSAGE_SELF)  # this process and its threads, not the jobs
+    _slow = slowest_summary(ROOT / "results", since=_RUN_START,
+                            scheduler=(_self.ru_utime + _self.ru_stime, _time.time() - _RUN_START))
     if _slow:
         print(_slow)
 

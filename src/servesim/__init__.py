@@ -2,7 +2,7 @@
 
 Layers, each importing only from the ones listed before it (docs/architecture.md;
 tests/foundation/test_layers.py checks it, and that no modules import each other):
-leaves (errors, _imports, registry, project_root, control) -> _yaml, tables, output_dir,
+leaves (errors, _imports, registry, project_root, control, disk_cache) -> _yaml, tables, output_dir,
 cli_errors, data -> workload, catalog -> metrics -> perf -> sim -> policies -> fleet -> forecast
 -> systems -> engine -> analysis -> cli, cli_data.
 """

@@ -8,6 +8,7 @@ imports nothing from servesim.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -73,6 +74,18 @@ def closure(entry: str | Path, src: str | Path, root_package: str = "servesim") 
 def module_closure(module: str, src: str | Path, root_package: str = "servesim") -> list[Path]:
     """`closure` of ``python -m <module>``: the module's own file and everything it imports."""
     return _closure_of(ast.parse(f"import {module}"), Path(src), root_package)
+
+
+@lru_cache(maxsize=None)
+def code_digest(module: str) -> str:
+    """sha256 (hex) of the source (paths and bytes) of every servesim file ``module`` imports,
+    transitively: a cache keyed on it misses whenever code that could change its results changes
+    (content-addressed caches of simulation results must never outlive the code that made them)."""
+    src = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for f in module_closure(module, src):
+        h.update(str(f.relative_to(src)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def _file_imports(src: Path, f: Path) -> frozenset[str]:

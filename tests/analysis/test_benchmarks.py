@@ -38,3 +38,11 @@ def test_slowest_summary_lists_this_runs_jobs_slowest_first(tmp_path):
     assert lines[1].split() == ["40.0", "s", "quick/b/y"] and lines[2].split() == ["30.0", "s", "test/c/z"]
     assert "old" not in text
     assert slowest_summary(res, since=5000) == ""
+
+
+def test_slowest_summary_reports_the_schedulers_own_cpu(tmp_path):
+    res = tmp_path / "results"
+    bench(res / "quick" / "benchmarks" / "a" / "x.tsv", 20, 2000)
+    last = slowest_summary(res, since=1500, scheduler=(30.0, 120.0)).splitlines()[-1]
+    assert "30 CPU s in 120 s" in last and "(25 % of one core)" in last
+    assert "Snakemake itself" not in slowest_summary(res, since=1500)

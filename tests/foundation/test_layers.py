@@ -19,7 +19,7 @@ from tests.conftest import ROOT
 #: the layers, lowest first; a unit may import its own layer and those before it
 LAYERS = [
     # leaves: import nothing from servesim (`servesim` is the package's own __init__)
-    {"servesim", "errors", "_imports", "registry", "project_root", "control"},
+    {"servesim", "errors", "_imports", "registry", "project_root", "control", "disk_cache"},
     # foundation: errors, YAML and table readers, output folders, the commands' one error path, datasets
     {"_yaml", "tables", "output_dir", "cli_errors", "data"},
     {"workload", "catalog"},

@@ -1,6 +1,6 @@
 # One job per figure notebook, run with papermill. The executed notebook is the rule's log, so
-# a failure shows the failing cell. Inputs: the notebook, the servesim files it imports
-# (transitively), the datasets declared in workflow/params/ and the outputs of the runs it names
+# a failure shows the failing cell. Inputs: the notebook, the newest of the servesim files it
+# imports (transitively; common.smk's newest_source says why one stands for all), the datasets declared in workflow/params/ and the outputs of the runs it names
 # there (`runs:`, entries of workflow/runs/<group>.yaml).
 from servesim.analysis import report_captions
 

@@ -1,7 +1,8 @@
 # The heavy jobs declared in workflow/runs/<paper>.yaml (kind `run`): simulations, sweep points,
 # forecast evaluations, tables gathered from other runs. One rule per (paper, module, outputs), all
 # made by the loop below; a job is `python -m <module> [command] <args> [--seed] -o <run dir>`.
-# Its inputs are the servesim files the module imports (transitively), its datasets and the runs it
+# Its inputs are the newest of the servesim files the module imports (transitively: an edit to any
+# of them makes it the newest; common.smk's newest_source), its datasets and the runs it
 # gathers, so an edit anywhere in the package re-runs exactly the jobs that import it; an edit to
 # a run's declared arguments re-runs it through Snakemake's `params` trigger.
 

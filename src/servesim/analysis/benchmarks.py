@@ -35,9 +35,12 @@ def _num(v) -> float | None:
         return None
 
 
-def slowest_summary(results_dir: str | Path, since: float | None = None, n: int = 10) -> str:
+def slowest_summary(results_dir: str | Path, since: float | None = None, n: int = 10,
+                    scheduler: tuple[float, float] | None = None) -> str:
     """The ``n`` slowest jobs benchmarked under ``results_dir/<scale>/benchmarks`` (only files written
-    at or after ``since``, a time.time() value, when given), one per line; empty when there are none."""
+    at or after ``since``, a time.time() value, when given), one per line; empty when there are none.
+    ``scheduler``: (CPU s, wall s) of the Snakemake process itself, printed after the jobs (its own
+    work competes with the jobs for the cores)."""
     rows = []
     for bdir in sorted(Path(results_dir).glob("*/benchmarks")):
         rows += [{**r, "job": f"{bdir.parent.name}/{r['job']}"} for r in read_benchmarks(bdir)
@@ -48,4 +51,9 @@ def slowest_summary(results_dir: str | Path, since: float | None = None, n: int 
     total = sum(r["wall_s"] for r in rows)
     head = (f"servesim: the {min(n, len(rows))} slowest of the {len(rows)} jobs this run benchmarked "
             f"({total:.0f} s of job wall time in all; every job: the report's Runtimes page):")
-    return "\n".join([head, *(f"  {r['wall_s']:8.1f} s  {r['job']}" for r in rows[:n])])
+    lines = [head, *(f"  {r['wall_s']:8.1f} s  {r['job']}" for r in rows[:n])]
+    if scheduler is not None:
+        cpu, wall = scheduler
+        lines.append(f"servesim: Snakemake itself used {cpu:.0f} CPU s in {wall:.0f} s of wall time "
+                     f"({100 * cpu / max(wall, 1e-9):.0f} % of one core)")
+    return "\n".join(lines)

@@ -71,7 +71,7 @@ from . import predictor as PR
 from . import serving as SV
 from . import switching as SW
 from .objective import OBJECTIVES, SHARES, balanced_fractions, evaluate
-from .profiler import METHODS, CapacityProfiler, pools_from_frame, saturated_rate, write_cache
+from .profiler import METHODS, CapacityProfiler, pools_from_frame, saturated_rate
 from .replica import BACKENDS, DEFAULT_BACKEND, GPU, Shape, instance_config, kv_tokens, step_model, strategies
 from .search import INITS, Evaluator, exhaustive, heuristic, place
 
@@ -306,26 +306,27 @@ def open_mixed_capacity(prof: CapacityProfiler, shapes, counts, seed: int) -> tu
     closed saturation rate, as `mixed_capacity`, and the largest Poisson rate it sustains, bracketed
     by that closed rate), times the shape's count. Cached beside the profiler's n_kj."""
     import collections
-    import hashlib
 
+    from ..._imports import code_digest
+    from ...disk_cache import key_of, read_json, write_json
     from .profiler import OPEN_VERSION, TypePool
 
     mix = np.asarray(counts, float) / np.sum(counts)
     closed_prof = prof.closed()
     tot_open = tot_closed = 0.0
     for shape, n in collections.Counter(shapes).items():
-        tag = hashlib.sha256(json.dumps([closed_prof.key(shape), np.round(mix, 6).tolist(), seed, OPEN_VERSION,
-                                         "load-mix"]).encode()).hexdigest()[:24]
+        tag = key_of({"closed": closed_prof.key(shape), "mix": np.round(mix, 6).tolist(), "seed": seed,
+                      "open": OPEN_VERSION, "kind": "load-mix", "code": code_digest(__name__)})
         path = prof.cache_dir / f"{tag}.json" if prof.cache_dir is not None else None
-        if path is not None and path.exists():
-            d = json.loads(path.read_text())
+        d = read_json(path) if path is not None else None
+        if d is not None:
             r_open, r_closed = float(d["open"]), float(d["closed"])
         else:
             rng = np.random.default_rng([seed, 9])
             mixed = TypePool("mix", *_draw_mix(rng, prof.pools, mix, 20 * prof.n_requests))
             r_open, r_closed = prof.pool_rates(shape, mixed, rng)
             if path is not None:
-                write_cache(path, {"model": prof.model, "shape": shape.label(), "mix": mix.tolist(),
+                write_json(path, {"model": prof.model, "shape": shape.label(), "mix": mix.tolist(),
                                    "open": r_open, "closed": r_closed})
         tot_open += n * r_open
         tot_closed += n * r_closed

@@ -24,20 +24,22 @@ the closed rate): near capacity a queue grows slowly, and a replica starting emp
 first batch's ramp-up, so a short window passes rates it cannot sustain.
 
 Results are cached on disk as one small JSON per (inputs) key: the model, shape, GPU, backend,
-pool lengths digest, n_requests, seed, span, method (open only) and a profiler version.
+pool lengths digest, n_requests, seed, span, method (open only), a profiler version and the digest
+of every servesim source file this module imports (`servesim._imports.code_digest`), so an entry
+never outlives the simulator code that computed it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ..._imports import code_digest
+from ...disk_cache import cache_dir, key_of, read_json, write_json
 from ...sim import Cluster
 from ...workload import schema
 from .replica import DEFAULT_BACKEND, GPU, Shape, instance_config, kv_tokens, step_model
@@ -53,18 +55,9 @@ OPEN_GROWTH = 1.5    # [R] sustained: late arrivals' median TTFT <= 1.5 x early 
 OPEN_SLACK_S = 0.25
 OPEN_WINDOW_S = 30.0  # arrivals span at least this long, so a small overload has time to show,
 OPEN_WINDOW_E2E = 20  # and at least this many low-load E2E latencies (past the batch's ramp-up)
-# content-addressed (`CapacityProfiler.key` hashes every input), so it is shared by checkouts and
+# content-addressed (`CapacityProfiler.key` hashes every input and the code), so it is shared by checkouts and
 # scales; a new machine starts with it empty (benchmarks/fresh_clone.py --cold measures that case)
-DEFAULT_CACHE = Path(os.environ.get("SERVESIM_OSERVE_CACHE")
-                     or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "servesim" / "oserve_capacity")
-
-
-def write_cache(path: Path, obj: dict) -> None:
-    """One cache entry, written whole (concurrent jobs may profile the same key)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj))
-    tmp.replace(path)
+DEFAULT_CACHE = cache_dir("oserve_capacity", "SERVESIM_OSERVE_CACHE")
 
 
 def saturated_rate(requests: pd.DataFrame) -> float:
@@ -131,27 +124,28 @@ class CapacityProfiler:
     def key(self, shape: Shape) -> str:
         inputs = {"v": VERSION, "model": self.model, "hw": self.hardware, "backend": self.backend,
                   "shape": [shape.tp, shape.pp, shape.cross_node], "n": self.n_requests, "span": self.span_s,
-                  "seed": self.seed, "ctx": self.enforce_context, "pools": [[p.name, p.digest()] for p in self.pools]}
+                  "seed": self.seed, "ctx": self.enforce_context, "pools": [[p.name, p.digest()] for p in self.pools],
+                  "code": code_digest(__name__)}
         if self.backend == "gpu-bench-fit":  # its parameters come from committed tables: key on them
             sm = step_model(self.model, shape, self.hardware, self.backend)
             inputs["step"] = [sm.params(), sm.meta.get("source", "")]
-        if self.method != "closed":  # closed keys stay as they were (their caches keep hitting)
+        if self.method != "closed":  # (closed keys carry no method entry)
             inputs["method"] = [self.method, OPEN_VERSION]
-        return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:24]
+        return key_of(inputs)
 
     def capacity(self, shape: Shape) -> tuple[np.ndarray, np.ndarray]:
         """(n_k, e_k): per-type capacities of one replica of ``shape``, requests per span."""
         if shape in self._mem:
             return self._mem[shape]
         path = self.cache_dir / f"{self.key(shape)}.json" if self.cache_dir is not None else None
-        if path is not None and path.exists():
-            d = json.loads(path.read_text())
+        d = read_json(path) if path is not None else None
+        if d is not None:
             res = (np.array(d["n"], float), np.array(d["e"], float))
             self.hits += 1
         else:
             res = self._profile(shape) if self.method == "closed" else self._profile_open(shape)
             if path is not None:
-                write_cache(path, {"model": self.model, "shape": shape.label(), "types": [p.name for p in self.pools],
+                write_json(path, {"model": self.model, "shape": shape.label(), "types": [p.name for p in self.pools],
                                    "n": res[0].tolist(), "e": res[1].tolist()})
         self._mem[shape] = res
         return res

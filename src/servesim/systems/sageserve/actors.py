@@ -28,6 +28,8 @@ import numpy as np
 
 from ...fleet.control import Scale
 from ...forecast import Arima, Forecaster, insample_one_step
+from ...forecast.cache import DEFAULT_CACHE as FORECAST_CACHE
+from ...forecast.cache import fit_predict
 from .config import SageServeConfig
 from .ilp import AllocationProblem, solve
 from .reactive import lock_after_up
@@ -59,6 +61,7 @@ class LongTermScaler:
     solver: str = "cbc"
     offset_min: int = 0  # minute of ``demand`` that simulation time 0 corresponds to
     forecaster: Callable[[], Forecaster] = Arima  # rolling mode: a fresh forecaster per decision
+    forecast_cache: object = FORECAST_CACHE  # servesim.forecast.cache: a folder, or None for no cache
     plans: dict[tuple[str, str], EndpointPlan] = field(default_factory=dict, init=False)
     log: list[dict] = field(default_factory=list, init=False)
     _hour: int = field(default=-1, init=False)
@@ -82,10 +85,9 @@ class LongTermScaler:
         hist = y[max(0, minute - w):minute]
         if hist.size < 8 or not np.any(hist > 0):
             return np.full(hi, float(hist.max()) if hist.size else 0.0)
-        f = self.forecaster().fit(hist)
-        self.log.append({"kind": "forecast", "minute": minute, "model": key[0], "region": key[1],
-                         "train_s": f.train_time_s, "fallback": getattr(f, "fallback", None)})
-        return f.predict(hi)
+        pred, info = fit_predict(self.forecaster, hist, hi, cache=self.forecast_cache)
+        self.log.append({"kind": "forecast", "minute": minute, "model": key[0], "region": key[1], **info})
+        return pred
 
     def _buffer(self, key, minute: int) -> float:
         """beta x the NIW load of the past hour, in tokens per minute."""
