@@ -64,8 +64,8 @@ def memory_gb() -> float | None:
     return round(kb / 2 ** 20, 1)
 
 
-#: the per-user caches a run fills, each pointed beside DEST by --cold (XDG_CACHE_HOME covers pip, the
-#: OServe capacity cache and the rest that follow it)
+#: the per-user caches a run fills, each pointed beside DEST by --cold (XDG_CACHE_HOME covers pip,
+#: servesim's OServe capacity and forecast caches and the rest that follow it)
 COLD_ENV = {"XDG_CACHE_HOME": "", "MPLCONFIGDIR": "matplotlib", "VLLM_CACHE_ROOT": "vllm",
             "TORCHINDUCTOR_CACHE_DIR": "torchinductor", "TRITON_CACHE_DIR": "triton", "HF_HOME": "huggingface"}
 
@@ -76,9 +76,17 @@ def cold_env(dest: Path) -> dict[str, str]:
     root = dest.with_name(dest.name + ".cold-cache")
     if root.exists():
         raise SystemExit(f"{root}: exists; a cold run needs it new")
-    env = {k: v for k, v in os.environ.items() if k != "SERVESIM_OSERVE_CACHE"}
+    # servesim's own caches (servesim.disk_cache) follow XDG_CACHE_HOME unless SERVESIM_*_CACHE names one
+    env = {k: v for k, v in os.environ.items() if not (k.startswith("SERVESIM_") and k.endswith("_CACHE"))}
     env.update({k: str(root / sub) for k, sub in COLD_ENV.items()})
     return env
+
+
+def scheduler_cpu_s(log: str) -> float | None:
+    """The CPU seconds Snakemake's own process used, from the line its run prints at the end (the
+    workflow's onsuccess), or None when the log has none."""
+    m = re.search(r"Snakemake itself used (\d+) CPU s", log)
+    return float(m.group(1)) if m else None
 
 
 def main(argv=None) -> int:
@@ -108,7 +116,9 @@ def main(argv=None) -> int:
         print(f"{cmd}: exit {p.returncode} after {rec['commands'][-1]['wall_s']} s", flush=True)
     jobs = [r for r in read_benchmarks(a.dest / "results" / "quick" / "benchmarks")
             if r["wall_s"] is not None and r["mtime"] >= t_quick]
+    first = (a.dest / "fresh_clone_0.log").read_text()
     rec.update(quick_jobs=len(jobs), quick_job_wall_s=round(sum(r["wall_s"] for r in jobs), 1),
+               scheduler_cpu_s=scheduler_cpu_s(first),
                pytest=pytest_counts((a.dest / "fresh_clone_1.log").read_text()), note=a.note)
     line = json.dumps(rec, sort_keys=True)
     print(line)

@@ -82,21 +82,37 @@ def test_fresh_clone_cold_points_every_user_cache_beside_the_clone(project_root,
     XDG_CACHE_HOME unless SERVESIM_OSERVE_CACHE names it, which the cold run drops)."""
     fc = _load_script(project_root, "fresh_clone")
     monkeypatch.setenv("SERVESIM_OSERVE_CACHE", "/somewhere/warm")
+    monkeypatch.setenv("SERVESIM_FORECAST_CACHE", "/somewhere/warm")
     dest = tmp_path / "clone"
     env = fc.cold_env(dest)
     root = tmp_path / "clone.cold-cache"
-    assert "SERVESIM_OSERVE_CACHE" not in env
+    assert "SERVESIM_OSERVE_CACHE" not in env and "SERVESIM_FORECAST_CACHE" not in env
     assert set(fc.COLD_ENV) <= set(env) and all(env[k].startswith(str(root)) for k in fc.COLD_ENV)
     root.mkdir()
     with pytest.raises(SystemExit, match="cold-cache: exists"):
         fc.cold_env(dest)
 
 
-def test_oserve_capacity_cache_follows_xdg_cache_home(tmp_path):
+@pytest.mark.parametrize("module, var, name", [("servesim.systems.oserve.profiler", "SERVESIM_OSERVE_CACHE", "oserve_capacity"),
+                                              ("servesim.forecast.cache", "SERVESIM_FORECAST_CACHE", "forecasts")])
+def test_servesim_caches_follow_xdg_cache_home(tmp_path, module, var, name):
     import subprocess
     import sys
-    code = "from servesim.systems.oserve.profiler import DEFAULT_CACHE; print(DEFAULT_CACHE)"
-    env = {k: v for k, v in os.environ.items() if k != "SERVESIM_OSERVE_CACHE"}
+    code = f"from {module} import DEFAULT_CACHE; print(DEFAULT_CACHE)"
+    env = {k: v for k, v in os.environ.items() if k != var}
     out = subprocess.run([sys.executable, "-c", code], env={**env, "XDG_CACHE_HOME": str(tmp_path)},
                          capture_output=True, text=True, check=True).stdout.strip()
-    assert out == str(tmp_path / "servesim" / "oserve_capacity")
+    assert out == str(tmp_path / "servesim" / name)
+
+
+def test_fresh_clone_reads_the_schedulers_cpu_from_the_runs_last_lines(project_root, tmp_path):
+    """The line the workflow prints at its end (slowest_summary) is the one fresh_clone.py parses."""
+    from servesim.analysis.benchmarks import slowest_summary
+
+    fc = _load_script(project_root, "fresh_clone")
+    bench = tmp_path / "results" / "quick" / "benchmarks" / "a.tsv"
+    bench.parent.mkdir(parents=True)
+    bench.write_text("s\th:m:s\n3.0\t0:00:03\n")
+    log = "...\n" + slowest_summary(tmp_path / "results", scheduler=(123.4, 900.0)) + "\n"
+    assert fc.scheduler_cpu_s(log) == 123.0
+    assert fc.scheduler_cpu_s("no such line") is None
