@@ -43,5 +43,33 @@ def test_docs_blocks_are_current(project_root):
         pytest.skip("no quick perf_models results in this checkout")
     page = project_root / "docs" / "architecture.md"
     text = page.read_text()
-    want = docs_blocks.perf_engine_mape(metrics)
-    assert want in text, "docs/architecture.md's perf-engine-mape block is stale: run `servesim docs`"
+    for name, render in [("perf-engine-mape", docs_blocks.perf_engine_mape), ("perf-heldout", docs_blocks.perf_heldout),
+                         ("perf-transfer", docs_blocks.perf_transfer)]:
+        assert render(metrics) in text, f"docs/architecture.md's {name} block is stale: run `servesim docs`"
+
+
+def test_heldout_rows_sorted_by_error_and_named_by_backend(tmp_path):
+    m = tmp_path / "metrics.json"
+    m.write_text(json.dumps({"median_mape_pct_fitted": 5.94, "median_r2_fitted": 0.98454, "median_mape_pct_table": 3.71,
+                             "median_mape_pct_vidur": 36.6, "n_datasets": 34}))
+    lines = docs_blocks.perf_heldout(m).splitlines()
+    assert "34 public measurement sets" in lines[0]
+    assert lines[2].startswith("| `table`") and lines[2].endswith("| 3.7 % |  |")
+    assert lines[3] == "| `fitted` (held-out 20 %) | 5.9 % | 0.985 |" and lines[4].startswith("| `vidur`")
+    m.write_text(json.dumps({"n_datasets": 3}))
+    with pytest.raises(ValueError, match="median_mape_pct"):
+        docs_blocks.perf_heldout(m)
+
+
+def test_transfer_table_pairs_readings_and_the_overall_row(tmp_path):
+    m = tmp_path / "metrics.json"
+    m.write_text(json.dumps({"transfer_gpu_pair_median_mape_pct[zero-shot|a10->h800]": 51.25,
+                             "transfer_gpu_pair_median_mape_pct[zero-shot|h800->h100-80gb]": 9.34,
+                             "transfer_gpu_pair_median_mape_pct[host-from-other-models|a10->h800]": 11.6,
+                             "transfer_gpu_pair_median_mape_pct[other-reading|a10->h800]": 1.0,
+                             "transfer_gpu_median_mape_pct[zero-shot]": 19.22}))
+    lines = docs_blocks.perf_transfer(m).splitlines()
+    assert lines[0].count("|") == 4 and "other-reading" not in lines[0]
+    assert lines[2] == "| H800 → H100 | 9.3 % |  |"  # same-silicon pairs first
+    assert lines[3] == "| A10 → H800 | 51.2 % | 11.6 % |"
+    assert lines[4] == "| all pairs × models | 19.2 % |  |"

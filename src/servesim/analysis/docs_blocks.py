@@ -6,7 +6,11 @@ rewrites every block it has a renderer for (``servesim docs``), through `replace
 README's generated tables use too. Blocks:
 
 - ``perf-engine-mape`` (docs/architecture.md): the step-time backends against the engines' own
-  measured steps, from the calibration's ``perf_models`` metrics (``gpu_bench_mape_pct[...]``).
+  measured steps, from the calibration's ``perf_models`` metrics (``gpu_bench_mape_pct[...]``);
+- ``perf-heldout`` (docs/architecture.md): every backend's held-out median MAPE and R² over the
+  public measurement sets (``median_mape_pct_<backend>``, ``median_r2_<backend>``);
+- ``perf-transfer`` (docs/architecture.md): a calibrated roofline moved to another GPU, per reading
+  and GPU pair (``transfer_gpu_pair_median_mape_pct[...]``, ``transfer_gpu_median_mape_pct[...]``).
 """
 
 from __future__ import annotations
@@ -42,6 +46,63 @@ def perf_engine_mape(metrics_file: Path) -> str:
     return "\n".join(out)
 
 
+#: perf_models' backend names -> how the page calls them
+HELDOUT_BACKENDS = {"table": "`table` (the set's own profile interpolated; held-out points)",
+                    "roofline_calibrated": "`roofline-calibrated` (held-out 20 %)",
+                    "fitted": "`fitted` (held-out 20 %)",
+                    "roofline_prior": "`roofline-prior` (datasheet only; all rows)",
+                    "vidur": "`vidur` (operator profiles; all rows)"}
+#: transfer readings -> column title
+TRANSFER_READINGS = {"zero-shot": "`zero-shot` (default)", "zero-shot-pooled-source": "`zero-shot-pooled-source`",
+                     "host-from-other-models": "`host-from-other-models` (not zero-shot)"}
+_PAIR = re.compile(r"transfer_gpu_pair_median_mape_pct\[(?P<reading>[^|]+)\|(?P<src>[^>]+)->(?P<dst>[^\]]+)\]")
+
+
+def _metrics(metrics_file: Path) -> dict:
+    return json.loads(Path(metrics_file).read_text())
+
+
+def perf_heldout(metrics_file: Path) -> str:
+    """One row per step-time backend: median MAPE and R² over the public sets (held out where the
+    backend is fitted on the set)."""
+    m = _metrics(metrics_file)
+    rows = [(name, m[f"median_mape_pct_{b}"], m.get(f"median_r2_{b}")) for b, name in HELDOUT_BACKENDS.items()
+            if f"median_mape_pct_{b}" in m]
+    if not rows:
+        raise ValueError(f"{metrics_file}: no median_mape_pct_<backend> keys")
+    n = m.get("n_datasets")
+    sets = f"{int(n)} public measurement sets" if n is not None else "the public measurement sets"
+    out = [f"| backend (median over {sets}) | MAPE | R² |", "|---|---|---|"]
+    out += [f"| {name} | {mape:.1f} % | " + (f"{r2:.3f}" if r2 is not None else "") + " |"
+            for name, mape, r2 in sorted(rows, key=lambda r: r[1])]
+    return "\n".join(out)
+
+
+def perf_transfer(metrics_file: Path) -> str:
+    """The transfer table: one row per (source -> target) GPU pair, one column per reading, and the
+    median over all pairs and models."""
+    m = _metrics(metrics_file)
+    pairs: dict[tuple[str, str], dict[str, float]] = {}
+    for k, v in m.items():
+        g = _PAIR.fullmatch(k)
+        if g and g["reading"] in TRANSFER_READINGS:
+            pairs.setdefault((g["src"], g["dst"]), {})[g["reading"]] = float(v)
+    if not pairs:
+        raise ValueError(f"{metrics_file}: no transfer_gpu_pair_median_mape_pct[...] keys")
+    cols = [r for r in TRANSFER_READINGS if any(r in p for p in pairs.values())]
+    out = ["| source → target | " + " | ".join(TRANSFER_READINGS[c] for c in cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    # the same-silicon pairs first, then towards the A10, then from it (the error grows down the table)
+    order = lambda p: ("a10" in p, p[0] == "a10", p)  # noqa: E731
+    for src, dst in sorted(pairs, key=order):
+        r = pairs[(src, dst)]
+        out.append(f"| {_GPU.get(src, src)} → {_GPU.get(dst, dst)} | "
+                   + " | ".join(f"{r[c]:.1f} %" if c in r else "" for c in cols) + " |")
+    alls = [m.get(f"transfer_gpu_median_mape_pct[{c}]") for c in cols]
+    if any(a is not None for a in alls):
+        out.append("| all pairs × models | " + " | ".join(f"{a:.1f} %" if a is not None else "" for a in alls) + " |")
+    return "\n".join(out)
+
+
 def replace_block(text: str, begin: str, end: str, block: str) -> str | None:
     """``text`` with everything from ``begin`` through ``end`` replaced by ``block`` (which carries
     the markers itself); None when either marker is missing. Every generated block of a page (the
@@ -55,7 +116,9 @@ def replace_block(text: str, begin: str, end: str, block: str) -> str | None:
 #: block name -> (the results file it is rendered from, renderer)
 def _blocks(root: Path, scale: str) -> dict:
     metrics = root / "results" / scale / "calibration" / "perf_models" / "metrics.json"
-    return {"perf-engine-mape": (metrics, lambda: perf_engine_mape(metrics))}
+    return {"perf-engine-mape": (metrics, lambda: perf_engine_mape(metrics)),
+            "perf-heldout": (metrics, lambda: perf_heldout(metrics)),
+            "perf-transfer": (metrics, lambda: perf_transfer(metrics))}
 
 
 def update(page: str | Path, root: str | Path, scale: str = "quick") -> list[str]:
