@@ -238,6 +238,14 @@ def engine_run(wc):
     return declared_runs(ENGINE_PAPER, wc.scale)[ENGINE_RUN]
 
 
+def engine_pinned(wc):
+    """Whether the calibration pins its engine (in-process replays with --cpus): then it holds one
+    core, claimed from the other jobs (servesim.engine.core_claim), instead of running alone."""
+    args = list(engine_run(wc).args)
+    mode = args[args.index("--replay-mode") + 1] if "--replay-mode" in args[:-1] else "http"
+    return mode == "in-process" and "--cpus" in args
+
+
 # The HTML report (workflow/rules/html_report.smk)
 def _report_pages(scale):
     return [f"results/{scale}/report/{p}.html" for p in ("claims", "provenance", "runtimes")]

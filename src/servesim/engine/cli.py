@@ -291,12 +291,16 @@ def _cmd_calibrate(a) -> int:
         plan = SweepPlan(decode_batches=(1, 4, 16, 32), decode_contexts=(32, 128, 512), decode_tokens=16,
                          prefill_lengths=(32, 128, 256, 384), mixed_batches=(4, 16), repeats=2,
                          capacity_requests=a.capacity_requests, seed=a.seed, **live)
-    res = run_calibration(a.model, a.out, _config(a), url=a.url, plan=plan, loads=a.loads, n_requests=a.n,
-                          seed=a.seed, opts=opts, meta={"hardware": a.hardware},
-                          start_timeout_s=a.start_timeout, request_timeout_s=a.request_timeout,
-                          max_duration_s=a.max_duration, replay_repeats=a.replay_repeats,
-                          max_send_lag_p99_s=a.max_send_lag_p99, lag_retries=a.lag_retries, shapes=a.shapes,
-                          replay_mode=a.replay_mode, cpus=_cpus(a.cpus))
+    from servesim.engine.core_claim import claim
+
+    cpus = _cpus(a.cpus)
+    with claim(cpus if a.replay_mode == "in-process" else None, a.claim_from):
+        res = run_calibration(a.model, a.out, _config(a), url=a.url, plan=plan, loads=a.loads, n_requests=a.n,
+                              seed=a.seed, opts=opts, meta={"hardware": a.hardware},
+                              start_timeout_s=a.start_timeout, request_timeout_s=a.request_timeout,
+                              max_duration_s=a.max_duration, replay_repeats=a.replay_repeats,
+                              max_send_lag_p99_s=a.max_send_lag_p99, lag_retries=a.lag_retries, shapes=a.shapes,
+                              replay_mode=a.replay_mode, cpus=cpus)
     reps = [s for runs in res["replays"].values() for s in runs]
     print(json.dumps({"capacity_req_s": res["fit"]["capacity_req_s"], "kv_blocks": res["fit"].get("kv_blocks"),
                       "partial": {str(x): [s["partial"] for s in runs] for x, runs in res["replays"].items()},
@@ -350,6 +354,10 @@ def add_parser(subparsers) -> None:
                         "there is one) or the controlled sweep's; fit.json keeps both fits")
     p.add_argument("--cpus", default=None, help="with --replay-mode in-process: pin the engine to these cores "
                                                  "(e.g. 1, 0,1, or last)")
+    p.add_argument("--claim-from", type=int, default=None, metavar="PID",
+                   help="with --cpus: while calibrating, move this scheduler process (an ancestor, e.g. "
+                        "Snakemake's: the workflow passes its shell's $PPID) and its other jobs off those cores "
+                        "(servesim.engine.core_claim), so jobs run beside the engine but never on its core")
     p.add_argument("--lag-retries", type=int, default=1,
                    help="re-runs of a lagged replay; one still lagged is kept, marked lag_clean=false")
     p.set_defaults(func=_cmd_calibrate)
