@@ -10,7 +10,9 @@ README's generated tables use too. Blocks:
 - ``perf-heldout`` (docs/architecture.md): every backend's held-out median MAPE and R² over the
   public measurement sets (``median_mape_pct_<backend>``, ``median_r2_<backend>``);
 - ``perf-transfer`` (docs/architecture.md): a calibrated roofline moved to another GPU, per reading
-  and GPU pair (``transfer_gpu_pair_median_mape_pct[...]``, ``transfer_gpu_median_mape_pct[...]``).
+  and GPU pair (``transfer_gpu_pair_median_mape_pct[...]``, ``transfer_gpu_median_mape_pct[...]``);
+- ``engine-fidelity`` (docs/architecture.md): the simulator against the real engine per load, with
+  the engine's own spread, from the calibration's ``sim_vs_vllm`` metrics.
 """
 
 from __future__ import annotations
@@ -103,6 +105,43 @@ def perf_transfer(metrics_file: Path) -> str:
     return "\n".join(out)
 
 
+#: sim_vs_vllm metric stem -> row title
+FIDELITY_ROWS = {"ttft_p50": "TTFT P50", "ttft_p90": "TTFT P90", "e2e_p50": "E2E P50", "e2e_p90": "E2E P90",
+                 "tbt_p50": "TBT P50", "throughput_req_s": "throughput"}
+_LOAD = re.compile(r"ttft_p50_rel_err_load(?P<x>[0-9.]+)")
+
+
+def _pct(v, signed=True) -> str:
+    return "" if v is None else (f"{100 * v:+.1f} %" if signed else f"{100 * v:.1f} %")
+
+
+def engine_fidelity(metrics_file: Path) -> str:
+    """Simulator error per metric (rows) and load (columns), the engine's spread across its repeats
+    in brackets, then the run's capacity error, replays and verdict."""
+    m = _metrics(metrics_file)
+    loads = sorted({g["x"] for k in m if (g := _LOAD.fullmatch(k))}, key=float)
+    if not loads:
+        raise ValueError(f"{metrics_file}: no ttft_p50_rel_err_load<x> keys")
+    out = ["| simulator − engine (engine spread) | " + " | ".join(f"load {x}" for x in loads) + " |",
+           "|---" * (len(loads) + 1) + "|"]
+    for stem, title in FIDELITY_ROWS.items():
+        cells = []
+        for x in loads:
+            err, spread = m.get(f"{stem}_rel_err_load{x}"), m.get(f"{stem}_engine_spread_load{x}")
+            cells.append(_pct(err) + (f" ({_pct(spread, signed=False)})" if spread is not None else ""))
+        if any(cells):
+            out.append(f"| {title} | " + " | ".join(cells) + " |")
+    verdict = m.get("meets_10pct_or_spread_below_saturation")
+    out += ["", f"Saturation capacity {_pct(m.get('capacity_rel_err'))}; {m.get('replays')} replays "
+            f"({m.get('replay_mode')}, at least {m.get('replay_repeats_min')} per load), {m.get('lagged_replays')} lagged; "
+            f"the worst P50/P90 TTFT and E2E error below saturation {_pct(m.get('max_abs_rel_err_p50_p90_ttft_e2e_below_saturation'), False)} "
+            f"against an engine spread up to {_pct(m.get('max_engine_spread_p50_p90_ttft_e2e_below_saturation'), False)}; "
+            f"step-time fit, held-out MAPE {m.get('step_fit_heldout_mape_pct', float('nan')):.1f} %; "
+            "within 10 % or the engine's spread below saturation: "
+            + {True: "**yes**", False: "**no**", None: "undecided (a load without a lag-clean replay)"}.get(verdict, str(verdict)) + "."]
+    return "\n".join(out)
+
+
 def replace_block(text: str, begin: str, end: str, block: str) -> str | None:
     """``text`` with everything from ``begin`` through ``end`` replaced by ``block`` (which carries
     the markers itself); None when either marker is missing. Every generated block of a page (the
@@ -116,9 +155,28 @@ def replace_block(text: str, begin: str, end: str, block: str) -> str | None:
 #: block name -> (the results file it is rendered from, renderer)
 def _blocks(root: Path, scale: str) -> dict:
     metrics = root / "results" / scale / "calibration" / "perf_models" / "metrics.json"
-    return {"perf-engine-mape": (metrics, lambda: perf_engine_mape(metrics)),
+    engine = root / "results" / scale / "calibration" / "sim_vs_vllm" / "metrics.json"
+    return {"engine-fidelity": (engine, lambda: engine_fidelity(engine)),
+            "perf-engine-mape": (metrics, lambda: perf_engine_mape(metrics)),
             "perf-heldout": (metrics, lambda: perf_heldout(metrics)),
             "perf-transfer": (metrics, lambda: perf_transfer(metrics))}
+
+
+#: blocks measured on the machine that ran them (a real engine): another machine's rerun differs,
+#: so their note names the run's commit and machine, and only their form is checked for currency
+MEASURED_HERE = frozenset({"engine-fidelity"})
+
+
+def _provenance(results_scale: Path) -> str:
+    """`` at <sha> on a <n>-core <machine>`` from the scale's provenance.json, or ''."""
+    try:
+        prov = json.loads((results_scale / "provenance.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    git, mach = prov.get("git") or {}, prov.get("machine") or {}
+    sha = (git.get("sha") or "")[:7] + (" + uncommitted changes" if git.get("dirty") else "")
+    return (f" at `{sha}`" if sha else "") + (f" on a {mach['cpus']}-core {mach.get('machine', '')} machine"
+                                              if mach.get("cpus") else "")
 
 
 def update(page: str | Path, root: str | Path, scale: str = "quick") -> list[str]:
@@ -132,7 +190,10 @@ def update(page: str | Path, root: str | Path, scale: str = "quick") -> list[str
             continue
         begin = m.group(0)
         note = (f"Generated by `servesim docs` from `{source.relative_to(root)}` "
-                "(the calibration's `perf_models` notebook); edit that, not this table.")
+                f"(the calibration's `{source.parent.name}` notebook); edit that, not this table.")
+        if name in MEASURED_HERE:
+            note += (f" Measured{_provenance(root / 'results' / scale)}; a rerun elsewhere measures that "
+                     "machine instead.")
         end = f"<!-- {name}:end -->"
         new = replace_block(text, begin, end, f"{begin}\n\n{note}\n\n{render()}\n\n{end}")
         if new is not None:
