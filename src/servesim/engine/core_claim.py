@@ -9,6 +9,10 @@ the workflow's scheduler (Snakemake's process: jobs it starts inherit its CPU se
 is running off the engine's cores, every thread of each, and restores the scheduler's CPU set on
 exit. The calibration's own process tree is left alone. A process that ends meanwhile is skipped;
 one this user may not touch is reported, not fatal. Linux only (``os.sched_setaffinity``).
+
+The workflow uses it only with ``SERVESIM_ENGINE_BESIDE_JOBS=1``: on the 2-vCPU host a job on the
+other core still doubled the simulator-vs-engine error and tripled the engine's own spread
+(workflow/rules/engine.smk has the numbers), so the engine runs alone by default.
 """
 
 from __future__ import annotations
