@@ -240,7 +240,7 @@ def engine_run(wc):
 
 # SERVESIM_ENGINE_BESIDE_JOBS=1: the calibration holds only its pinned core and the other jobs run on
 # the rest (servesim.engine.core_claim). Off by default: on the 2-vCPU host a job beside the pinned
-# engine doubled the simulator-vs-engine error and tripled the engine's own spread (engine.smk).
+# engine about doubled the simulator-vs-engine error and widened the engine's own spread (engine.smk).
 ENGINE_BESIDE_JOBS = os.environ.get("SERVESIM_ENGINE_BESIDE_JOBS", "") == "1"
 
 

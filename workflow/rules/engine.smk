@@ -6,10 +6,10 @@
 # pinned to a core only) makes it hold just that core and move the other jobs off it while it
 # runs (`--claim-from` Snakemake's pid; servesim.engine.core_claim), starting first (priority) so
 # the other cores work beside it. Not the default: measured on the 2-core host (quick engine,
-# 1 Dec), a job on the other core took the worst P50/P90 TTFT/E2E error below saturation from 11 %
-# to 24 % and the engine's own spread across repeats from 12 % to 30 %, though the engine's core
-# was its own (two vCPUs share one physical core's caches, or more); a host with real spare
-# cores may differ, and the sim_vs_vllm notebook shows which.
+# 1 Dec), the worst P50/P90 TTFT/E2E error below saturation was 24 % with a job on the other core
+# against 11 % and 13 % in two runs alone, and the engine's own spread across repeats 30 % against
+# 12 % and 20 %, though the engine's core was its own (two vCPUs may share one physical core's
+# caches); a host with real spare cores may differ, and the sim_vs_vllm notebook shows which.
 #
 # Settings come from the environment (the config schema is closed; read in common.smk): SERVESIM_ENGINE_PYTHON, the
 # interpreter that runs the engine (default: the one running Snakemake), which needs the extra: `pip install .[engine-cpu]` (CPU:

@@ -11,7 +11,7 @@ exit. The calibration's own process tree is left alone. A process that ends mean
 one this user may not touch is reported, not fatal. Linux only (``os.sched_setaffinity``).
 
 The workflow uses it only with ``SERVESIM_ENGINE_BESIDE_JOBS=1``: on the 2-vCPU host a job on the
-other core still doubled the simulator-vs-engine error and tripled the engine's own spread
+other core still about doubled the simulator-vs-engine error and widened the engine's own spread
 (workflow/rules/engine.smk has the numbers), so the engine runs alone by default.
 """
 
