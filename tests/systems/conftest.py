@@ -16,6 +16,6 @@ def oserve_tiny_trace(monkeypatch, tmp_path):
     pool = pd.DataFrame({"prompt_tokens": rng.integers(50, 800, 400), "output_tokens": rng.integers(2, 300, 400),
                          "type": np.repeat(np.arange(4), 100)})
     monkeypatch.setattr(G, "type_pool", lambda *a, **k: pool)
-    monkeypatch.setattr(G, "_base_rate", lambda minutes: np.ones(minutes))
+    monkeypatch.setattr(G, "_base_rate", lambda minutes, lead_in=0: np.ones(minutes + lead_in))
     return ["--model", "opt-30b", "--gpus", "4", "--name", "T1", "--minute-stride", "16", "--search", "exhaustive",
             "--n-requests", "60", "--cache-dir", str(tmp_path / "c"), "--predictor", "oracle"]

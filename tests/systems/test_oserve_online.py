@@ -127,9 +127,20 @@ def test_online_forecasts_with_the_predictor_runs_lstm(tmp_path, oserve_tiny_tra
     plans = pd.read_csv(tmp_path / "a" / "plans.csv")
     types = [c[len("true_"):] for c in plans if c.startswith("true_")]
     true = plans[[f"true_{t}" for t in types]].to_numpy(float)
-    expect = np.nan_to_num(P.rolling(P.LSTMPredictor.load(pred / P.MODEL_FILE), true, 0, pad=True))
+    lstm = P.LSTMPredictor.load(pred / P.MODEL_FILE)
+    # the forecast reads the trace's lead-in before span 0 (at the run's rate and stride), not span 0 itself
+    assert s["history"] == "lead-in"
+    hist = P.trace_history("T1", P.LOOKBACK, s["rate_rps"], 0, 16)
+    expect = np.nan_to_num(P.rolling(lstm, true, 0, pad=True, history=hist))
     assert np.allclose(plans[[f"lam_{t}" for t in types]].to_numpy(float), expect)
     assert not np.allclose(expect, true)  # a forecast, not the oracle
+    # the named reading `pad`: span 0 repeated before the trace
+    assert online.main([*args, "--lstm-model", "collected", str(pred / "summary.json"), "--history", "pad",
+                        "-o", str(tmp_path / "pad")]) == 0
+    assert json.loads((tmp_path / "pad" / "summary.json").read_text())["history"] == "pad"
+    padded = pd.read_csv(tmp_path / "pad" / "plans.csv")
+    assert np.allclose(padded[[f"lam_{t}" for t in types]].to_numpy(float),
+                       np.nan_to_num(P.rolling(lstm, true, 0, pad=True)))
     capsys.readouterr()
     # bad inputs name what is wrong, before any work
     assert online.main([*args, "--lstm-model", "collected", "-o", str(tmp_path / "x2")]) == 2

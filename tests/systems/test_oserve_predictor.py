@@ -70,6 +70,35 @@ def test_moving_average_and_aggregate_baselines():
     assert np.array_equal(P.rolling(P.make("oracle"), s, 1)[1:], s[1:])
 
 
+def test_rolling_reads_the_history_before_the_series():
+    s = np.array([[1.0, 3.0], [3.0, 1.0], [5.0, 5.0]])
+    h = np.array([[9.0, 9.0], [7.0, 1.0], [5.0, 3.0]])
+    ma = P.MovingAveragePredictor(window=2)
+    out = P.rolling(ma, s, 0, history=h)
+    # span 0 from the last two history spans (never from span 0 itself), span 1 from one of each
+    assert out.tolist() == [[6.0, 2.0], [3.0, 3.0], [2.0, 2.0]]
+    with pytest.raises(Exception, match="history has 1 types"):
+        P.rolling(ma, s, 0, history=h[:, :1])
+
+
+def test_trace_lead_in_continues_the_trace_back_in_time(monkeypatch):
+    from servesim.workload import gen_oserve as G
+
+    monkeypatch.setattr(G, "_azure_shape", lambda m: np.arange(1.0, m + 1.0))
+    rel = G._base_rate(80, 30)
+    assert np.allclose(rel[30:], np.arange(1.0, 81.0) / 40.5)  # the trace's own shape, mean 1
+    assert np.allclose(rel[:30][::-1], rel[30:60])              # minute -k mirrors minute k - 1
+    a = G.trace_lead_in("T1", 30, rate_rps=300.0, seed=3, drift_noise=0.0)
+    assert a.shape == (30, 4) and np.array_equal(a, G.trace_lead_in("T1", 30, rate_rps=300.0, seed=3, drift_noise=0.0))
+    p1 = G._trace_props("T1", 80)[0]
+    assert np.allclose(a.sum(0) / a.sum(), p1 / p1.sum(), atol=0.01)   # the trace's opening composition
+    assert abs(a.sum() / (300.0 * 60 * rel[:30].sum()) - 1) < 0.01      # at the trace's scale
+    # compressed like the served trace: minutes -stride x spans .. -stride
+    assert np.array_equal(P.trace_history("T1", 5, 300.0, 3, 4), G.trace_lead_in("T1", 20, 300.0, 3)[::4])
+    with pytest.raises(Exception, match="expected T1 or T2"):
+        G.trace_lead_in("T9", 3)
+
+
 def test_predictor_cli_at_test_scale(tmp_path, monkeypatch):
     from servesim.workload import gen_oserve as G
 
@@ -77,7 +106,7 @@ def test_predictor_cli_at_test_scale(tmp_path, monkeypatch):
     pool = pd.DataFrame({"prompt_tokens": rng.integers(50, 800, 400), "output_tokens": rng.integers(2, 300, 400),
                          "type": np.repeat(np.arange(4), 100)})
     monkeypatch.setattr(G, "type_pool", lambda *a, **k: pool)
-    monkeypatch.setattr(G, "_base_rate", lambda minutes: np.ones(minutes))
+    monkeypatch.setattr(G, "_base_rate", lambda minutes, lead_in=0: np.ones(minutes + lead_in))
     out = tmp_path / "o"
     assert P.main(["--days", "2", "--hidden", "8", "--layers", "1", "--epochs", "2", "--stride", "8",
                    "--traces", "T1", "--rate", "1.0", "-o", str(out)]) == 0

@@ -171,14 +171,36 @@ def temporal(level: str = "T1", rate_rps: float = 5.0, span_minutes: int = 10, s
     return df
 
 
-def _base_rate(minutes: int) -> np.ndarray:
-    """Per-minute relative rate: the Azure 2023 combined per-minute counts, mirrored to length."""
+def _azure_shape(minutes: int) -> np.ndarray:
+    """The Azure 2023 combined per-minute counts, mirrored (forth, back, forth ...) to ``minutes``."""
     from .loaders import load_azure_2023
 
     a = np.concatenate([load_azure_2023(k)["arrival_s"].to_numpy() for k in ("code", "conv")])
     c = np.bincount((a // 60).astype(int))[:57].astype(float)  # the 57 full minutes both traces cover
-    tiled = np.concatenate([c, c[::-1]] * (minutes // (2 * len(c)) + 1))[:minutes]
-    return tiled / tiled.mean()
+    return np.concatenate([c, c[::-1]] * (minutes // (2 * len(c)) + 1))[:minutes]
+
+
+def _base_rate(minutes: int, lead_in: int = 0) -> np.ndarray:
+    """Per-minute relative rate: the Azure 2023 combined per-minute counts, mirrored to length, with
+    mean 1 over minutes 0..``minutes``-1; ``lead_in`` > 0 prepends the minutes -``lead_in``..-1 (the
+    shape mirrored back from minute 0: minute -k is minute k - 1)."""
+    tiled = _azure_shape(max(minutes, lead_in))
+    rel = tiled[:minutes] / tiled[:minutes].mean()
+    return np.concatenate([tiled[:lead_in][::-1] / tiled[:minutes].mean(), rel]) if lead_in else rel
+
+
+def _trace_props(name: str, minutes: int) -> np.ndarray:
+    """The trace's per-minute type composition (minutes x 4, SILO, LILO, SISO, LISO), before noise."""
+    so_heavy = np.array(SPATIAL["S5"], float)               # SILO, LILO, SISO, LISO
+    lo_heavy = so_heavy[[2, 3, 0, 1]]                         # swap short/long output
+    balanced = np.full(4, 25.0)
+    x = np.linspace(0.0, 1.0, minutes)
+    if name == "T1":
+        w = 0.5 - 0.5 * np.cos(np.pi * x)                     # smooth 0 -> 1
+        return (1 - w)[:, None] * so_heavy + w[:, None] * lo_heavy
+    w = np.sin(2 * np.pi * x)                                 # 0 -> +1 -> -1 -> 0
+    return np.where(w[:, None] >= 0, (1 - w)[:, None] * balanced + w[:, None] * lo_heavy,
+                    (1 + w)[:, None] * balanced - w[:, None] * so_heavy)
 
 
 def trace(name: str = "T1", rate_rps: float = 5.0, seed: int = 0, *, pool: pd.DataFrame | None = None,
@@ -189,17 +211,7 @@ def trace(name: str = "T1", rate_rps: float = 5.0, seed: int = 0, *, pool: pd.Da
     if name not in TRACE_MINUTES:
         raise WorkloadError(f"oserve trace: name={name!r}; expected T1 or T2")
     minutes = TRACE_MINUTES[name]
-    so_heavy = np.array(SPATIAL["S5"], float)               # SILO, LILO, SISO, LISO
-    lo_heavy = so_heavy[[2, 3, 0, 1]]                         # swap short/long output
-    balanced = np.full(4, 25.0)
-    x = np.linspace(0.0, 1.0, minutes)
-    if name == "T1":
-        w = 0.5 - 0.5 * np.cos(np.pi * x)                     # smooth 0 -> 1
-        props = (1 - w)[:, None] * so_heavy + w[:, None] * lo_heavy
-    else:
-        w = np.sin(2 * np.pi * x)                             # 0 -> +1 -> -1 -> 0
-        props = np.where(w[:, None] >= 0, (1 - w)[:, None] * balanced + w[:, None] * lo_heavy,
-                         (1 + w)[:, None] * balanced - w[:, None] * so_heavy)
+    props = _trace_props(name, minutes)
     r_noise = seeds(seed, 2)[1]
     props = props * lognormal_noise(r_noise, props.shape, drift_noise)
     props = props / props.sum(1, keepdims=True)
@@ -209,6 +221,28 @@ def trace(name: str = "T1", rate_rps: float = 5.0, seed: int = 0, *, pool: pd.Da
     df.attrs.update(generator="oserve.trace", trace=name, spans_s=[[float(a), float(b)] for a, b in zip(edges[:-1], edges[1:])],
                     minute_props=props.tolist())
     return df
+
+
+def trace_lead_in(name: str, minutes: int, rate_rps: float = 5.0, seed: int = 0, *,
+                  drift_noise: float = 0.05) -> np.ndarray:
+    """Per-type request counts (``minutes`` x 4, oldest first) of the minutes *before*
+    ``trace(name, rate_rps, seed)`` starts: the history a forecaster has at the trace's first span
+    (a service runs before an experiment's window opens). Never served. [A] The paper gives no
+    lead-in; ours continues the trace's own process back in time: its opening composition (P1's,
+    with the same per-minute drift noise) and the Azure per-minute shape mirrored back from minute 0
+    (the trace itself mirrors it forward), at the trace's scale; Poisson counts per type, from a
+    stream of ``seed`` apart from the trace's."""
+    if name not in TRACE_MINUTES:
+        raise WorkloadError(f"oserve trace: name={name!r}; expected T1 or T2")
+    if minutes < 0:
+        raise WorkloadError(f"oserve trace lead-in: minutes={minutes} must be >= 0")
+    n = TRACE_MINUTES[name]
+    rel = _base_rate(n, minutes)[:minutes]
+    rng = seeds(seed, 8)[7]                                   # the trace's own streams are 0-3
+    props = np.tile(_trace_props(name, n)[0], (minutes, 1)) * lognormal_noise(rng, (minutes, 4), drift_noise)
+    props = props / props.sum(1, keepdims=True)
+    lam = (rate_rps * 60.0 * rel)[:, None] * props
+    return rng.poisson(lam).astype(float)
 
 
 def type_counts(days: int = 14, seed: int = 0, *, mean_per_minute: float = 478.0, noise_sigma: float = 0.1,

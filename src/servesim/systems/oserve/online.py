@@ -379,8 +379,18 @@ def lstm_model_path(a) -> Path | None:
     return Path(a.lstm_model)
 
 
-def predicted_counts(a, counts: np.ndarray) -> tuple[np.ndarray, dict]:
-    """λ̂ per span (spans x types) and where it came from."""
+def history(a, rate_rps: float) -> tuple[np.ndarray | None, str]:
+    """The spans before the run's first (what the forecaster reads there) and the reading's name.
+    A trace: its lead-in at the run's rate and stride (``--history lead-in``, `predictor.trace_history`);
+    ``pad`` and the Table 1/2 levels: span 0 repeated (a level's lead-in would be its first span's
+    process continued, which that repeats)."""
+    if a.kind != "trace" or a.history == "pad":
+        return None, "pad"
+    return PR.trace_history(a.name, PR.LOOKBACK, rate_rps, a.seed, a.minute_stride), "lead-in"
+
+
+def predicted_counts(a, counts: np.ndarray, hist: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+    """λ̂ per span (spans x types) and where it came from; ``hist``: the spans before the first."""
     if a.predictor == "oracle":
         return counts.copy(), {"predictor": "oracle"}
     path = lstm_model_path(a)
@@ -396,7 +406,7 @@ def predicted_counts(a, counts: np.ndarray) -> tuple[np.ndarray, dict]:
         p = PR.make(a.predictor, hidden=a.lstm_hidden, layers=2, epochs=a.lstm_epochs, stride=a.lstm_stride, seed=a.seed)
         p.fit(series[: int(0.9 * len(series))])
         src = {"predictor": a.predictor, "lstm_model": "trained in this run" if a.predictor in ("lstm", "aggregate_lstm") else None}
-    return np.nan_to_num(PR.rolling(p, counts, 0, pad=True)), src
+    return np.nan_to_num(PR.rolling(p, counts, 0, pad=True, history=hist)), src
 
 
 def run(a: argparse.Namespace) -> int:
@@ -443,7 +453,8 @@ def run(a: argparse.Namespace) -> int:
         print(f"warning: the load is sized on {ref.label()}, static serves {st.label()} at that rate "
               f"(no agreement in {SIZING_PASSES} passes; summary.json `sizing`)", file=sys.stderr)
     types = pd.Categorical(wl["app"], categories=G.TYPES).codes.astype(np.int64)
-    lam_hat, lam_source = predicted_counts(a, counts)
+    hist, hist_reading = history(a, rate)
+    lam_hat, lam_source = predicted_counts(a, counts, hist)
     plans: dict[str, list[Plan]] = {}
     t0 = time.perf_counter()
     if {"oserve", "hetero", "oserve_naive_reload"} & set(a.systems):
@@ -511,7 +522,7 @@ def run(a: argparse.Namespace) -> int:
            "static_deployment": ref.label(), "sizing": sizing, "static_capacity_busiest_span": cap, "load_basis": a.load_basis,
            "static_capacity_busiest_span_closed": cap_closed, "busiest_span": busiest, "types": list(G.TYPES),
            "type_method": a.types, "weighted_routing": a.weighted_routing, "route_new": a.route_new,
-           "predictor": a.predictor, "predictor_source": lam_source, "search": a.search, "search_init": a.search_init, "objective": a.objective, "flow_shares": a.flow_shares, "minute_stride": a.minute_stride,
+           "predictor": a.predictor, "predictor_source": lam_source, "history": hist_reading, "search": a.search, "search_init": a.search_init, "objective": a.objective, "flow_shares": a.flow_shares, "minute_stride": a.minute_stride,
            "n_spans": n_spans, "n_requests": len(wl), "period_edges_s": edges.tolist(), "restart_s": a.restart_s,
            "rrmse_pred_pct": float(np.nanmean(PR.rrmse(counts[1:], lam_hat[1:]))) if n_spans > 1 else np.nan,
            "plan_s": plan_s, "searches": planner.searches, "search_s": planner.search_s, "profile_runs": prof.runs,
@@ -556,6 +567,10 @@ def main(argv=None) -> int:
                     "moving_average, aggregate_lstm or last_value")
     ap.add_argument("--lstm-model", default=None, help="a trained LSTM (the predictor run's lstm.pt), or 'collected'; "
                     "without it the LSTM is trained here (--predictor-days, --lstm-*)")
+    ap.add_argument("--history", choices=PR.HISTORIES, default="lead-in",
+                    help="what the forecaster reads before a trace's first span: the trace's lead-in (its own "
+                         "process continued back in time, as a running service has) or pad (span 0 repeated, "
+                         "which shows span 0 its own counts: the earlier reading)")
     ap.add_argument("--predictor-days", type=int, default=14)
     ap.add_argument("--lstm-hidden", type=int, default=32)
     ap.add_argument("--lstm-epochs", type=int, default=10)

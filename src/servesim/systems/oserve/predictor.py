@@ -17,8 +17,10 @@ type-agnostic LSTM (``AggregatePredictor``: the same LSTM on the total count, sp
 the previous span's mix, spec [R]). ``OraclePredictor`` returns the true next counts (the online
 loop's "oracle λ" reading).
 
-Where a trace is shorter than the lookback (T1 is 80 min, T2 50 min), the missing history is the
-trace's first span repeated (``rolling``'s ``pad``).
+Where a trace is shorter than the lookback (T1 is 80 min, T2 50 min), the history before its first
+span is the trace's lead-in (``gen_oserve.trace_lead_in``: the trace's own process continued back
+in time; ``rolling``'s ``history``), as a running service has; ``--history pad`` (the first span
+repeated, which also shows span 0 its own counts) is the earlier reading.
 
 CLI (``python -m servesim.systems.oserve.predictor``): trains on ``--days`` of
 ``gen_oserve.type_counts`` (90/10 train/test split), scores every predictor (LSTM, moving average, type-agnostic LSTM, last value) on the test part
@@ -247,16 +249,24 @@ class OraclePredictor:
         return self
 
 
-def rolling(pred, series: np.ndarray, start: int = 0, pad: bool = True) -> np.ndarray:
+def rolling(pred, series: np.ndarray, start: int = 0, pad: bool = True, history: np.ndarray | None = None) -> np.ndarray:
     """One-step predictions of spans ``start..T-1`` of ``series`` (T x J), each from the spans before
-    it. ``pad``: history shorter than the lookback is the first span repeated (else it starts at
-    span ``lookback``, and the rows before are NaN)."""
+    it. ``history`` (H x J, oldest first): the spans before ``series`` starts, read where a window
+    reaches back past span 0. ``pad``: history shorter than the lookback is its first span (or
+    ``series``' first) repeated (else predictions start at span ``lookback``, the rows before NaN).
+    Without ``history``, span 0's prediction reads span 0 itself: a trace's lead-in avoids that."""
     s = np.asarray(series, float)
     if isinstance(pred, OraclePredictor):
         out = s.copy()
         out[:start] = np.nan
         return out
     L = pred.lookback
+    if history is not None and len(history):
+        h = np.asarray(history, float).reshape(len(history), -1)
+        if h.shape[1] != s.shape[1]:
+            raise InputError(f"rolling: history has {h.shape[1]} types, the series {s.shape[1]}")
+        s, start = np.vstack([h, s]), start + len(h)
+        return rolling(pred, s, start, pad)[len(h):]
     if pad:
         s_ext = np.vstack([np.repeat(s[:1], L, axis=0), s])
         X = np.stack([s_ext[t:t + L] for t in range(max(start, 0), len(s))])
@@ -268,6 +278,18 @@ def rolling(pred, series: np.ndarray, start: int = 0, pad: bool = True) -> np.nd
     if first < len(s):
         out[first:] = pred.predict(np.stack([s[t - L:t] for t in range(first, len(s))]))
     return out
+
+
+HISTORIES = ("lead-in", "pad")
+
+
+def trace_history(name: str, spans: int, rate_rps: float, seed: int, stride: int = 1) -> np.ndarray:
+    """The ``spans`` one-minute spans (spans x types, oldest first) before trace ``name`` compressed
+    to every ``stride``-th minute (``online.compress`` keeps minute 0, ``stride``, ...): its lead-in's
+    minutes -stride x spans, ..., -stride."""
+    from ...workload import gen_oserve as G
+
+    return G.trace_lead_in(name, spans * stride, rate_rps, seed)[::stride]
 
 
 def make(name: str, **lstm_kw):
@@ -338,14 +360,15 @@ def run(a: argparse.Namespace) -> int:
         fit_s[name] = time.perf_counter() - t0
     rows, err = [], []
     # the paper's protocol: the test part, each span predicted from the 50 before it (history may reach into train)
-    sources = {"azure_week_test": (series, n_train)}
+    sources = {"azure_week_test": (series, n_train, None)}
     pool = G.type_pool("kmeans", a.seed)
-    for tr in a.traces:
+    for tr in a.traces:  # each span from the 50 before it: the trace's lead-in, or (pad) span 0 from span 1 on
         wl = G.trace(tr, rate_rps=a.rate, seed=a.seed, pool=pool)
-        sources[tr] = (span_counts(wl, G.TYPES, SPAN_S, G.TRACE_MINUTES[tr]), 1)
-    for src, (s, start) in sources.items():
+        hist = trace_history(tr, a.lookback, a.rate, a.seed, 1) if a.history == "lead-in" else None
+        sources[tr] = (span_counts(wl, G.TYPES, SPAN_S, G.TRACE_MINUTES[tr]), 0 if hist is not None else 1, hist)
+    for src, (s, start, hist) in sources.items():
         for name, p in preds.items():
-            pr = rolling(p, s, start, pad=True)
+            pr = rolling(p, s, start, pad=True, history=hist)
             act = s[start:]
             r = rrmse(act, pr[start:])
             err.append({"source": src, "predictor": name, **{f"rrmse_{t}": v for t, v in zip(G.TYPES, r)},
@@ -365,7 +388,7 @@ def run(a: argparse.Namespace) -> int:
             "rrmse_test_pct": {k: float(v) for k, v in test.items()},
             "rrmse_trace_pct": {f"{r.source}/{r.predictor}": float(r.rrmse_mean) for r in err.itertuples() if r.source != "azure_week_test"},
             "inference_ms": {k: inference_ms(p, series[:n_train]) for k, p in preds.items()},
-            "fit_s": fit_s, "trace_rate_rps": a.rate, "traces": list(a.traces), "seed": a.seed,
+            "fit_s": fit_s, "trace_rate_rps": a.rate, "traces": list(a.traces), "trace_history": a.history, "seed": a.seed,
             "wall_s": time.perf_counter() - t_start}
     with staged_output_dir(a.out, command="oserve predictor", force=a.force) as tmp:
         pd.DataFrame(rows).to_csv(tmp / "predictions.csv", index=False)
@@ -389,6 +412,9 @@ def main(argv=None) -> int:
     ap.add_argument("--stride", type=int, default=1, help="use every n-th training window")
     ap.add_argument("--traces", nargs="*", default=["T1", "T2"], help="evaluation traces (T1, T2)")
     ap.add_argument("--rate", type=float, default=5.0, help="the traces' mean arrival rate, req/s")
+    ap.add_argument("--history", choices=HISTORIES, default="lead-in",
+                    help="the spans before a trace's first: its lead-in (the trace's process continued back, "
+                         "gen_oserve.trace_lead_in), or pad (the first span repeated; scored from span 1)")
     add_output_args(ap)
     return run_command(run, ap.parse_args(argv), "oserve predictor")
 
