@@ -95,3 +95,22 @@ def test_engine_fidelity_table_errors_with_spreads_and_the_verdict(tmp_path):
     m.write_text(json.dumps({"capacity_rel_err": 0.0}))
     with pytest.raises(ValueError, match="ttft_p50_rel_err_load"):
         docs_blocks.engine_fidelity(m)
+
+
+def test_gpu_bench_hardware_ratios_and_bandwidths_from_the_committed_tables(tmp_path):
+    """H200 / H100 ratios only over the steps both measured, prefill and decode apart; copy rates
+    per transfer and size; block copies by block size; the GEMM against the catalog's datasheet."""
+    import pandas as pd
+
+    cols = ["prefill_tokens", "prefill_ctx", "decode_seqs", "decode_ctx", "step_s"]
+    for hw, times in (("h100-80gb", [1.0, 2.0, 4.0, 9.0]), ("h200", [0.5, 2.0, 3.0])):
+        (tmp_path / hw).mkdir()
+        steps = [(128, 128, 0, 0), (0, 0, 8, 1024), (0, 0, 16, 1024), (512, 512, 0, 0)][: len(times)]
+        pd.DataFrame([(*s, t) for s, t in zip(steps, times)], columns=cols).to_csv(tmp_path / hw / "m-tp1.csv", index=False)
+    pd.DataFrame({"kind": ["h2d-pinned", "h2d-pinned", "h2d-pinned-blocks", "gemm-bfloat16-8192"],
+                  "bytes": [2**20, 2**24, 2**24, 0], "copies": [1, 1, 256, 1],
+                  "bytes_per_s": [4.1e10, 5.4e10, 7.1e9, 7.9e14]}).to_csv(tmp_path / "h100-80gb" / "bandwidth.csv", index=False)
+    out = docs_blocks.gpu_bench_hardware(tmp_path)
+    assert "| m-tp1 | 3 | 0.50× (0.50–0.50) | 0.88× (0.75–1.00) | 0.70× |" in out  # the 512-token step: H100 only
+    assert "| h2d-pinned | 41 | 54 |" in out and "| 64 KiB |" in out and "| h2d-pinned-blocks | 7 |" in out
+    assert "790 TFLOP/s, 80 % of the datasheet's 989." in out

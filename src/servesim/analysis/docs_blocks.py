@@ -12,7 +12,10 @@ README's generated tables use too. Blocks:
 - ``perf-transfer`` (docs/architecture.md): a calibrated roofline moved to another GPU, per reading
   and GPU pair (``transfer_gpu_pair_median_mape_pct[...]``, ``transfer_gpu_median_mape_pct[...]``);
 - ``engine-fidelity`` (docs/architecture.md): the simulator against the real engine per load, with
-  the engine's own spread, from the calibration's ``sim_vs_vllm`` metrics.
+  the engine's own spread, from the calibration's ``sim_vs_vllm`` metrics;
+- ``gpu-bench-hardware`` (docs/architecture.md): the committed GPU measurements themselves
+  (``src/servesim/perf/data/gpu_bench/``): H200 against H100 step times where both measured the
+  same steps, and the H100's copy bandwidths and GEMM rate against its datasheet.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+
+import numpy as np
 
 #: backend key of perf_models' metrics -> column title
 MAPE_COLUMNS = {"gpu-bench": "bare profile",
@@ -142,6 +147,56 @@ def engine_fidelity(metrics_file: Path) -> str:
     return "\n".join(out)
 
 
+def _ratio_cell(r) -> str:
+    return f"{np.median(r):.2f}× ({np.min(r):.2f}–{np.max(r):.2f})" if len(r) else "–"
+
+
+def gpu_bench_hardware(bench_dir: Path) -> str:
+    """Two tables from the committed GPU measurements under ``bench_dir`` (``<hardware>/*.csv``):
+    for every table both the H200 and the H100 measured, the H200's step time over the H100's on
+    the steps both measured (median and range, prefill and decode steps apart), with the datasheet
+    HBM ratio beside it; then the H100's ``bandwidth.csv`` (GB/s per transfer and size; 256 separate
+    block copies per block size; one GEMM's TFLOP/s against the datasheet's)."""
+    import pandas as pd
+
+    from ..catalog import get_hardware
+
+    keys = ["prefill_tokens", "prefill_ctx", "decode_seqs", "decode_ctx"]
+    h100, h200 = get_hardware("h100-80gb"), get_hardware("h200")
+    rows = ["| table | steps both measured | H200 ÷ H100, prefill steps: median (range) | decode steps | "
+            "datasheet HBM ratio, inverted |", "|---|---|---|---|---|"]
+    for f in sorted((bench_dir / "h200").glob("*.csv")):
+        other = bench_dir / "h100-80gb" / f.name
+        if not other.exists():
+            continue
+        j = pd.read_csv(f).merge(pd.read_csv(other), on=keys, suffixes=("_h200", "_h100"))
+        r = (j["step_s_h200"] / j["step_s_h100"]).to_numpy(float)
+        pre = j["prefill_tokens"].to_numpy() > 0
+        rows.append(f"| {f.stem} | {len(j)} | {_ratio_cell(r[pre])} | {_ratio_cell(r[~pre])} | "
+                    f"{h100.mem_bw / h200.mem_bw:.2f}× |")
+    bw = pd.read_csv(bench_dir / "h100-80gb" / "bandwidth.csv")
+    single = bw[bw["copies"] == 1]
+    sizes = sorted(single.loc[~single["kind"].str.startswith("gemm"), "bytes"].unique())
+    mib = lambda b: f"{b / 2**20:g} MiB" if b < 2**30 else f"{b / 2**30:g} GiB"  # noqa: E731
+    out = ["", "| H100 copy (GB/s) | " + " | ".join(mib(b) for b in sizes) + " |", "|---" * (len(sizes) + 1) + "|"]
+    for kind, g in single[~single["kind"].str.startswith("gemm")].groupby("kind", sort=False):
+        by = dict(zip(g["bytes"], g["bytes_per_s"]))
+        out.append(f"| {kind} | " + " | ".join(f"{by[b] / 1e9:,.0f}" if b in by else "–" for b in sizes) + " |")
+    blocks = bw[bw["copies"] > 1]
+    if len(blocks):
+        bsizes = sorted((blocks["bytes"] // blocks["copies"]).unique())
+        out += ["", f"| H100, {int(blocks['copies'].iloc[0])} block copies (GB/s), block of | "
+                + " | ".join(f"{b / 2**10:g} KiB" if b < 2**20 else mib(b) for b in bsizes) + " |",
+                "|---" * (len(bsizes) + 1) + "|"]
+        for kind, g in blocks.groupby("kind", sort=False):
+            by = dict(zip(g["bytes"] // g["copies"], g["bytes_per_s"]))
+            out.append(f"| {kind} | " + " | ".join(f"{by[b] / 1e9:,.0f}" if b in by else "–" for b in bsizes) + " |")
+    for r in bw[bw["kind"].str.startswith("gemm")].itertuples():
+        out.append(f"\nOne {r.kind.split('-')[-1]}³ GEMM in {r.kind.split('-')[1]}: {r.bytes_per_s / 1e12:,.0f} TFLOP/s, "
+                   f"{100 * r.bytes_per_s / h100.flops:.0f} % of the datasheet's {h100.flops / 1e12:,.0f}.")
+    return "\n".join(rows + out)
+
+
 def replace_block(text: str, begin: str, end: str, block: str) -> str | None:
     """``text`` with everything from ``begin`` through ``end`` replaced by ``block`` (which carries
     the markers itself); None when either marker is missing. Every generated block of a page (the
@@ -156,11 +211,16 @@ def replace_block(text: str, begin: str, end: str, block: str) -> str | None:
 def _blocks(root: Path, scale: str) -> dict:
     metrics = root / "results" / scale / "calibration" / "perf_models" / "metrics.json"
     engine = root / "results" / scale / "calibration" / "sim_vs_vllm" / "metrics.json"
+    bench = root / COMMITTED_BENCH
     return {"engine-fidelity": (engine, lambda: engine_fidelity(engine)),
             "perf-engine-mape": (metrics, lambda: perf_engine_mape(metrics)),
             "perf-heldout": (metrics, lambda: perf_heldout(metrics)),
-            "perf-transfer": (metrics, lambda: perf_transfer(metrics))}
+            "perf-transfer": (metrics, lambda: perf_transfer(metrics)),
+            "gpu-bench-hardware": (bench / "h100-80gb" / "bandwidth.csv", lambda: gpu_bench_hardware(bench))}
 
+
+#: the committed GPU measurements (a block rendered from them needs no results)
+COMMITTED_BENCH = Path("src/servesim/perf/data/gpu_bench")
 
 #: blocks measured on the machine that ran them (a real engine): another machine's rerun differs,
 #: so their note names the run's commit and machine, and only their form is checked for currency
@@ -191,8 +251,12 @@ def update(page: str | Path, root: str | Path, scale: str = "quick") -> list[str
         if m is None or not source.exists():
             continue
         begin = m.group(0)
-        note = (f"Generated by `servesim docs` from `{source.relative_to(root)}` "
-                f"(the calibration's `{source.parent.name}` notebook); edit that, not this table.")
+        if name == "gpu-bench-hardware":
+            note = (f"Generated by `servesim docs` from the committed measurements in `{COMMITTED_BENCH}/` "
+                    "(each folder's `provenance.json` says where and how); edit those, not this table.")
+        else:
+            note = (f"Generated by `servesim docs` from `{source.relative_to(root)}` "
+                    f"(the calibration's `{source.parent.name}` notebook); edit that, not this table.")
         if name in MEASURED_HERE:
             note += (f" Measured{_provenance(source, root / 'results' / scale)}; a rerun elsewhere measures "
                      "that machine instead.")
