@@ -154,6 +154,28 @@ def test_diagnosis_per_claim_and_per_scale(tmp_path):
     assert "Measured FAILs without a diagnosis" in md and "`demo-03-a`" in md
 
 
+def test_a_diagnosis_cites_metrics_of_the_run_it_explains(tmp_path):
+    """{key}, {figure/key} and {key:spec} in a diagnosis are the scale's metrics; other braces
+    are text; a cited key the metrics lack is an error naming the claim and the key."""
+    why = ("x is {x} ({x:.1f} to one place), y in fig02 is {fig02_y/y:.0%}, "
+           "its flag {fig02_y/flag}; over {P1, P6} nothing is read; {fig02_y/gone:.2f} was not measured")
+    write(tmp_path, [claim(id="demo-01-a", expected=20, diagnosis={"kind": "open", "why": why})])
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10.04})
+    notebook(tmp_path, "demo", "fig02_y", {"y": 0.25, "flag": True, "gone": None})
+    notebook(tmp_path, "demo", "fig01_x", {"x": 12.5}, scale="full")
+    notebook(tmp_path, "demo", "fig02_y", {"y": 0.5, "flag": False, "gone": None}, scale="full")
+    q = check_claims(tmp_path, "quick")[0]["reason"]
+    assert q == ("x is 10 (10.0 to one place), y in fig02 is 25%, its flag True; over {P1, P6} nothing is read; "
+                 "n/a was not measured")
+    assert check_claims(tmp_path, "full")[0]["reason"].startswith("x is 12.5 (12.5 to one place), y in fig02 is 50%")
+    write(tmp_path, [claim(id="demo-01-a", expected=20, diagnosis={"kind": "open", "why": "see {fig02_y/z} here"})])
+    with pytest.raises(ClaimsError, match="demo-01-a.*'z'.*fig02_y"):
+        check_claims(tmp_path, "quick")
+    write(tmp_path, [claim(id="demo-01-a", expected=20, diagnosis={"kind": "open", "why": "see {flag_x/y} here"})])
+    with pytest.raises(ClaimsError, match="demo-01-a.*flag_x/y.*does not exist"):
+        check_claims(tmp_path, "quick")
+
+
 def test_cli_fails_on_undiagnosed_only_when_asked(tmp_path, capsys):
     from servesim.cli_data import _claims
 

@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -330,6 +331,39 @@ def check_claims(root: str | Path, scale: str, claims_dir: str | Path | None = N
     return [_row(root, results_dir, scale, c, cache) for c in claims]
 
 
+#: a metric cited in a diagnosis's ``why``: ``{key}`` (a key of the claim's own figure's
+#: metrics.json), ``{figure/key}`` (another figure of the paper), with an optional format spec
+#: (``{key:.2f}``); rendered when the report is written, so a diagnosis cites the run it explains
+#: and never a number typed from an older one. Braces around anything else are text.
+_PLACEHOLDER = re.compile(r"\{(?:(?P<fig>[a-z0-9_]+)/)?(?P<key>[A-Za-z0-9_]+(?:\[[^\]{}]*\])?)(?::(?P<spec>[^{}]*))?\}")
+
+
+def render_why(why: str, c: Claim, results_dir: Path, root: Path, cache: dict | None = None) -> str:
+    """``why`` with every ``{[figure/]key[:spec]}`` replaced by that metric's value at this scale
+    (floats to 3 significant digits without a spec); a metric that is not there is an error
+    naming the claim, the figure and the key."""
+    def sub(m: re.Match) -> str:
+        fig, key, spec = m["fig"] or c.figure, m["key"], m["spec"]
+        mfile = results_dir / c.paper / fig / "metrics.json"
+        rel = _rel(mfile, root)
+        if not mfile.exists():
+            raise ClaimsError(f"{c.file}: claim {c.id}: its diagnosis cites {{{m.group(0)[1:-1]}}}, but {rel} does not exist")
+        metrics = _read_metrics(mfile, c, cache)
+        if key not in metrics:
+            raise ClaimsError(f"{c.file}: claim {c.id}: its diagnosis cites {key!r}, which {rel} does not hold")
+        v = metrics[key]
+        if v is None:  # not measured at this scale: said so, whatever the spec
+            return "n/a"
+        if spec:
+            try:
+                return format(v, spec)
+            except (ValueError, TypeError):
+                raise ClaimsError(f"{c.file}: claim {c.id}: its diagnosis formats {key!r} = {v!r} as {spec!r}, "
+                                  "which does not apply") from None
+        return f"{v:.3g}" if isinstance(v, float) else _fmt(v)
+    return _PLACEHOLDER.sub(sub, why)
+
+
 def _is_null(v) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
@@ -449,11 +483,11 @@ def _row(root: Path, results_dir: Path, scale: str, c: Claim, cache: dict) -> di
             row.update(null_system=system, null_observed=value, null_status=nstat)
             if ok and nstat in _WEAK_REASON:
                 row.update(status="WEAK", reason=_WEAK_REASON[nstat].format(system=system, value=value))
+        d = c.diagnosis_for(scale)
+        why = render_why(d.why, c, results_dir, root, cache) if d else ""  # also when unused: a bad citation shows
         if not ok:
-            d = c.diagnosis_for(scale)
             row["diagnosis"] = d.kind if d else (UNDIAGNOSED if measured else "")
-            if d:
-                row["reason"] = d.why
+            row["reason"] = why
         if CHECKED_AS.get(scale, scale) == "quick" and c.quick is not None:
             row["reason"] = "; ".join(x for x in ("quick-scale qualitative check", row["reason"]) if x)
     if c.note and not row["reason"]:
