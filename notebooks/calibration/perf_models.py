@@ -245,6 +245,11 @@ metrics = {
     **{f"transfer_gpu_median_mape_pct[{r}]": float(v) for r, v in tr.groupby("reading").mape_pct.median().items()},
     **{f"transfer_gpu_max_pair_median_mape_pct[{r}]": float(g.groupby("gpu_pair").mape_pct.median().max())
        for r, g in tr.groupby("reading")},
+    # engine_cost[<param>|<model>]: the engine costs fitted on the other Aegaeon H100 models (leave one out)
+    **{f"engine_cost[{k}|{r.dataset.split(':')[1]}]": float(getattr(r, k))
+       for r in gb[(gb.regime == "all") & (gb.backend == "gpu-bench+engine")
+                   & gb.dataset.str.match(r"aegaeon:.*:h100-80gb:")].itertuples()
+       for k in ("k_prefill", "k_decode", "overhead_ms", "seq_overhead_us")},
     # gpu_bench_<backend>_mape_pct[<dataset>]: our H100 profiles against the engines' H100 steps
     **{f"gpu_bench_mape_pct[{b}|{d}]": float(v)
        for (d, b), v in gb[gb.regime == "all"].set_index(["dataset", "backend"]).mape_pct.items()},

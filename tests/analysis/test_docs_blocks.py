@@ -114,3 +114,16 @@ def test_gpu_bench_hardware_ratios_and_bandwidths_from_the_committed_tables(tmp_
     assert "| m-tp1 | 3 | 0.50× (0.50–0.50) | 0.88× (0.75–1.00) | 0.70× |" in out  # the 512-token step: H100 only
     assert "| h2d-pinned | 41 | 54 |" in out and "| 64 KiB |" in out and "| h2d-pinned-blocks | 7 |" in out
     assert "790 TFLOP/s, 80 % of the datasheet's 989." in out
+
+
+def test_engine_costs_table_one_row_per_held_out_model(tmp_path):
+    m = tmp_path / "metrics.json"
+    m.write_text(json.dumps({"engine_cost[k_prefill|yi-1.5-9b]": 0.751, "engine_cost[k_decode|yi-1.5-9b]": 0.968,
+                             "engine_cost[overhead_ms|yi-1.5-9b]": 1.121, "engine_cost[seq_overhead_us|yi-1.5-9b]": 59.7,
+                             "engine_cost[k_prefill|llama-2-13b]": 0.756, "median_mape_pct_fitted": 5.9}))
+    lines = docs_blocks.perf_engine_costs(m).splitlines()
+    assert lines[2] == "| llama-2-13b | 0.76 | nan | nan ms | nan µs |"  # sorted; a missing parameter shows
+    assert lines[3] == "| yi-1.5-9b | 0.75 | 0.97 | 1.12 ms | 60 µs |"
+    m.write_text(json.dumps({"median_mape_pct_fitted": 5.9}))
+    with pytest.raises(ValueError, match="no engine_cost"):
+        docs_blocks.perf_engine_costs(m)

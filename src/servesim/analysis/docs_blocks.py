@@ -13,6 +13,8 @@ README's generated tables use too. Blocks:
   and GPU pair (``transfer_gpu_pair_median_mape_pct[...]``, ``transfer_gpu_median_mape_pct[...]``);
 - ``engine-fidelity`` (docs/architecture.md): the simulator against the real engine per load, with
   the engine's own spread, from the calibration's ``sim_vs_vllm`` metrics;
+- ``perf-engine-costs`` (docs/architecture.md): the engine costs (`perf.engine_overhead`) fitted on
+  two Aegaeon H100 models and moved to the third, per held-out model (``engine_cost[...]``);
 - ``gpu-bench-hardware`` (docs/architecture.md): the committed GPU measurements themselves
   (``src/servesim/perf/data/gpu_bench/``): H200 against H100 step times where both measured the
   same steps, and the H100's copy bandwidths and GEMM rate against its datasheet.
@@ -63,6 +65,26 @@ HELDOUT_BACKENDS = {"table": "`table` (the set's own profile interpolated; held-
 TRANSFER_READINGS = {"zero-shot": "`zero-shot` (default)", "zero-shot-pooled-source": "`zero-shot-pooled-source`",
                      "host-from-other-models": "`host-from-other-models` (not zero-shot)"}
 _PAIR = re.compile(r"transfer_gpu_pair_median_mape_pct\[(?P<reading>[^|]+)\|(?P<src>[^>]+)->(?P<dst>[^\]]+)\]")
+
+
+_COST = re.compile(r"engine_cost\[(?P<param>[^|]+)\|(?P<model>[^\]]+)\]")
+
+
+def perf_engine_costs(metrics_file: Path) -> str:
+    """One row per held-out model: the engine costs fitted on the other Aegaeon H100 models."""
+    params: dict[str, dict[str, float]] = {}
+    for k, v in _metrics(metrics_file).items():
+        m = _COST.fullmatch(k)
+        if m:
+            params.setdefault(m["model"], {})[m["param"]] = v
+    if not params:
+        raise ValueError(f"{metrics_file}: no engine_cost[...] metrics")
+    rows = ["| held-out model (fitted on the other two) | prefill kernel factor | decode kernel factor | "
+            "per step | per sequence |", "|---|---|---|---|---|"]
+    for model, p in sorted(params.items()):
+        rows.append(f"| {model} | {p.get('k_prefill', float('nan')):.2f} | {p.get('k_decode', float('nan')):.2f} | "
+                    f"{p.get('overhead_ms', float('nan')):.2f} ms | {p.get('seq_overhead_us', float('nan')):.0f} µs |")
+    return "\n".join(rows)
 
 
 def _metrics(metrics_file: Path) -> dict:
@@ -214,6 +236,7 @@ def _blocks(root: Path, scale: str) -> dict:
     bench = root / COMMITTED_BENCH
     return {"engine-fidelity": (engine, lambda: engine_fidelity(engine)),
             "perf-engine-mape": (metrics, lambda: perf_engine_mape(metrics)),
+            "perf-engine-costs": (metrics, lambda: perf_engine_costs(metrics)),
             "perf-heldout": (metrics, lambda: perf_heldout(metrics)),
             "perf-transfer": (metrics, lambda: perf_transfer(metrics)),
             "gpu-bench-hardware": (bench / "h100-80gb" / "bandwidth.csv", lambda: gpu_bench_hardware(bench))}

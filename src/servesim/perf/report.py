@@ -252,6 +252,8 @@ def gpu_bench_vs_engine(sets: dict[str, pd.DataFrame], timing: str = "step") -> 
     - ``gpu-bench+engine``: plus `engine_overhead` fitted on the *other* models' Aegaeon H100
       measurements (leave one model out: for an H800 set too, so its model is never seen), or,
       for the Splitwise sets, on all of Aegaeon's H100 sets (another engine: a move across engines);
+      its rows also carry the fit (``fit_on``, ``k_prefill``, ``k_decode``, ``overhead_ms``,
+      ``seq_overhead_us``);
     - ``gpu-bench-fit``: the roofline fitted to the profile (`shard_fit`) with the datasheet TP
       all-reduce put back, the step model OServe's replicas use (tp > 1 sets test the all-reduce).
     """
@@ -290,8 +292,11 @@ def gpu_bench_vs_engine(sets: dict[str, pd.DataFrame], timing: str = "step") -> 
         fitted = fit_engine_overhead(None, train, base_for=lambda g: by_model[g.model.iloc[0]])
         moved = replace(fitted, base=b)
         src = ", ".join(sorted(by_model))
-        rows += _rows("gpu-bench+engine", name, df, moved, "all",
-                      note=f"engine overhead fitted on {src} (k_prefill {fitted.k_prefill:.3f}, k_decode "
-                           f"{fitted.k_decode:.3f}, {fitted.overhead_s * 1e3:.2f} ms/step, "
-                           f"{fitted.seq_overhead_s * 1e6:.0f} us/seq); {note}")
+        params = {"fit_on": src, "k_prefill": fitted.k_prefill, "k_decode": fitted.k_decode,
+                  "overhead_ms": fitted.overhead_s * 1e3, "seq_overhead_us": fitted.seq_overhead_s * 1e6}
+        rows += [{**r, **params} for r in _rows(
+            "gpu-bench+engine", name, df, moved, "all",
+            note=f"engine overhead fitted on {src} (k_prefill {fitted.k_prefill:.3f}, k_decode "
+                 f"{fitted.k_decode:.3f}, {fitted.overhead_s * 1e3:.2f} ms/step, "
+                 f"{fitted.seq_overhead_s * 1e6:.0f} us/seq); {note}")]
     return pd.DataFrame(rows)
