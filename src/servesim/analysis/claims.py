@@ -347,7 +347,7 @@ def render_why(why: str, c: Claim, results_dir: Path, root: Path, cache: dict | 
         mfile = results_dir / c.paper / fig / "metrics.json"
         rel = _rel(mfile, root)
         if not mfile.exists():
-            raise ClaimsError(f"{c.file}: claim {c.id}: its diagnosis cites {{{m.group(0)[1:-1]}}}, but {rel} does not exist")
+            raise ClaimsError(f"{c.file}: claim {c.id}: its diagnosis cites {m.group(0)}, but {rel} does not exist")
         metrics = _read_metrics(mfile, c, cache)
         if key not in metrics:
             raise ClaimsError(f"{c.file}: claim {c.id}: its diagnosis cites {key!r}, which {rel} does not hold")
