@@ -107,8 +107,8 @@ if sw.declared("fig12bw16/*", scale, root):
     plain16 = sw.load("fig11bw16/rps0p*/*", ["panel"], scale, root).assign(data="plain")
     cur16 = sw.curves(pd.concat([plain16[plain16.panel.isin(set(alt16.panel))], alt16], ignore_index=True),
                       ["panel", "data"])
-    metrics.update({f"bw16_{k}": v for k, v in fig12_metrics(sw.goodput(cur16, ["panel", "data"],
-                                                                         goodput_reading)).items()})
+    metrics.update({f"bw16_{k}": v for k, v in sw.censored_metrics(sw.goodput(cur16, ["panel", "data"], goodput_reading),
+                                                                    fig12_metrics).items()})
 out = FigureOutputs("aegaeon", "fig12_dataset_attainment", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(cur.merge(gp[["panel", "data", "system", "goodput", "below_grid"]], on=["panel", "data", "system"],

@@ -106,7 +106,8 @@ if sw.declared("fig13bw16/*", scale, root):
     base16 = (base16[(base16.panel == "rps0p1") & base16.system.isin(set(strict16.system))]
               .assign(slo="x1").drop(columns="panel"))
     cur16 = sw.curves(pd.concat([base16, strict16], ignore_index=True), ["slo"])
-    metrics.update({f"bw16_{k}": v for k, v in fig13_metrics(sw.goodput(cur16, ["slo"], goodput_reading)).items()})
+    metrics.update({f"bw16_{k}": v for k, v in sw.censored_metrics(sw.goodput(cur16, ["slo"], goodput_reading),
+                                                                    fig13_metrics).items()})
 out = FigureOutputs("aegaeon", "fig13_strict_slo_attainment", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(cur.merge(gp[["slo", "system", "goodput", "below_grid"]], on=["slo", "system"], how="left"))

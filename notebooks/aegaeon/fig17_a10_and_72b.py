@@ -61,7 +61,8 @@ apply_style()
 pts = sw.load("fig17/*", ["setup", "slo"], scale, root)
 allcur = sw.curves(pts, ["setup", "slo"], muxserve_rule=False)
 # ServerlessLLM (runs fig17/*/*/sllm) is the claims' null, not drawn: request-level auto-scaling in
-# Aegaeon's place on the same GPUs (4 A10 workers; 2 TP=4 workers on the 8 H800s) and workloads
+# Aegaeon's place on the same GPUs (4 A10 workers; 2 TP=4 workers on the 8 H800s) and workloads;
+# ServerlessLLM+ (fig17/q72b/normal/sllm_plus, paper scale) the null of the 72B gain over it
 cur = allcur[allcur.system == "aegaeon"].copy()
 cur["x_plot"] = np.where(cur.setup == "q72b", cur.x * 4, cur.x)   # 72B: aggregate rate over its 4 models
 cur.pivot_table(index=["setup", "x_plot"], columns="slo", values="attainment_pct").round(1)
@@ -121,18 +122,34 @@ def fig17_metrics(cur, prefix="") -> dict:
         "attainment_pct_72b_normal_rps0p4": att("q72b", "normal", 0.1),   # 4 models x 0.1 = 0.4 req/s aggregate
         **{f"attainment_pct_72b_{s}_mean": mean_att("q72b", s) for s in styles},
     }
-    gp = sw.goodput(cur.drop(columns="x_plot", errors="ignore"), ["setup", "slo"])
-    for s in styles:   # the largest load at >= 90 % (A10: #models; 72B: aggregate req/s); NaN where not run
-        g = gp[(gp.setup == "a10") & (gp.slo == s)].goodput
-        m[f"goodput_models_a10_{s}"] = float(g.iloc[0]) if len(g) else float("nan")
-        g = gp[(gp.setup == "q72b") & (gp.slo == s)].goodput
-        m[f"goodput_aggregate_rps_72b_{s}"] = 4 * float(g.iloc[0]) if len(g) else float("nan")
+    def goodputs(gp) -> dict:   # the largest load at >= 90 % (A10: #models; 72B: aggregate req/s); NaN where not run
+        out = {}
+        for s in styles:
+            g = gp[(gp.setup == "a10") & (gp.slo == s)].goodput
+            out[f"goodput_models_a10_{s}"] = float(g.iloc[0]) if len(g) else float("nan")
+            g = gp[(gp.setup == "q72b") & (gp.slo == s)].goodput
+            out[f"goodput_aggregate_rps_72b_{s}"] = 4 * float(g.iloc[0]) if len(g) else float("nan")
+        return out
+
+    # a goodput at a sweep's last load is a lower bound (`<key>__bound`): the grid ends first
+    m.update(sw.censored_metrics(sw.goodput(cur.drop(columns="x_plot", errors="ignore"), ["setup", "slo"]), goodputs))
     return {f"{prefix}{k}": v for k, v in m.items()}
+
+
+def gains_72b(gp) -> dict:
+    """The 72B gain over ServerlessLLM (Normal SLO): the system's goodput (aggregate req/s at >= 90 %)
+    over ServerlessLLM's on the same GPUs and workloads; its null, ServerlessLLM+ (request-level
+    auto-scaling with oracle SRTF, runs fig17/q72b/normal/sllm_plus, paper scale only) in Aegaeon's place."""
+    G = gp[(gp.setup == "q72b") & (gp.slo == "normal")].set_index("system").goodput
+    base = float(G.get("sllm", np.nan))   # NaN where not run: the ratios are NaN too
+    return {"goodput_gain_72b_normal_vs_sllm": sw.ratio(G.get("aegaeon", np.nan), base),
+            "null_sllmplus_goodput_gain_72b_normal_vs_sllm": sw.ratio(G.get("sllm_plus", np.nan), base)}
 
 
 s_a10 = run_settings("fig17/a10/*/aegaeon")
 metrics = {"a10_prefetch_disabled": prefetch_off(s_a10) if s_a10 else None, **fig17_metrics(cur),
-           **fig17_metrics(allcur[allcur.system == "sllm"], "null_sllm_")}
+           **fig17_metrics(allcur[allcur.system == "sllm"], "null_sllm_"),
+           **sw.censored_metrics(sw.goodput(allcur, ["setup", "slo"]), gains_72b)}
 out = FigureOutputs("aegaeon", "fig17_a10_and_72b", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(cur)

@@ -47,7 +47,6 @@ import pandas as pd
 
 from servesim.analysis import aegaeon_sweeps as sw
 from servesim.analysis.outputs import FigureOutputs, apply_style
-from servesim.metrics.slo import GOODPUT_READINGS
 
 apply_style()
 f11 = sw.load("fig11/*", ["panel"], scale, root).assign(data="plain", slo="x1")
@@ -58,10 +57,11 @@ facets = ["panel", "data", "slo"]
 cur = sw.curves(pts, facets)   # with MuxServe's capacity rule on the #models sweeps
 
 
-def gains(cur, reading, system="aegaeon", baselines=None) -> pd.DataFrame:
-    """``system`` / baseline goodput per setting and baseline (NaN where the baseline meets no load);
-    ``system`` other than Aegaeon is a null in Aegaeon's place (Aegaeon then left out)."""
-    gp = sw.goodput(cur, facets, reading)
+def gains(gp, system="aegaeon", baselines=None) -> pd.DataFrame:
+    """``system`` / baseline goodput per setting and baseline from the goodput table ``gp`` (NaN
+    where the baseline meets no load); ``system`` other than Aegaeon is a null in Aegaeon's place
+    (Aegaeon then left out)."""
+    reading = gp.reading.iloc[0]
     a = gp[gp.system == system].set_index(facets)
     rows = []
     others = gp[(gp.system != system) & (gp.system != "aegaeon")]
@@ -77,7 +77,7 @@ def gains(cur, reading, system="aegaeon", baselines=None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-g = gains(cur, goodput_reading)
+g = gains(sw.goodput(cur, facets, goodput_reading))
 g
 
 # %%
@@ -112,25 +112,24 @@ def summary_metrics(g: pd.DataFrame, baselines=("sllm", "muxserve")) -> dict:
             "goodput_ratio_max_is_lower_bound": bool(hi.aegaeon_at_grid_max)}
 
 
-def all_readings(g_of) -> dict:
-    m = {"goodput_reading": goodput_reading}
-    for reading in [goodput_reading] + [r for r in GOODPUT_READINGS if r != goodput_reading]:
-        gg = g_of(reading)
-        gg["setting"] = gg.panel + "/" + gg.data + "/" + gg.slo
-        suffix = "" if reading == goodput_reading else f"__{reading}"
-        m.update({f"{k}{suffix}": v for k, v in summary_metrics(gg).items()})
-        m.update({f"{k}__with_sllm_plus{suffix}": v
-                  for k, v in summary_metrics(gg, ("sllm", "sllm_plus", "muxserve")).items()})
-        # the null (workflow/claims/aegaeon.yaml): ServerlessLLM+ (request-level auto-scaling, no
-        # token-level multiplexing) in Aegaeon's place, against the same baselines, same code
-        gn = gains(cur, reading, "sllm_plus", ("sllm", "muxserve"))
-        gn["setting"] = gn.panel + "/" + gn.data + "/" + gn.slo
-        m.update({f"null_sllmplus_{k}{suffix}": v for k, v in summary_metrics(gn).items()
-                  if k in ("goodput_ratio_min", "goodput_ratio_max")})
+def reading_metrics(gp) -> dict:
+    """The range's ends against ServerlessLLM and MuxServe (and with ServerlessLLM+), and the null's."""
+    gg = gains(gp)
+    gg["setting"] = gg.panel + "/" + gg.data + "/" + gg.slo
+    m = dict(summary_metrics(gg))
+    m.update({f"{k}__with_sllm_plus": v for k, v in summary_metrics(gg, ("sllm", "sllm_plus", "muxserve")).items()})
+    # the null (workflow/claims/aegaeon.yaml): ServerlessLLM+ (request-level auto-scaling, no
+    # token-level multiplexing) in Aegaeon's place, against the same baselines, same code
+    gn = gains(gp, "sllm_plus", ("sllm", "muxserve"))
+    gn["setting"] = gn.panel + "/" + gn.data + "/" + gn.slo
+    m.update({f"null_sllmplus_{k}": v for k, v in summary_metrics(gn).items()
+              if k in ("goodput_ratio_min", "goodput_ratio_max")})
     return m
 
 
-metrics = all_readings(lambda rd: gains(cur, rd))
+# every reading's keys (the default's bare, the others suffixed), each marked a bound where a
+# goodput it rests on is at its sweep's last load (`<key>__bound`)
+metrics = sw.metrics_by_reading(cur, facets, goodput_reading, reading_metrics)
 out = FigureOutputs("aegaeon", "summary_goodput", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(g)

@@ -15,6 +15,7 @@ from servesim.analysis.claims import (
     Check,
     ClaimsError,
     check_claims,
+    decide,
     evaluate,
     load_all_claims,
     load_claims,
@@ -610,3 +611,52 @@ def test_paper_filter_reads_only_that_file(tmp_path):
         check_claims(tmp_path, "quick")
     with pytest.raises(ClaimsError, match="no claims file for paper"):
         check_claims(tmp_path, "quick", papers=["nope"])
+
+
+# ---- censored values: a bound is not a measurement ----------------------------------------------
+
+@pytest.mark.parametrize("check,value,bound,verdict", [
+    (Check("ge", 1.2), 3.0, "lower", True),                     # every value >= 3 holds
+    (Check("ge", 5.0), 3.0, "lower", None),                     # 3 fails, 6 holds: open
+    (Check("le", 2.0), 3.0, "lower", False),                    # every value >= 3 fails
+    (Check("lt", 3.0), 3.0, "lower", False),
+    (Check("approx", 2.5, {"rel": 0.25}), 3.0, "lower", None),  # 3.0 inside, 4.0 outside: open
+    (Check("approx", 2.5, {"rel": 0.1}), 3.0, "lower", False),  # the bound is above the band
+    (Check("approx", 2.5, {"rel": 0.25}), 2.0, "upper", None),
+    (Check("range", [1, 25]), 0.0, "upper", False),
+    (Check("gt", 1.0), 3.0, "unknown", None),
+    (Check("approx", 2.5, {"rel": 0.25}), 3.0, None, True),     # measured: as evaluate
+])
+def test_a_bound_decides_a_check_only_when_every_allowed_value_agrees(check, value, bound, verdict):
+    assert decide(check, value, bound) is verdict
+
+
+def test_an_ordering_on_bounds_is_decided_pairwise():
+    asc = Check("ordering", "ascending")
+    assert decide(asc, [1.0, 2.0], [None, "lower"]) is True      # 1 < every value >= 2
+    assert decide(asc, [1.0, 2.0], ["lower", None]) is None       # 1.5 < 2, 3 > 2
+    assert decide(asc, [3.0, 2.0], ["lower", None]) is False      # every value >= 3 exceeds 2
+    assert decide(Check("ordering", "descending"), [2.0, 1.0], ["lower", "upper"]) is True
+
+
+def test_a_censored_metric_is_not_checked_and_a_censored_null_makes_weak(tmp_path):
+    write(tmp_path, [claim(null_system=_null(), expected=2.5, tolerance={"rel": 0.25}),
+                     claim(id="demo-02-x", metric="y", check="ge", expected=1.2, tolerance=None, null_system=_null())])
+    notebook(tmp_path, "demo", "fig01_x", {"x": 3.0, "x__bound": "lower", "y": 3.0, "y__bound": "lower",
+                                           "x_null": 2.0, "x_null__bound": "lower"})
+    rows = {r["id"]: r for r in check_claims(tmp_path, "quick")}
+    x, y = rows["demo-01-x"], rows["demo-02-x"]
+    assert x["status"] == "NOT-CHECKED" and x["reason"].startswith("censored: x is a lower bound")
+    assert (y["status"], y["null_status"]) == ("WEAK", "PASS")   # every null value >= 2 meets ge 1.2
+    notebook(tmp_path, "demo", "fig01_x", {"x": 3.0, "y": 3.0, "y__bound": "lower", "x_null": 1.0,
+                                           "x_null__bound": "lower"})
+    rows = {r["id"]: r for r in check_claims(tmp_path, "quick")}
+    y = rows["demo-02-x"]
+    assert (y["status"], y["null_status"]) == ("WEAK", "CENSORED") and "bound" in y["reason"]
+
+
+def test_a_bound_of_another_kind_is_an_error_naming_the_key(tmp_path):
+    write(tmp_path, [claim()])
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10.0, "x__bound": "below"})
+    with pytest.raises(ClaimsError, match=r"demo-01-x.*x__bound = 'below'"):
+        check_claims(tmp_path, "quick")

@@ -111,3 +111,34 @@ def test_analysis_goodput_muxserve_and_readings():
                               lambda g: {"r": sw.ratio(g.set_index("system").goodput["aegaeon"], 16)})
     assert m == {"goodput_reading": "largest_meeting", "r": 2.0, "r__before_first_miss": 1.0}
     assert np.isnan(sw.ratio(3, 0))
+
+
+@needs_profiles
+def test_a_goodput_the_grid_censors_makes_its_metrics_bounds():
+    """A system still meeting the line at the sweep's last load has a goodput of at least that load:
+    every metric computed from it is marked a bound (``<key>__bound``), in the direction it moves,
+    per reading and per seed; MuxServe's rule (no placement beyond 32) is not censored."""
+    from servesim.analysis import aegaeon_sweeps as sw
+
+    def pts(a_last: float, repeat: int = 0) -> pd.DataFrame:
+        a = pd.DataFrame({"panel": "a", "x_name": "models", "system": "aegaeon", "x": [16.0, 32.0, 48.0],
+                          "attainment_pct": [100.0, 95.0, a_last], "attainment_token_pct": 100.0,
+                          "n_failed": 0, "n_requests": 10, "repeat": repeat})
+        return pd.concat([a, a.assign(system="sllm", attainment_pct=[95.0, 60.0, 40.0])], ignore_index=True)
+
+    def of(gp):
+        G = gp.set_index("system").goodput
+        return {"ratio": sw.ratio(G["aegaeon"], G["sllm"]), "inverse": sw.ratio(G["sllm"], G["aegaeon"]),
+                "sllm": float(G["sllm"]), "mux": float(G["muxserve"]), "both": G["aegaeon"] - G["aegaeon"]}
+
+    m = sw.metrics_by_reading(sw.curves(pts(92.0), ["panel"]), ["panel"], "largest_meeting", of)
+    assert m["ratio"] == 3.0 and m["ratio__bound"] == "lower" and m["inverse__bound"] == "upper"
+    assert "sllm__bound" not in m and "mux__bound" not in m and m["mux"] == 32
+    assert m["ratio__before_first_miss__bound"] == "lower"
+    m = sw.metrics_by_reading(sw.curves(pts(50.0), ["panel"]), ["panel"], "largest_meeting", of)
+    assert m["ratio"] == 2.0 and not any(k.endswith("__bound") for k in m)   # measured: Aegaeon misses at 48
+    seeds = pd.concat([pts(92.0, 0), pts(50.0, 1)], ignore_index=True)
+    s = sw.seed_metrics(seeds, ["panel"], "largest_meeting", of)
+    assert (s["ratio__seed_min"], s["ratio__seed_max"]) == (2.0, 3.0)
+    assert s["ratio__seed_mean__bound"] == s["ratio__seed_max__bound"] == "lower"   # one seed censored
+    assert "sllm__seed_mean__bound" not in s

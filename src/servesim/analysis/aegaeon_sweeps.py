@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..metrics.bounds import BOUND_SUFFIX, combine, with_censoring
 from ..metrics.slo import GOODPUT_READINGS, goodput_x
 from ..systems.aegaeon import muxserve
 from ..systems.aegaeon.slo import GOODPUT_LINE as LINE
@@ -96,11 +97,12 @@ def goodput(cur: pd.DataFrame, by: list[str], reading: str = "largest_meeting") 
     if reading not in GOODPUT_READINGS:
         raise ValueError(f"goodput: reading={reading!r}; expected one of {GOODPUT_READINGS}")
     rows = []
-    for key, g in cur.groupby([*by, "system"], sort=False):
-        g = g.dropna(subset=["attainment_pct"])
+    for key, swept in cur.groupby([*by, "system"], sort=False):
+        g = swept.dropna(subset=["attainment_pct"])   # NaN: no placement (MuxServe's rule beyond its 32)
         gp = goodput_x(g.x, g.attainment_pct / 100.0, LINE, reading) if len(g) else float("nan")
         rows.append({**dict(zip([*by, "system"], key)), "goodput": 0.0 if np.isnan(gp) else gp,
-                     "below_grid": bool(np.isnan(gp)), "at_grid_max": bool(len(g)) and gp == float(g.x.max()), "x_min": float(g.x.min()) if len(g) else np.nan,
+                     "below_grid": bool(np.isnan(gp)), "at_grid_max": bool(len(g)) and gp == float(swept.x.max()),
+                     "x_min": float(g.x.min()) if len(g) else np.nan,
                      "x_max": float(g.x.max()) if len(g) else np.nan, "reading": reading})
     return pd.DataFrame(rows)
 
@@ -117,14 +119,36 @@ def band(points: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return pd.DataFrame({"lo": g.min(), "hi": g.max(), "seeds": g.size()}).reset_index()
 
 
+def censored_metrics(gp: pd.DataFrame, metrics_of) -> dict:
+    """``metrics_of(gp)`` plus ``<key>__bound`` (``servesim.metrics.bounds``) for every key computed
+    from a goodput the grid censors (``at_grid_max``: the sweep ends before the system misses the
+    line, so its goodput is at least that load): each such goodput is raised in turn and the keys it
+    moves are bounds, not measurements."""
+    col = gp.columns.get_loc("goodput")
+
+    def compute(raised: list[int]) -> dict:
+        if not raised:
+            return metrics_of(gp)
+        g = gp.copy()
+        for i in raised:
+            v = float(g.iat[i, col])
+            g.iat[i, col] = v + max(abs(v) * 1e-6, 1e-9)
+        return metrics_of(g)
+    return with_censoring(compute, [int(i) for i in np.flatnonzero(gp["at_grid_max"].to_numpy(bool))])
+
+
 def seed_metrics(points: pd.DataFrame, by: list[str], reading: str, metrics_of) -> dict:
     """``metrics_of`` on each seed's sweep alone (curves, goodput under ``reading``), summarised over
     the seeds as ``<key>__seed_min`` / ``__seed_max`` / ``__seed_mean`` (numeric keys only). An
     ordering judged on the band compares one side's ``__seed_max`` with the other's ``__seed_min``:
-    it holds only if every seed agrees."""
-    per = [metrics_of(goodput(curves(g, by), by, reading)) for _, g in points.groupby("repeat", sort=True)]
-    out: dict[str, float] = {}
+    it holds only if every seed agrees. A summary of values the grid censors in some seed carries
+    their bound (``<key>__seed_mean__bound``; min, max and mean keep a bound's direction)."""
+    per = [censored_metrics(goodput(curves(g, by), by, reading), metrics_of)
+           for _, g in points.groupby("repeat", sort=True)]
+    out: dict[str, float | str] = {}
     for key in (per[0] if per else {}):
+        if key.endswith(BOUND_SUFFIX):
+            continue
         vals = [p[key] for p in per]
         if not all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in vals):
             continue
@@ -133,6 +157,9 @@ def seed_metrics(points: pd.DataFrame, by: list[str], reading: str, metrics_of) 
         lo, hi, mean = ((float(finite.min()), float(finite.max()), float(finite.mean())) if finite.size == v.size
                         else (float("nan"),) * 3)   # a seed without the value: no band
         out.update({f"{key}__seed_min": lo, f"{key}__seed_max": hi, f"{key}__seed_mean": mean})
+        b = combine(p.get(f"{key}{BOUND_SUFFIX}") for p in per)
+        if b and finite.size == v.size:
+            out.update({f"{key}__seed_{s}{BOUND_SUFFIX}": b for s in ("min", "max", "mean")})
     out["seeds"] = len(per)
     return out
 
@@ -163,8 +190,16 @@ def plot(ax, cur: pd.DataFrame, gp: pd.DataFrame | None = None, systems=("aegaeo
 def metrics_by_reading(cur: pd.DataFrame, by: list[str], reading: str, metrics_of) -> dict:
     """``metrics_of(goodput table)`` under ``reading``, plus the same keys suffixed ``__<other>`` under
     every other goodput reading, so the report shows which numbers the reading decides."""
-    out = {"goodput_reading": reading, **metrics_of(goodput(cur, by, reading))}
+    out = {"goodput_reading": reading, **censored_metrics(goodput(cur, by, reading), metrics_of)}
     for other in GOODPUT_READINGS:
         if other != reading:
-            out.update({f"{k}__{other}": v for k, v in metrics_of(goodput(cur, by, other)).items()})
+            out.update({_suffixed(k, f"__{other}"): v
+                        for k, v in censored_metrics(goodput(cur, by, other), metrics_of).items()})
     return out
+
+
+def _suffixed(key: str, suffix: str) -> str:
+    """``key`` with ``suffix`` before its bound suffix, so a bound stays ``<metric>__bound``."""
+    if key.endswith(BOUND_SUFFIX):
+        return f"{key[: -len(BOUND_SUFFIX)]}{suffix}{BOUND_SUFFIX}"
+    return f"{key}{suffix}"

@@ -21,6 +21,7 @@ from pathlib import Path
 from servesim._yaml import StrictYAMLError, strict_yaml_load
 from servesim.analysis.jsonschema_lite import Draft202012Validator, best_match
 from servesim.errors import InputError
+from servesim.metrics.bounds import BOUND_KINDS, BOUND_SUFFIX, interval
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "claims.schema.yaml"
 CHECKS = ("approx", "range", "lt", "le", "gt", "ge", "ordering", "true")
@@ -36,8 +37,9 @@ UNDIAGNOSED = "UNDIAGNOSED"  # the diagnosis column of a measured FAIL that decl
 REPORT_COLUMNS = ("id", "paper", "kind", "where", "claim", "expected", "observed", "tolerance", "status",
                   "null_system", "null_observed", "null_status", "diagnosis", "reason")
 # null_status: PASS / FAIL (the claim's check applied to the null's value), NONE (the claim says no
-# naive system applies), MISSING (no null declared), NOT-MEASURED (the null's value is NaN/null)
-NULL_STATUSES = ("PASS", "FAIL", "NONE", "MISSING", "NOT-MEASURED")
+# naive system applies), MISSING (no null declared), NOT-MEASURED (the null's value is NaN/null),
+# CENSORED (the null's value is a bound that leaves its verdict open: servesim.metrics.bounds)
+NULL_STATUSES = ("PASS", "FAIL", "NONE", "MISSING", "NOT-MEASURED", "CENSORED")
 REL_TOLERANCE_NEEDS_WHY = 0.5  # a tolerance this loose (or looser) must say why
 SCALES = ("quick", "full")
 # the workflow's `test` scale (tiny runs the test suite drives) is checked as the quick scale is
@@ -304,6 +306,44 @@ def evaluate(check: Check, observed) -> bool:
     return {"lt": x < e, "le": x <= e, "gt": x > e, "ge": x >= e}[k]
 
 
+def _accepts(check: Check) -> tuple[float, float, bool, bool]:
+    """A number check as the interval of values it accepts: (lo, hi, lo open, hi open)."""
+    k, e = check.kind, check.expected
+    if k == "approx":
+        tol = check.tolerance or {}
+        t = max(tol.get("abs", -math.inf), tol.get("rel", -math.inf) * abs(e))
+        return e - t, e + t, False, False
+    if k == "range":
+        return float(e[0]), float(e[1]), False, False
+    return {"lt": (-math.inf, e, False, True), "le": (-math.inf, e, False, False),
+            "gt": (e, math.inf, True, False), "ge": (e, math.inf, False, False)}[k]
+
+
+def decide(check: Check, observed, bounds=None) -> bool | None:
+    """``evaluate`` where some values may be bounds (``bounds``: None, or one
+    ``servesim.metrics.bounds`` kind or None per value): True / False when every value the bounds
+    allow gives that verdict, None when the bounds leave it open (a grid censored the metric)."""
+    bl = bounds if isinstance(bounds, list) else [bounds]
+    if not any(bl) or check.kind == "true":
+        return evaluate(check, observed)
+    vals = observed if isinstance(observed, list) else [observed]
+    if not all(_is_number(v) and math.isfinite(v) for v in vals):
+        return evaluate(check, observed)   # a NaN or a non-number fails as ever
+    iv = [interval(v, b) for v, b in zip(vals, bl, strict=True)]
+    if check.kind == "ordering":   # each pair: a < b (ascending) for every allowed value, or for none
+        if check.expected == "descending":
+            iv = iv[::-1]
+        verdicts = [True if a[1] < b[0] else False if a[0] >= b[1] else None for a, b in zip(iv, iv[1:])]
+        return False if False in verdicts else None if None in verdicts else True
+    (lo, hi), (alo, ahi, lo_open, hi_open) = iv[0], _accepts(check)
+    inside = lambda x: (x > alo if lo_open else x >= alo) and (x < ahi if hi_open else x <= ahi)  # noqa: E731
+    if inside(lo) and inside(hi):
+        return True
+    if hi < alo or lo > ahi or (hi == alo and lo_open) or (lo == ahi and hi_open):
+        return False
+    return None
+
+
 def _fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.6g}"
@@ -401,8 +441,29 @@ def _values(metrics: dict, keys, c: Claim, check: Check | None, rel: str, what: 
     return ([metrics[k] for k in names] if isinstance(keys, list) else metrics[keys]), nulls, []
 
 
+def _bounds(metrics: dict, keys, c: Claim, rel: str):
+    """The bound of each value (``<key>__bound``; None where measured), in the shape of ``keys``; a
+    bound that is not one of ``servesim.metrics.bounds.BOUND_KINDS`` is an error naming the claim."""
+    names = keys if isinstance(keys, list) else [keys]
+    out = []
+    for k in names:
+        b = metrics.get(f"{k}{BOUND_SUFFIX}")
+        if b is not None and b not in BOUND_KINDS:
+            raise ClaimsError(f"{c.file}: claim {c.id}: {rel}: {k}{BOUND_SUFFIX} = {b!r}; expected one of {BOUND_KINDS}")
+        out.append(b)
+    return out if isinstance(keys, list) else out[0]
+
+
+_BOUND_WORDS = {"lower": "a lower bound", "upper": "an upper bound", "unknown": "a bound of unknown direction"}
+
+
+def _bound_words(keys, bounds) -> str:
+    names, bl = (keys, bounds) if isinstance(keys, list) else ([keys], [bounds])
+    return ", ".join(f"{k} is {_BOUND_WORDS[b]}" for k, b in zip(names, bl) if b)
+
+
 def _null_values(results_dir: Path, root: Path, c: Claim, check: Check | None, cache: dict):
-    """The null's value(s) and whether any is null/NaN; a declared null metric that its figure's
+    """The null's value(s), whether any is null/NaN, and their bounds; a declared null metric that its figure's
     metrics.json lacks is an error naming the claim (checked whenever the claim's own metrics
     exist, so a test-scale run proves every null is written)."""
     ns = c.null_system
@@ -410,13 +471,15 @@ def _null_values(results_dir: Path, root: Path, c: Claim, check: Check | None, c
     rel = _rel(mfile, root)
     if not mfile.exists():
         raise ClaimsError(f"{c.file}: claim {c.id}: the null's figure {ns.figure} has no {rel}")
-    value, nulls, missing = _values(_read_metrics(mfile, c, cache), ns.metric, c, check, rel, "the null's ")
+    metrics = _read_metrics(mfile, c, cache)
+    value, nulls, missing = _values(metrics, ns.metric, c, check, rel, "the null's ")
     if missing:
         raise ClaimsError(f"{c.file}: claim {c.id}: {rel} has no null metric(s) {missing} (null_system.metric)")
-    return value, bool(nulls)
+    return value, bool(nulls), _bounds(metrics, ns.metric, c, rel)
 
 
-def _null_status(c: Claim, check: Check, null_value, null_unmeasured: bool) -> tuple[str, str, str]:
+def _null_status(c: Claim, check: Check, null_value, null_unmeasured: bool,
+                 null_bounds=None) -> tuple[str, str, str]:
     """(null_system, null_observed, null_status) of a measured claim whose check was evaluated."""
     ns = c.null_system
     if ns is None:
@@ -425,7 +488,8 @@ def _null_status(c: Claim, check: Check, null_value, null_unmeasured: bool) -> t
         return f"none: {ns.none}", "", "NONE"
     if null_unmeasured:
         return ns.system, _fmt(null_value), "NOT-MEASURED"
-    return ns.system, _fmt(null_value), "PASS" if evaluate(check, null_value) else "FAIL"
+    verdict = decide(check, null_value, null_bounds)
+    return ns.system, _fmt(null_value), "CENSORED" if verdict is None else "PASS" if verdict else "FAIL"
 
 
 def _rel(p: Path, root: Path) -> Path:
@@ -441,6 +505,8 @@ _WEAK_REASON = {
     "MISSING": "WEAK: no null declared (null_system), so nothing shows the check can fail",
     "NOT-MEASURED": "WEAK: its null ({system}) could not be measured at this scale, so nothing shows the check "
                     "can fail",
+    "CENSORED": "WEAK: its null's value ({system}: {value}) is a bound its sweep's grid leaves open for this check, "
+                "so nothing shows the check can fail",
 }
 
 
@@ -453,15 +519,17 @@ def _row(root: Path, results_dir: Path, scale: str, c: Claim, cache: dict) -> di
     nb = root / "notebooks" / c.paper / f"{c.figure}.ipynb"
     mfile = results_dir / c.paper / c.figure / "metrics.json"
     rel = _rel(mfile, root)
-    observed, nulls, null_value, null_unmeasured = None, [], None, False
+    observed, nulls, null_value, null_unmeasured, bounds, null_bounds = None, [], None, False, None, None
     if mfile.exists():
-        observed, nulls, missing = _values(_read_metrics(mfile, c, cache), c.metric, c, check, rel, "")
+        metrics = _read_metrics(mfile, c, cache)
+        observed, nulls, missing = _values(metrics, c.metric, c, check, rel, "")
         if missing and not c.not_reproducible:  # a NOT-REPRODUCIBLE claim may have no metric at all
             raise ClaimsError(f"{c.file}: claim {c.id}: {rel} has no metric(s) {missing}")
         if not missing:
             row["observed"] = _fmt(observed)
+            bounds = _bounds(metrics, c.metric, c, rel)
         if c.null_system is not None and c.null_system.metric is not None and not c.not_reproducible:
-            null_value, null_unmeasured = _null_values(results_dir, root, c, check, cache)
+            null_value, null_unmeasured, null_bounds = _null_values(results_dir, root, c, check, cache)
             row.update(null_system=c.null_system.system, null_observed=_fmt(null_value))
     if c.not_reproducible:
         row.update(status="NOT-REPRODUCIBLE", reason=str(c.not_reproducible))
@@ -474,12 +542,17 @@ def _row(root: Path, results_dir: Path, scale: str, c: Claim, cache: dict) -> di
     elif nulls:
         row.update(status="NOT-CHECKED", reason=f"{rel} has null value(s) for {nulls}: "
                                                 f"the notebook could not measure them at {scale} scale")
+    elif decide(check, observed, bounds) is None:
+        row.update(status="NOT-CHECKED", reason=f"censored: {_bound_words(c.metric, bounds)} ({rel}: the "
+                                                "sweep ends before the system misses the line), and the values "
+                                                "the bound allows give different verdicts: a finer or longer "
+                                                "sweep would decide it")
     else:
-        ok = evaluate(check, observed)
+        ok = decide(check, observed, bounds)
         measured = c.kind == "measured"
         row["status"] = ("PASS" if ok else "FAIL") if measured else ("CONSISTENT" if ok else "INCONSISTENT")
         if measured:
-            system, value, nstat = _null_status(c, check, null_value, null_unmeasured)
+            system, value, nstat = _null_status(c, check, null_value, null_unmeasured, null_bounds)
             row.update(null_system=system, null_observed=value, null_status=nstat)
             if ok and nstat in _WEAK_REASON:
                 row.update(status="WEAK", reason=_WEAK_REASON[nstat].format(system=system, value=value))
