@@ -246,3 +246,46 @@ def render_claims_map() -> str:
 
 if __name__ == "__main__":  # regenerate docs/claims-map.md
     (ROOT / "docs" / "claims-map.md").write_text(render_claims_map())
+
+
+# A number in a diagnosis that is none of the paper's (its spec), the claim's own text, expected
+# value, note or location is a typed result: it goes stale at the next rerun. Diagnoses cite
+# results as placeholders (`{key}`, workflow/claims/README.md). The diagnoses written before that
+# rule are listed in typed_diagnoses.txt, a list that may only shrink.
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+TYPED_LEGACY = ROOT / "tests" / "claims" / "typed_diagnoses.txt"
+
+
+def _numbers(text: str) -> set[float]:
+    return {float(m.group(0)) for m in _NUMBER.finditer(str(text).replace(",", ""))}
+
+
+def typed_diagnoses() -> dict[str, list[str]]:
+    """``{"<claim id> <scale>": [typed numbers]}`` over every claims file."""
+    out, spec = {}, {}
+    for c in load_all_claims(CLAIMS_DIR):
+        if c.paper not in spec:
+            f = SPECS_DIR / f"{c.paper}.md"
+            spec[c.paper] = _numbers(f.read_text()) if f.exists() else set()
+        allowed = spec[c.paper] | _numbers(c.claim) | _numbers(c.full.expected) | _numbers(c.note or "") | _numbers(c.where)
+        for scale, d in c.diagnosis.items():
+            typed = [m.group(0) for m in _NUMBER.finditer(_PLACEHOLDER.sub("", d.why).replace(",", ""))
+                     if float(m.group(0)) not in allowed]
+            if typed:
+                out[f"{c.id} {scale}"] = typed
+    return out
+
+
+def test_diagnoses_cite_results_as_placeholders_and_the_legacy_list_only_shrinks() -> None:
+    """Issue 27: no new diagnosis types a measured number; a legacy one that no longer does is
+    taken off typed_diagnoses.txt (so the list is exactly what is left to convert)."""
+    if not SPECS_DIR.exists():
+        pytest.skip("../shared/specs not present")
+    legacy = {ln.strip() for ln in TYPED_LEGACY.read_text().splitlines() if ln.strip() and not ln.startswith("#")}
+    typed = typed_diagnoses()
+    new = {k: v for k, v in typed.items() if k not in legacy}
+    assert not new, ("diagnoses that type results (cite them as {key} placeholders, workflow/claims/README.md): "
+                     + "; ".join(f"{k}: {v[:4]}" for k, v in sorted(new.items())))
+    fixed = sorted(legacy - set(typed))
+    assert not fixed, f"no longer typed: take these off {TYPED_LEGACY.name}: {fixed}"
