@@ -46,6 +46,18 @@ def test_publish_copies_stamps_and_rechecks(tmp_path):
     assert f"demo at {st['commit'][:10]}" in md and "1 figure(s) not run" in md
 
 
+def test_the_stamp_names_each_modified_file_whole(tmp_path):
+    """`dirty` lists the files that differed from the stamped commit, each path whole (a porcelain
+    status line begins with a space, which must not be stripped with the output)."""
+    root = _project(tmp_path)
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "add", "workflow", "notebooks"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "claims"], cwd=root, check=True)
+    f = root / "workflow" / "claims" / "demo.yaml"
+    f.write_text(f.read_text() + "\n")
+    assert snapshot.publish(root, "demo")["dirty"] == ["workflow/claims/demo.yaml"]
+
+
 def test_republish_replaces_the_part_and_unpublished_papers_say_so(tmp_path):
     root = _project(tmp_path)
     snapshot.publish(root, "demo")

@@ -16,7 +16,8 @@ PACKAGES = ("servesim", "numpy", "pandas", "pyarrow", "scipy", "statsmodels", "p
 
 def _git(root: Path, *args: str) -> str | None:
     try:
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+        # only the trailing newline: a porcelain status line starts with a space (" M path")
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.rstrip("\n")
     except (OSError, subprocess.CalledProcessError):
         return None
 
