@@ -11,7 +11,8 @@ frames and imports nothing from servesim but the workload schema, so ``sim``, ``
 Modules: ``latency`` (TTFT / TPOT / ITL / E2EL / normalised latency statistics), ``slo``
 (per-request and per-token attainment, deadlines, goodput), ``instance_hours`` (billed states,
 the instance-hours readings: the authors', the summed maxima, the exact integral), ``spread``
-(run-to-run spread across repeats), ``summary`` (``summarize`` and the versioned layout).
+(run-to-run spread across repeats), ``summary`` (``summarize`` and the versioned layout),
+``bounds`` (a censored value marked as a bound, ``<key>__bound``, and how a check reads it).
 """
 
 from .instance_hours import (
