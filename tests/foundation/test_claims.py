@@ -626,6 +626,9 @@ def test_paper_filter_reads_only_that_file(tmp_path):
     (Check("range", [1, 25]), 0.0, "upper", False),
     (Check("gt", 1.0), 3.0, "unknown", None),
     (Check("approx", 2.5, {"rel": 0.25}), 3.0, None, True),     # measured: as evaluate
+    (Check("approx", 0.0, {"abs": 0.5}), 0.4, "upper", None),   # abs alone, around 0
+    (Check("approx", 2.0, {"abs": 0.1, "rel": 0.5}), 2.5, "lower", None),   # the wider one: [1, 3]
+    (Check("approx", 2.0, None), 2.0, "lower", False),          # no tolerance accepts nothing
 ])
 def test_a_bound_decides_a_check_only_when_every_allowed_value_agrees(check, value, bound, verdict):
     assert decide(check, value, bound) is verdict

@@ -309,10 +309,10 @@ def evaluate(check: Check, observed) -> bool:
 def _accepts(check: Check) -> tuple[float, float, bool, bool]:
     """A number check as the interval of values it accepts: (lo, hi, lo open, hi open)."""
     k, e = check.kind, check.expected
-    if k == "approx":
+    if k == "approx":   # either tolerance suffices: the wider one; none accepts nothing (as evaluate)
         tol = check.tolerance or {}
-        t = max(tol.get("abs", -math.inf), tol.get("rel", -math.inf) * abs(e))
-        return e - t, e + t, False, False
+        ts = [t for t in (tol.get("abs"), tol["rel"] * abs(e) if "rel" in tol else None) if t is not None]
+        return (e - max(ts), e + max(ts), False, False) if ts else (math.inf, -math.inf, False, False)
     if k == "range":
         return float(e[0]), float(e[1]), False, False
     return {"lt": (-math.inf, e, False, True), "le": (-math.inf, e, False, False),
