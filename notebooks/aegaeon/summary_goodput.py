@@ -58,8 +58,8 @@ cur = sw.curves(pts, facets)   # with MuxServe's capacity rule on the #models sw
 
 
 def gains(gp, system="aegaeon", baselines=None) -> pd.DataFrame:
-    """``system`` / baseline goodput per setting and baseline from the goodput table ``gp`` (NaN
-    where the baseline meets no load); ``system`` other than Aegaeon is a null in Aegaeon's place
+    """``system`` / baseline goodput per setting (``panel/data/slo``) and baseline from the goodput
+    table ``gp`` (NaN where the baseline meets no load); ``system`` other than Aegaeon is a null in Aegaeon's place
     (Aegaeon then left out)."""
     reading = gp.reading.iloc[0]
     a = gp[gp.system == system].set_index(facets)
@@ -73,7 +73,7 @@ def gains(gp, system="aegaeon", baselines=None) -> pd.DataFrame:
         rows.append({**dict(zip(facets, key)), "baseline": r.system, "x_name": "models" if r.panel != "models40" else "rate",
                      "goodput_aegaeon": float(ag.goodput), "goodput_baseline": float(r.goodput),
                      "ratio": sw.ratio(ag.goodput, r.goodput), "aegaeon_at_grid_max": bool(ag.at_grid_max),
-                     "baseline_below_grid": bool(r.below_grid), "reading": reading})
+                     "baseline_below_grid": bool(r.below_grid), "reading": reading, "setting": "/".join(key)})
     return pd.DataFrame(rows)
 
 
@@ -81,7 +81,6 @@ g = gains(sw.goodput(cur, facets, goodput_reading))
 g
 
 # %%
-g["setting"] = g.panel + "/" + g.data + "/" + g.slo
 fig, ax = plt.subplots(figsize=(8, 3.4))
 settings = list(dict.fromkeys(g.setting))
 for k, (b, off) in enumerate((("sllm", -0.27), ("sllm_plus", 0.0), ("muxserve", 0.27))):
@@ -115,13 +114,11 @@ def summary_metrics(g: pd.DataFrame, baselines=("sllm", "muxserve")) -> dict:
 def reading_metrics(gp) -> dict:
     """The range's ends against ServerlessLLM and MuxServe (and with ServerlessLLM+), and the null's."""
     gg = gains(gp)
-    gg["setting"] = gg.panel + "/" + gg.data + "/" + gg.slo
     m = dict(summary_metrics(gg))
     m.update({f"{k}__with_sllm_plus": v for k, v in summary_metrics(gg, ("sllm", "sllm_plus", "muxserve")).items()})
     # the null (workflow/claims/aegaeon.yaml): ServerlessLLM+ (request-level auto-scaling, no
     # token-level multiplexing) in Aegaeon's place, against the same baselines, same code
     gn = gains(gp, "sllm_plus", ("sllm", "muxserve"))
-    gn["setting"] = gn.panel + "/" + gn.data + "/" + gn.slo
     m.update({f"null_sllmplus_{k}": v for k, v in summary_metrics(gn).items()
               if k in ("goodput_ratio_min", "goodput_ratio_max")})
     return m

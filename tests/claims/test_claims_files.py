@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from servesim._yaml import strict_yaml_load
+from servesim.analysis.claims import _PLACEHOLDER as PLACEHOLDER  # the diagnosis placeholder grammar
 from servesim.analysis.claims import KINDS, load_all_claims, load_claims
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -244,16 +245,11 @@ def render_claims_map() -> str:
     return "\n".join(out) + "\n"
 
 
-if __name__ == "__main__":  # regenerate docs/claims-map.md
-    (ROOT / "docs" / "claims-map.md").write_text(render_claims_map())
-
-
 # A number in a diagnosis that is none of the paper's (its spec), the claim's own text, expected
 # value, note or location is a typed result: it goes stale at the next rerun. Diagnoses cite
 # results as placeholders (`{key}`, workflow/claims/README.md). The diagnoses written before that
 # rule are listed in typed_diagnoses.txt, a list that may only shrink.
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 TYPED_LEGACY = ROOT / "tests" / "claims" / "typed_diagnoses.txt"
 
 
@@ -270,7 +266,7 @@ def typed_diagnoses() -> dict[str, list[str]]:
             spec[c.paper] = _numbers(f.read_text()) if f.exists() else set()
         allowed = spec[c.paper] | _numbers(c.claim) | _numbers(c.full.expected) | _numbers(c.note or "") | _numbers(c.where)
         for scale, d in c.diagnosis.items():
-            typed = [m.group(0) for m in _NUMBER.finditer(_PLACEHOLDER.sub("", d.why).replace(",", ""))
+            typed = [m.group(0) for m in _NUMBER.finditer(PLACEHOLDER.sub("", d.why).replace(",", ""))
                      if float(m.group(0)) not in allowed]
             if typed:
                 out[f"{c.id} {scale}"] = typed
@@ -289,3 +285,8 @@ def test_diagnoses_cite_results_as_placeholders_and_the_legacy_list_only_shrinks
                      + "; ".join(f"{k}: {v[:4]}" for k, v in sorted(new.items())))
     fixed = sorted(legacy - set(typed))
     assert not fixed, f"no longer typed: take these off {TYPED_LEGACY.name}: {fixed}"
+
+
+if __name__ == "__main__":  # regenerate docs/claims-map.md
+    (ROOT / "docs" / "claims-map.md").write_text(render_claims_map())
+
