@@ -142,3 +142,24 @@ def test_a_goodput_the_grid_censors_makes_its_metrics_bounds():
     assert (s["ratio__seed_min"], s["ratio__seed_max"]) == (2.0, 3.0)
     assert s["ratio__seed_mean__bound"] == s["ratio__seed_max__bound"] == "lower"   # one seed censored
     assert "sllm__seed_mean__bound" not in s
+
+
+def test_a_censored_goodput_line_is_drawn_as_a_bound():
+    """The attainment panel marks a goodput the sweep's end censors ("≥" at its vertical line) and
+    only that one."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from servesim.analysis import aegaeon_sweeps as sw
+
+    cur = pd.DataFrame({"panel": "a", "x_name": "rate", "system": "aegaeon", "x": [0.1, 0.2, 0.3],
+                        "attainment_pct": [100.0, 99.0, 95.0], "attainment_token_pct": 100.0,
+                        "n_failed": 0, "n_requests": 10})
+    cur = pd.concat([cur, cur.assign(system="sllm", attainment_pct=[95.0, 60.0, 40.0])], ignore_index=True)
+    gp = sw.goodput(cur, ["panel"])
+    fig, ax = plt.subplots()
+    sw.plot(ax, cur, gp, systems=("aegaeon", "sllm"))
+    marks = [t for t in ax.texts if t.get_text() == "≥"]
+    assert len(marks) == 1 and marks[0].xy[0] == 0.3   # Aegaeon's, at the grid's last load; not SLLM's 0.1
+    plt.close(fig)

@@ -166,7 +166,8 @@ def seed_metrics(points: pd.DataFrame, by: list[str], reading: str, metrics_of) 
 
 def plot(ax, cur: pd.DataFrame, gp: pd.DataFrame | None = None, systems=("aegaeon", "sllm", "sllm_plus", "muxserve"),
          bands: pd.DataFrame | None = None):
-    """One panel: attainment vs load per system, the 90 % line and each system's goodput line;
+    """One panel: attainment vs load per system, the 90 % line and each system's goodput line
+    (marked "≥" where the sweep ends before the system misses the line: a lower bound);
     ``bands`` (from :func:`band`) shades each system's seed band."""
     for s in systems:
         g = cur[cur.system == s].sort_values("x")
@@ -179,9 +180,11 @@ def plot(ax, cur: pd.DataFrame, gp: pd.DataFrame | None = None, systems=("aegaeo
                 ax.fill_between(b.x, b.lo, b.hi, color=color, alpha=0.15, lw=0)
         ax.plot(g.x, g.attainment_pct, style, color=color, ms=3, lw=1, label=LABELS[s])
         if gp is not None:
-            v = gp.loc[gp.system == s, "goodput"]
-            if len(v) and v.iloc[0] > 0:
-                ax.axvline(v.iloc[0], color=color, ls=":", lw=0.8)
+            v = gp[gp.system == s]
+            if len(v) and v.goodput.iloc[0] > 0:
+                ax.axvline(v.goodput.iloc[0], color=color, ls=":", lw=0.8)
+                if v.at_grid_max.iloc[0]:   # the sweep ended first: the goodput is at least this load
+                    ax.annotate("≥", (v.goodput.iloc[0], 92), color=color, fontsize=8, ha="right", va="bottom")
     ax.axhline(100 * LINE, color="0.4", ls="--", lw=0.8)
     ax.set_ylim(0, 105)
     ax.set_ylabel("SLO attainment (%)")
