@@ -191,16 +191,17 @@ def test_routing_sweep_cli_test_scale(tmp_path):
 
 def test_min_use_router_with_a_second_sampler_ends():
     from servesim.systems.preserve.routing import MinUseRouter
-    from servesim.systems.preserve.serving import InstanceSampler
+    from servesim.systems.preserve.serving import instance_sampler, sample_frame
 
     wl = _workload(80, seed=2)
     cfg = InstanceConfig(num_blocks=300, policy="vllm-v0", max_num_batched_tokens=2048)
     rt = MinUseRouter()
     cl = Cluster.uniform(2, cfg, LinearStepTime(), router=rt)
-    smp = InstanceSampler(cl, 0.5)      # two periodic observers must not keep each other alive
+    smp = instance_sampler(cl, 0.5)      # two periodic observers must not keep each other alive
     res = cl.run(wl)
     assert (res.requests.state == "finished").all()
-    ts = smp.frame()
+    ts = sample_frame(smp)
+    assert set(ts.instance) == {0, 1} and (ts.queued_prompt_tokens >= 0).all()
     assert ts.time_s.max() <= res.requests.finish_s.max() + 0.5
     assert 0.0 <= rt.utilisation(0) <= 1.0
 

@@ -52,13 +52,16 @@ def categorical(codes: np.ndarray, names) -> pd.Categorical:
 
 
 def lengths_to_poisson(lengths: pd.DataFrame, rate_rps: float, duration_s: float, seed: int = 0, *,
-                       model: str = "default", app: str = "default", tier: str = "IW-F") -> pd.DataFrame:
+                       model: str = "default", app: str = "default", tier: str = "IW-F",
+                       with_rows: bool = False) -> pd.DataFrame | tuple[pd.DataFrame, np.ndarray]:
     """A homogeneous Poisson workload at ``rate_rps`` for ``duration_s`` whose (prompt, output) pairs
     are drawn with replacement from ``lengths`` (columns prompt_tokens, output_tokens), e.g.
-    ShareGPT pairs for PreServe's RQ3 / Aegaeon."""
+    ShareGPT pairs for PreServe's RQ3 / Aegaeon. ``with_rows``: also the drawn rows' positions in
+    ``lengths``, for what a caller keeps beside the pairs (PreServe: each pair's predicted length)."""
     r_t, r_l = seeds(seed, 2)
     n = r_t.poisson(rate_rps * duration_s)
     t = np.sort(r_t.random(n) * duration_s)
     idx = r_l.integers(0, len(lengths), n)
-    return make(t, lengths["prompt_tokens"].to_numpy()[idx], lengths["output_tokens"].to_numpy()[idx],
-                model=model, app=app, tier=tier, source="<lengths_to_poisson>")
+    wl = make(t, lengths["prompt_tokens"].to_numpy()[idx], lengths["output_tokens"].to_numpy()[idx],
+              model=model, app=app, tier=tier, source="<lengths_to_poisson>")
+    return (wl, idx) if with_rows else wl

@@ -35,8 +35,8 @@ from ...metrics.slo import SLO
 from ...metrics.summary import summarize
 from ...perf import CachedStepTime, RooflineStepTime
 from ...perf.vidur import VidurStepTime
-from ...sim import Cluster, InstanceConfig
-from ...sim.kernel import PRIO_SAMPLE
+from ...sim import Cluster, InstanceConfig, Sampler
+from ...workload.arrivals import lengths_to_poisson
 from . import routing  # noqa: F401  (registers "preserve" and "min-use")
 from .routing import MinUseRouter, PreServeRouter
 
@@ -150,40 +150,25 @@ def request_pool(predictions: pd.DataFrame | None = None, max_conversations: int
 
 def poisson_workload(pool: pd.DataFrame, qps: float, duration_s: float, seed: int, model: str
                      ) -> tuple[pd.DataFrame, np.ndarray]:
-    """Poisson arrivals at ``qps`` over ``duration_s``, pairs drawn from ``pool``; (workload, pred)."""
-    rng = np.random.default_rng(seed)
-    n_max = int(qps * duration_s + 10 * np.sqrt(qps * duration_s) + 10)
-    t = np.cumsum(rng.exponential(1.0 / qps, n_max))
-    t = t[t < duration_s]
-    rows = rng.integers(0, len(pool), len(t))
-    p = pool.iloc[rows]
-    n = len(t)
-    wl = pd.DataFrame({"request_id": np.arange(n, dtype=np.int64), "arrival_s": t,
-                       "prompt_tokens": p.prompt_tokens.to_numpy(), "output_tokens": p.output_tokens.to_numpy(),
-                       "model": MODELS[model], "region": "r0", "tier": "IW-F", "app": "sharegpt",
-                       "deadline_s": np.nan})
-    return wl, p.pred.to_numpy()
+    """Poisson arrivals at ``qps`` over ``duration_s``, pairs drawn from ``pool``
+    (``workload.lengths_to_poisson``); (workload, each request's predicted length)."""
+    wl, rows = lengths_to_poisson(pool, qps, duration_s, seed, model=MODELS[model], app="sharegpt", tier="IW-F",
+                                  with_rows=True)
+    return wl, pool["pred"].to_numpy()[rows]
 
 
 # ---------------------------------------------------------------------- one run
-class InstanceSampler:
-    """Every ``interval`` s: per instance KV usage, queued prompt tokens, waiting and running (Fig 4)."""
+def instance_sampler(cluster: Cluster, interval: float = 1.0) -> Sampler:
+    """Every ``interval`` s, per instance: KV usage, waiting and running requests, and the prompt
+    tokens queued for prefill (Fig 4's overload reading)."""
+    return Sampler(cluster.kernel, cluster.instances, interval,
+                   probes={"queued_prompt_tokens": lambda inst: inst.queued_prefill_tokens})
 
-    def __init__(self, cluster: Cluster, interval: float = 1.0) -> None:
-        self.cl, self.interval, self.rows, self.k = cluster, float(interval), [], 0
-        cluster.kernel.at(0.0, self._fire, None, PRIO_SAMPLE)
 
-    def _fire(self, _arg) -> None:
-        k = self.cl.kernel
-        for j, inst in enumerate(self.cl.instances):
-            self.rows.append((k.now, j, inst.kv_usage(), inst.queued_prefill_tokens, inst.num_waiting, inst.num_running))
-        self.k += 1
-        if k.arrivals_pending() or any(i.busy or i.outstanding for i in self.cl.instances):
-            k.at(self.k * self.interval, self._fire, None, PRIO_SAMPLE)
-
-    def frame(self) -> pd.DataFrame:
-        return pd.DataFrame(self.rows, columns=["time_s", "instance", "kv_usage", "queued_prompt_tokens",
-                                                "waiting", "running"])
+def sample_frame(sampler: Sampler) -> pd.DataFrame:
+    """The samples with instances numbered as the request table's ``i<k>`` names."""
+    ts = sampler.frame()
+    return ts.assign(instance=ts["instance"].astype(int))
 
 
 def simulate(model: str, router: str, wl: pd.DataFrame, pred: np.ndarray, s: ServingSettings,
@@ -201,7 +186,7 @@ def simulate(model: str, router: str, wl: pd.DataFrame, pred: np.ndarray, s: Ser
     else:
         rt, delay = ROUTERS[router], 0.0
     cl = Cluster.uniform(s.n_instances, cfg, sm, router=rt)
-    sampler = InstanceSampler(cl, sample_s) if sample_s else None
+    sampler = instance_sampler(cl, sample_s) if sample_s else None
     arrival = wl["arrival_s"].to_numpy()
     shifted = wl.assign(arrival_s=arrival + delay) if delay else wl
     t0 = time.perf_counter()
@@ -214,7 +199,7 @@ def simulate(model: str, router: str, wl: pd.DataFrame, pred: np.ndarray, s: Ser
              "router_select_ms": (np.asarray(rt.select_s) * 1e3) if router == "preserve" else None}
     ts = None
     if sampler:
-        ts = sampler.frame().merge(norm_latency_series(df, sample_s, s.n_instances), on=["time_s", "instance"], how="left")
+        ts = sample_frame(sampler).merge(norm_latency_series(df, sample_s, s.n_instances), on=["time_s", "instance"], how="left")
     return df, stats, ts
 
 
