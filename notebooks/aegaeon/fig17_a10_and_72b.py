@@ -68,11 +68,17 @@ cur["x_plot"] = np.where(cur.setup == "q72b", cur.x * 4, cur.x)   # 72B: aggrega
 cur.pivot_table(index=["setup", "x_plot"], columns="slo", values="attainment_pct").round(1)
 
 # %%
+# each SLO's band over the seeds (every point is drawn anew per seed: 3 at paper scale), shaded
+bands = sw.band(pts[pts.system == "aegaeon"], ["setup", "slo"])
+bands["x_plot"] = np.where(bands.setup == "q72b", bands.x * 4, bands.x)
 fig, (a1, a2) = plt.subplots(1, 2, figsize=(8, 3.2))
 styles = {"normal": ("tab:red", "o-"), "strict": ("tab:blue", "s-"), "loose": ("tab:green", "^-")}
 for ax, setup in ((a1, "a10"), (a2, "q72b")):
     for s, (color, st) in styles.items():
         g = cur[(cur.setup == setup) & (cur.slo == s)].sort_values("x_plot")
+        b = bands[(bands.setup == setup) & (bands.slo == s)].sort_values("x_plot")
+        if len(b) and b.seeds.max() > 1:
+            ax.fill_between(b.x_plot, b.lo, b.hi, color=color, alpha=0.15, lw=0)
         if len(g):
             ax.plot(g.x_plot, g.attainment_pct, st, color=color, ms=3, lw=1, label=s.capitalize())
     ax.axhline(90, color="0.4", ls="--", lw=0.8)

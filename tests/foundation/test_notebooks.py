@@ -59,3 +59,39 @@ def test_notebook_runs_and_writes_outputs(nb, tmp_path, monkeypatch):
                 f"results/quick/{group}/{fig}/data.csv", f"results/quick/{group}/{fig}/metrics.json"):
         assert (tmp_path / out).stat().st_size > 0, out
     json.loads((tmp_path / f"results/quick/{group}/{fig}/metrics.json").read_text())
+
+
+_RUN_READ = __import__("re").compile(r"\.load(?:_detail)?\(\s*\"([^\"]+)\"")
+
+
+def _notebook_run_reads():
+    """(paper, figure, pattern) for every run pattern a notebook reads through a ``load(...)``
+    helper (``aegaeon_sweeps``, ``preserve_routing``, OServe's readers): a string first argument."""
+    out = []
+    for py in sorted((ROOT / "notebooks").glob("*/*.py")):
+        for pat in _RUN_READ.findall(py.read_text()):
+            out.append((py.parent.name, py.stem, pat))
+    return out
+
+
+def test_a_figure_declares_every_run_its_notebook_reads():
+    """A run a notebook reads but its figure does not declare (workflow/params/<paper>.yaml `runs:`)
+    is not an input of the figure's job: the job may start before the run has written its outputs
+    and fail, or read stale ones. Every run a notebook's load pattern selects, at every scale, is
+    one the figure declares."""
+    from servesim.analysis import runs
+
+    checked, missing = 0, []
+    for paper, fig, pat in _notebook_run_reads():
+        params = yaml.safe_load((ROOT / "workflow" / "params" / f"{paper}.yaml").read_text()) or {}
+        declared_pats = (params.get(fig) or {}).get("runs") or []
+        for scale in runs.SCALES:
+            try:
+                read = {r.name for r in runs.select(paper, pat, scale, ROOT)}
+            except runs.RunsError:   # not a run pattern (a file another helper reads)
+                break
+            decl = {r.name for r in runs.select(paper, declared_pats, scale, ROOT)} if declared_pats else set()
+            missing += [f"{paper}/{fig} ({scale}): {n}" for n in sorted(read - decl)]
+            checked += bool(read)
+    assert checked > 20, "the notebooks' run reads were not found"
+    assert not missing, "runs read but not declared as the figure's inputs: " + "; ".join(missing[:8])

@@ -184,7 +184,7 @@ def plot(ax, cur: pd.DataFrame, gp: pd.DataFrame | None = None, systems=("aegaeo
             if len(v) and v.goodput.iloc[0] > 0:
                 ax.axvline(v.goodput.iloc[0], color=color, ls=":", lw=0.8)
                 if v.at_grid_max.iloc[0]:   # the sweep ended first: the goodput is at least this load
-                    ax.annotate("≥", (v.goodput.iloc[0], 92), color=color, fontsize=8, ha="right", va="bottom")
+                    ax.annotate("≥", (v.goodput.iloc[0], 3), color=color, fontsize=9, ha="right", va="bottom")
     ax.axhline(100 * LINE, color="0.4", ls="--", lw=0.8)
     ax.set_ylim(0, 105)
     ax.set_ylabel("SLO attainment (%)")

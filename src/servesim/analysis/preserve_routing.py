@@ -27,7 +27,7 @@ from . import runs
 BASELINES = ("rr", "lr", "mu")
 ROUTERS = ("rr", "lr", "mu", "preserve")
 STATS = ("ttft_mean_s", "ttft_p99_s", "norm_mean_s", "norm_p99_s", "e2e_mean_s", "slo_attainment_pct",
-         "router_select_ms_mean")
+         "router_select_ms_mean", "preemptions")
 KNEE_ATTAINMENT = 99.0
 OVERLOAD_KV = 0.95
 
@@ -110,10 +110,27 @@ def _spread(g: pd.DataFrame) -> float:
 def fig09_metrics(cur: pd.DataFrame, summ: dict[str, dict]) -> dict:
     m: dict = {}
     q = 10.5
-    for r in ("lr", "preserve", "rr"):
+    for r in ROUTERS:
         m[f"ttft_mean_{r}_qps10p5_s"] = _get(cur, "7b", r, q, "ttft_mean_s")
+        m[f"ttft_p99_{r}_qps10p5_s"] = _get(cur, "7b", r, q, "ttft_p99_s")
         m[f"p99_norm_latency_{r}_qps10p5_s"] = _get(cur, "7b", r, q, "norm_p99_s")
         m[f"slo_attainment_{r}_qps10p5_pct"] = _get(cur, "7b", r, q, "slo_attainment_pct")
+        m[f"slo_violation_{r}_qps10p5_pct"] = 100.0 - m[f"slo_attainment_{r}_qps10p5_pct"]
+        m[f"preemptions_{r}_qps10p5"] = _get(cur, "7b", r, q, "preemptions")
+    # what the diagnoses cite: the best baseline (MU in simulation) against LR, through the same
+    # reductions, and every router's range at the two loads around the 7B knee
+    m["ttft_mean_reduction_mu_vs_lr_pct_qps10p5"] = reduction(m["ttft_mean_mu_qps10p5_s"], m["ttft_mean_lr_qps10p5_s"])
+    m["p99_norm_latency_reduction_mu_vs_lr_pct_qps10p5"] = reduction(m["p99_norm_latency_mu_qps10p5_s"],
+                                                                    m["p99_norm_latency_lr_qps10p5_s"])
+    m["slo_violation_reduction_mu_vs_lr_pct_qps10p5"] = reduction(m["slo_violation_mu_qps10p5_pct"],
+                                                                 m["slo_violation_lr_qps10p5_pct"])
+    for x, tag in ((9.9, "qps9p9"), (q, "qps10p5")):
+        at = cur[(cur.model == "7b") & np.isclose(cur.qps, x) & cur.router.isin(ROUTERS)]
+        for col, name in (("ttft_mean_s", "ttft_mean"), ("slo_attainment_pct", "slo_attainment"),
+                          ("preemptions", "preemptions")):
+            unit = {"ttft_mean": "_s", "slo_attainment": "_pct", "preemptions": ""}[name]
+            m[f"{name}_min_{tag}{unit}"] = float(at[col].min()) if len(at) else math.nan
+            m[f"{name}_max_{tag}{unit}"] = float(at[col].max()) if len(at) else math.nan
     m["ttft_mean_reduction_vs_lr_pct_qps10p5"] = reduction(m["ttft_mean_preserve_qps10p5_s"], m["ttft_mean_lr_qps10p5_s"])
     m["p99_norm_latency_reduction_vs_lr_pct_qps10p5"] = reduction(m["p99_norm_latency_preserve_qps10p5_s"],
                                                                  m["p99_norm_latency_lr_qps10p5_s"])
@@ -136,6 +153,14 @@ def fig09_metrics(cur: pd.DataFrame, summ: dict[str, dict]) -> dict:
     k = knee_qps(cur, "13b")
     m["knee_qps_13b"] = k
     c13 = cur[(cur.model == "13b") & np.isclose(cur.qps, k)].set_index("router") if np.isfinite(k) else None
+    for r in ROUTERS:
+        have = c13 is not None and r in c13.index
+        m[f"p99_norm_latency_{r}_13b_knee_s"] = float(c13.loc[r, "norm_p99_s"]) if have else math.nan
+        m[f"slo_violation_{r}_13b_knee_pct"] = 100.0 - float(c13.loc[r, "slo_attainment_pct"]) if have else math.nan
+    m["p99_norm_latency_reduction_mu_vs_lr_pct_13b"] = reduction(m["p99_norm_latency_mu_13b_knee_s"],
+                                                                m["p99_norm_latency_lr_13b_knee_s"])
+    m["slo_violation_reduction_mu_vs_lr_pct_13b"] = reduction(m["slo_violation_mu_13b_knee_pct"],
+                                                             m["slo_violation_lr_13b_knee_pct"])
     if c13 is not None and "preserve" in c13.index and set(BASELINES) <= set(c13.index):
         b = c13.loc[list(BASELINES)]
         m["second_best_p99_13b"] = str(b.norm_p99_s.idxmin())
@@ -150,11 +175,15 @@ def fig09_metrics(cur: pd.DataFrame, summ: dict[str, dict]) -> dict:
     # the best baseline (7B at 10.5 QPS, 13B at its knee); and every such key with round robin (the
     # null) in PreServe's place, against the best of LR and MU
     for r, tag in (("preserve", ""), ("rr", "_rr")):
-        p7, v7, _, _ = _vs_best_baseline(cur, "7b", q, r)
+        p7, v7, b7p, b7v = _vs_best_baseline(cur, "7b", q, r)
         p13, v13, _, _ = _vs_best_baseline(cur, "13b", k, r)
         if r == "rr":
             m["p99_norm_latency_reduction_rr_vs_second_best_pct_13b"] = p13
             m["slo_violation_reduction_rr_vs_second_best_pct_13b"] = v13
+        else:
+            m["p99_norm_latency_reduction_vs_second_best_pct_qps10p5"] = p7
+            m["slo_violation_reduction_vs_second_best_pct_qps10p5"] = v7
+            m["second_best_p99_qps10p5"], m["second_best_violations_qps10p5"] = b7p, b7v
         m[f"p99_norm_latency_reduction{tag}_vs_second_best_pct_min"] = min(p7, p13) if np.isfinite([p7, p13]).all() else math.nan
         m[f"slo_violation_reduction{tag}_vs_second_best_pct_min"] = min(v7, v13) if np.isfinite([v7, v13]).all() else math.nan
     highs = [("7b", x) for x in sorted(set(cur[cur.model == "7b"].qps)) if x >= 10.5 - 1e-9]
@@ -221,24 +250,33 @@ def overload_episodes(ts: pd.DataFrame) -> pd.DataFrame:
 def fig04_metrics(series: dict[str, pd.DataFrame]) -> dict:
     """First and second overload minutes per router (the second: the next episode starting at
     least a minute after the first), and whether each router leaves one instance overloaded while
-    another is not."""
+    another is not; beside them, how many other instances first overload within a minute of the
+    first (the fleet filling as a whole) and the range of the instances' peak KV usage."""
     m: dict = {}
     partial = {}
     # "preserve": the claims' null, PreServe's Eq. 1 router in LR's / MU's place (run fig04/preserve)
     for r in ("lr", "mu", "preserve"):
         ts = series.get(r)
         first = second = math.nan
+        others, last = 0, math.nan
         if ts is not None:
             ep = overload_episodes(ts)
             if len(ep):
                 first = ep.start_s.iloc[0] / 60.0
                 later = ep[ep.start_s >= ep.start_s.iloc[0] + 60.0]
                 second = later.start_s.iloc[0] / 60.0 if len(later) else math.nan
+                firsts = ep.groupby("instance").start_s.min().sort_values()
+                near = firsts[(firsts > firsts.iloc[0]) & (firsts < firsts.iloc[0] + 60.0)]
+                others, last = int(len(near)), (float(near.iloc[-1]) / 60.0 if len(near) else math.nan)
+            peak = ts.groupby("instance").kv_usage.max()
+            m[f"{r}_peak_kv_usage_min"], m[f"{r}_peak_kv_usage_max"] = float(peak.min()), float(peak.max())
             over = (ts.kv_usage > OVERLOAD_KV) & (ts.queued_prompt_tokens > 0)
             n_over = over.groupby(ts.time_s).sum()
             n_inst = ts.instance.nunique()
             partial[r] = bool(((n_over >= 1) & (n_over < n_inst)).any())
         m[f"{r}_first_overload_min"], m[f"{r}_second_overload_min"] = first, second
+        m[f"{r}_instances_overloading_within_1min_of_first"] = others
+        m[f"{r}_last_of_those_overload_min"] = last
     both = [partial[r] for r in ("lr", "mu") if r in partial]
     m["both_routers_overload_single_instance"] = bool(all(both)) if len(both) == 2 else None
     m["preserve_overloads_single_instance"] = partial.get("preserve")

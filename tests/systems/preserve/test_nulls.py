@@ -16,7 +16,7 @@ def _cur(rows):
     for model, router, qps, ttft, nmean, np99, att in rows:
         out.append({"model": model, "router": router, "qps": qps, "ttft_mean_s": ttft, "ttft_p99_s": 2 * ttft,
                     "norm_mean_s": nmean, "norm_p99_s": np99, "e2e_mean_s": 10.0, "slo_attainment_pct": att,
-                    "router_select_ms_mean": 1.0, "n_seeds": 1})
+                    "router_select_ms_mean": 1.0, "preemptions": 100 * ttft, "n_seeds": 1})
     return pd.DataFrame(out)
 
 
@@ -51,6 +51,13 @@ def test_fig09_round_robin_null_goes_through_the_same_reductions():
     # 'comparable below 9.3' and its null above the knee: the same spread formula
     assert m["router_spread_below_9p3"] == pytest.approx((0.10 - 0.05) / 0.05)
     assert m["router_spread_qps10p5"] == pytest.approx((0.40 - 0.20) / 0.20)
+    # what the diagnoses cite: MU against LR by the same formula, each router's values, the ranges
+    assert m["ttft_mean_reduction_mu_vs_lr_pct_qps10p5"] == pytest.approx(-25.0)
+    assert m["slo_violation_mu_qps10p5_pct"] == pytest.approx(9.0) and m["preemptions_mu_qps10p5"] == pytest.approx(1000.0)
+    assert (m["ttft_mean_min_qps10p5_s"], m["ttft_mean_max_qps10p5_s"]) == (4.0, 12.0)
+    assert (m["slo_attainment_min_qps10p5_pct"], m["slo_attainment_max_qps10p5_pct"]) == (90.0, 99.0)
+    assert math.isnan(m["ttft_mean_min_qps9p9_s"])   # no 9.9 QPS point on this grid
+    assert m["p99_norm_latency_mu_13b_knee_s"] == 0.5 and m["slo_violation_rr_13b_knee_pct"] == 20.0
 
 
 def test_fig09_null_keys_are_nan_when_a_run_is_missing():
@@ -92,6 +99,11 @@ def test_fig04_null_router_is_read_like_lr_and_mu():
     assert m["mu_first_overload_min"] == pytest.approx(3.0)
     assert math.isnan(m["preserve_first_overload_min"])
     assert m["both_routers_overload_single_instance"] is True
+    assert m["lr_instances_overloading_within_1min_of_first"] == 0 and math.isnan(m["lr_last_of_those_overload_min"])
+    assert (m["lr_peak_kv_usage_min"], m["lr_peak_kv_usage_max"]) == (0.5, 0.99)
+    fill = pr.fig04_metrics({"lr": _ts({0: 120.0, 2: 150.0, 3: 175.0, 1: 200.0})})   # 1 starts past the minute
+    assert fill["lr_instances_overloading_within_1min_of_first"] == 2
+    assert fill["lr_last_of_those_overload_min"] == pytest.approx(175.0 / 60.0)
     assert m["preserve_overloads_single_instance"] is False
     m = pr.fig04_metrics({"lr": series["lr"], "mu": series["mu"]})
     assert m["preserve_overloads_single_instance"] is None
