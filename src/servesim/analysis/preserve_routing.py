@@ -126,9 +126,8 @@ def fig09_metrics(cur: pd.DataFrame, summ: dict[str, dict]) -> dict:
                                                                  m["slo_violation_lr_qps10p5_pct"])
     for x, tag in ((9.9, "qps9p9"), (q, "qps10p5")):
         at = cur[(cur.model == "7b") & np.isclose(cur.qps, x) & cur.router.isin(ROUTERS)]
-        for col, name in (("ttft_mean_s", "ttft_mean"), ("slo_attainment_pct", "slo_attainment"),
-                          ("preemptions", "preemptions")):
-            unit = {"ttft_mean": "_s", "slo_attainment": "_pct", "preemptions": ""}[name]
+        for col, name, unit in (("ttft_mean_s", "ttft_mean", "_s"), ("slo_attainment_pct", "slo_attainment", "_pct"),
+                                ("preemptions", "preemptions", "")):
             m[f"{name}_min_{tag}{unit}"] = float(at[col].min()) if len(at) else math.nan
             m[f"{name}_max_{tag}{unit}"] = float(at[col].max()) if len(at) else math.nan
     m["ttft_mean_reduction_vs_lr_pct_qps10p5"] = reduction(m["ttft_mean_preserve_qps10p5_s"], m["ttft_mean_lr_qps10p5_s"])
