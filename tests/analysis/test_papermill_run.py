@@ -1,7 +1,9 @@
 """The workflow's papermill entry point (servesim.analysis.papermill_run): papermill's command line
 with jsonschema's optional format checkers kept out of the import."""
 
+import asyncio
 import json
+import os
 import subprocess
 import sys
 
@@ -13,7 +15,10 @@ from tests.conftest import pythonpath_env
 def test_runs_a_notebook_with_injected_parameters_and_skips_the_iri_checker(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
-                nbformat.v4.new_code_cell("import sys\nprint(x * 10)")]
+                nbformat.v4.new_code_cell("import sys\nprint(x * 10)"),
+                # the kernel is reached over Unix sockets (kernel_ipc: no TCP port to collide on)
+                nbformat.v4.new_code_cell("import json\nfrom ipykernel.connect import get_connection_info\n"
+                                          "print('transport', json.loads(get_connection_info())['transport'])")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     src, out = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
     nbformat.write(nb, src)
@@ -29,6 +34,22 @@ def test_runs_a_notebook_with_injected_parameters_and_skips_the_iri_checker(tmp_
     done = nbformat.read(out, as_version=4)
     printed = "".join(o.get("text", "") for c in done.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "40" in printed
+    assert "transport ipc" in printed
+
+
+def test_ipc_kernel_sockets_live_in_a_folder_of_their_own_removed_at_shutdown():
+    from servesim.analysis.kernel_ipc import IpcKernelManager
+
+    a, b = IpcKernelManager(kernel_name="python3"), IpcKernelManager(kernel_name="python3")
+    assert a.transport == "ipc" and a.ip != b.ip  # two managers never share a socket name
+    folder = a._ipc_dir
+    assert os.path.isdir(folder) and a.ip.startswith(folder)
+    asyncio.run(a.cleanup_resources())
+    assert not os.path.exists(folder)
+    asyncio.run(b.cleanup_resources(restart=True))  # a restart keeps the folder for the new sockets
+    assert os.path.isdir(b._ipc_dir)
+    asyncio.run(b.cleanup_resources())
+    assert not os.path.exists(b._ipc_dir)
 
 
 def test_jsonschema_lite_validates_without_its_format_checkers():

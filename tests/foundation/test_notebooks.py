@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from servesim.analysis.kernel_ipc import IpcKernelManager
 from tests.conftest import ROOT, pythonpath_env
 
 NOTEBOOKS = sorted(ROOT.glob("notebooks/*/*.ipynb"))
@@ -53,7 +54,7 @@ def test_notebook_runs_and_writes_outputs(nb, tmp_path, monkeypatch):
     params = dict(entry.get("test", entry.get("quick", {})))
     params.update(scale="quick", root=str(tmp_path), seed=0)
     pm.execute_notebook(str(nb), str(tmp_path / "executed.ipynb"), parameters=params, kernel_name="python3",
-                        cwd=str(nb.parent), progress_bar=False)
+                        cwd=str(nb.parent), progress_bar=False, kernel_manager_class=IpcKernelManager)
     group, fig = nb.parent.name, nb.stem
     for out in (f"figures/quick/{group}/{fig}.pdf", f"figures/quick/{group}/{fig}.png",
                 f"results/quick/{group}/{fig}/data.csv", f"results/quick/{group}/{fig}/metrics.json"):
