@@ -17,6 +17,12 @@ from servesim.analysis.jsonschema_lite import hide_format_checkers
 
 hide_format_checkers()
 
+# the greedy scheduler of the profile reads no input sizes: do not stat every ready job's inputs
+# before each scheduling round (servesim.analysis.snakemake_scheduling says what it cost)
+from servesim.analysis.snakemake_scheduling import skip_unread_input_sizes
+
+skip_unread_input_sizes()
+
 min_version("9.0")
 
 
