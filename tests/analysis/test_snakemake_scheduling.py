@@ -63,6 +63,6 @@ def test_the_default_profile_picks_the_scheduler_that_reads_no_sizes():
 
     from tests.conftest import ROOT
 
-    profile = yaml.safe_load((ROOT / "workflow/profiles/default/config.yaml").read_text())
+    profile = yaml.safe_load((ROOT / "profiles/default/config.yaml").read_text())
     assert profile["scheduler"] == "greedy"
     assert profile["scheduler-greedy-omit-prioritize-by-temp-and-input"] is True

@@ -134,7 +134,7 @@ def _copy_project(dst):
         if (ROOT / name).exists():
             shutil.copy(ROOT / name, dst / name)
     ignore = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints")
-    for d in ("src", "notebooks", "workflow"):
+    for d in ("src", "notebooks", "workflow", "profiles"):
         shutil.copytree(ROOT / d, dst / d, ignore=ignore)
     (dst / "traces").mkdir()
     for f in ("MANIFEST", "datasets.yaml"):  # not traces/data: the test fetches from the mirror
