@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from servesim.analysis.kernel_ipc import IpcKernelManager
+from servesim.analysis.kernel_ipc import execute_notebook
 
 papermill = pytest.importorskip("papermill")
 jupytext = pytest.importorskip("jupytext")
@@ -37,10 +37,9 @@ def kernel_env(monkeypatch):
 
 
 def _run(name: str, params: dict, out_root: Path) -> dict:
-    papermill.execute_notebook(str(NB / f"{name}.ipynb"), str(out_root / "executed.ipynb"),
+    execute_notebook(str(NB / f"{name}.ipynb"), str(out_root / "executed.ipynb"),
                                parameters={**params, "root": str(out_root), "scale": "quick"},
-                               kernel_name="python3", progress_bar=False, cwd=str(out_root),
-                               kernel_manager_class=IpcKernelManager)
+                               kernel_name="python3", progress_bar=False, cwd=str(out_root))
     paper, fig = name.split("/")
     for ext in ("pdf", "png"):
         assert (out_root / "figures" / "quick" / paper / f"{fig}.{ext}").stat().st_size > 0

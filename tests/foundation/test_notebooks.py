@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from servesim.analysis.kernel_ipc import IpcKernelManager
+from servesim.analysis.kernel_ipc import execute_notebook
 from tests.conftest import ROOT, pythonpath_env
 
 NOTEBOOKS = sorted(ROOT.glob("notebooks/*/*.ipynb"))
@@ -38,8 +38,6 @@ def test_jupytext_pair_in_sync(nb):
 @pytest.mark.slow
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_notebook_runs_and_writes_outputs(nb, tmp_path, monkeypatch):
-    import papermill as pm
-
     import importlib.util
 
     entry = _params(nb)
@@ -53,8 +51,8 @@ def test_notebook_runs_and_writes_outputs(nb, tmp_path, monkeypatch):
         monkeypatch.setenv(k, v)
     params = dict(entry.get("test", entry.get("quick", {})))
     params.update(scale="quick", root=str(tmp_path), seed=0)
-    pm.execute_notebook(str(nb), str(tmp_path / "executed.ipynb"), parameters=params, kernel_name="python3",
-                        cwd=str(nb.parent), progress_bar=False, kernel_manager_class=IpcKernelManager)
+    execute_notebook(str(nb), str(tmp_path / "executed.ipynb"), parameters=params, kernel_name="python3",
+                     cwd=str(nb.parent), progress_bar=False)
     group, fig = nb.parent.name, nb.stem
     for out in (f"figures/quick/{group}/{fig}.pdf", f"figures/quick/{group}/{fig}.png",
                 f"results/quick/{group}/{fig}/data.csv", f"results/quick/{group}/{fig}/metrics.json"):

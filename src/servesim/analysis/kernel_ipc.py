@@ -6,8 +6,8 @@ workers) can draw the same port, and one dies with "Address already in use" befo
 (seen in the test suite, 2 Dec). Over `ipc` the channels are files named after `ip`; a fresh
 temporary folder per kernel makes every name unique, so no two kernels can collide.
 
-Used by `servesim.analysis.papermill_run` (the workflow's figure jobs) and the tests that execute
-notebooks: pass `kernel_manager_class=IpcKernelManager` to `papermill.execute_notebook`.
+Every notebook this project executes goes through `execute_notebook` below: the workflow's figure
+jobs (`servesim.analysis.papermill_run`) and the tests.
 """
 
 from __future__ import annotations
@@ -35,3 +35,11 @@ class IpcKernelManager(AsyncKernelManager):
             shutil.rmtree(self._ipc_dir, ignore_errors=True)
 
     cleanup_resources = _async_cleanup_resources
+
+
+def execute_notebook(*args, **kwargs):
+    """`papermill.execute_notebook`, its kernel over Unix sockets (unless a manager is named)."""
+    import papermill
+
+    kwargs.setdefault("kernel_manager_class", IpcKernelManager)
+    return papermill.execute_notebook(*args, **kwargs)

@@ -18,14 +18,12 @@ def main() -> None:
     # papermill's HDFS handler imports pyarrow (and numpy) at start-up, 0.2 s; this process only
     # drives the kernel (the notebook's own pyarrow is the kernel's), so it is hidden here
     sys.modules.setdefault("pyarrow", None)
-    import functools
-
     import papermill.cli as cli
 
-    from .kernel_ipc import IpcKernelManager
+    from . import kernel_ipc
 
     # the kernel over Unix sockets: two figure jobs starting at once cannot draw the same TCP port
-    cli.execute_notebook = functools.partial(cli.execute_notebook, kernel_manager_class=IpcKernelManager)
+    cli.execute_notebook = kernel_ipc.execute_notebook
     cli.papermill(prog_name="papermill")
 
 
