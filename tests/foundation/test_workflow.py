@@ -247,12 +247,9 @@ def _quick_target_is_built_and_current() -> bool:
     input, code), so every output there was made by this code from these settings."""
     if not (ROOT / "results/quick/report.html").is_file():
         return False
-    # asked as the README asks it, through the environment's `snakemake` script: a job's parameters
-    # name the interpreter running Snakemake (`.venv/bin/python3`, the script's, is not this
-    # process's `.venv/bin/python`), and a changed parameter would re-run every job
-    script = os.path.join(os.path.dirname(sys.executable), "snakemake")
-    cmd = [script] if os.access(script, os.X_OK) else SNAKEMAKE
-    r = subprocess.run(cmd + ["-n", "quick_report"], cwd=ROOT, capture_output=True, text=True,
+    # `python -m snakemake` and the README's `snakemake` script name the jobs' interpreter alike
+    # (servesim.analysis.job_interpreter), so this asks the same question the README's command does
+    r = subprocess.run(SNAKEMAKE + ["-n", "quick_report"], cwd=ROOT, capture_output=True, text=True,
                        env=pythonpath_env())
     return r.returncode == 0 and "Nothing to be done" in r.stdout + r.stderr
 

@@ -10,7 +10,6 @@ import yaml
 from servesim.analysis.jsonschema_lite import Draft202012Validator
 
 ROOT = Path(workflow.basedir).resolve()
-PY = shlex.quote(sys.executable)  # the interpreter running Snakemake (a venv need not be activated)
 # shell prefix: every job imports this checkout's package
 # (and finds the configured data mirror, for notebooks opened before a fetch)
 RUN_ENV = (
@@ -26,6 +25,10 @@ if str(SRC) not in sys.path:  # the workflow always runs this checkout's package
 from servesim._imports import closure, module_closure  # noqa: E402
 from servesim._yaml import StrictYAMLError, strict_yaml_load  # noqa: E402
 from servesim.analysis import runs as runs_api  # noqa: E402
+from servesim.analysis.job_interpreter import job_interpreter  # noqa: E402
+
+# the interpreter running Snakemake (a venv need not be activated), under one name however it was started
+PY = shlex.quote(job_interpreter())
 
 
 def check_groups():
@@ -222,7 +225,7 @@ def run_rule_name(key, taken):
 
 
 # ---- the real engine (rules in engine.smk; settings from the environment, see there)
-ENGINE_PY = shlex.quote(os.environ.get("SERVESIM_ENGINE_PYTHON") or sys.executable)
+ENGINE_PY = shlex.quote(os.environ.get("SERVESIM_ENGINE_PYTHON") or job_interpreter())
 ENGINE_MODEL = os.environ.get("SERVESIM_ENGINE_MODEL")
 ENGINE_ARGS = os.environ.get(
     "SERVESIM_ENGINE_ARGS",
