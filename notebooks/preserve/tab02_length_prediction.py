@@ -101,6 +101,28 @@ for ls in sets:
     metrics[f"mae_improvement_median_vs_museve_pct{suf}"] = 100.0 * (1.0 - med["mae"] / mu["mae"])
     metrics[f"median_beats_museve_all_metrics{suf}"] = bool(
         med["mae"] < mu["mae"] and all(med[f"acc{k}_pct"] > mu[f"acc{k}_pct"] for k in (25, 50, 100)))
+# what the diagnoses cite about the predictors themselves (per label set): how well PreServe's
+# predictions rank the lengths, what its MAE would be with its median moved onto the test split's
+# (a bias the L1 fit could not remove, or no signal), how often mu-Serve's class-weighted buckets land
+# on its two extreme predictions, and where early stopping kept PreServe's weights (NaN: no held-out
+# split, as at quick scale)
+for ls in sets:
+    suf = "" if ls == "first" else f"_{ls}"
+    p = preds[preds.label_set == ls]
+    y, pp, pm = p.output_tokens.astype(float), p.pred_preserve.astype(float), p.pred_museve.astype(float)
+    metrics[f"response_median_test_tokens{suf}"] = float(y.median())
+    metrics[f"spearman_preserve{suf}"] = float(pp.rank().corr(y.rank()))
+    metrics[f"spearman_museve{suf}"] = float(pm.rank().corr(y.rank()))
+    metrics[f"mae_preserve_median_shifted{suf}"] = float((pp - pp.median() + y.median() - y).abs().mean())
+    metrics[f"museve_extreme_pred_pct{suf}"] = float(100.0 * pm.isin([pm.min(), pm.max()]).mean())
+    metrics[f"museve_pred_min{suf}"], metrics[f"museve_pred_max{suf}"] = float(pm.min()), float(pm.max())
+    d, row = m["details"][ls], t.loc[(ls, "preserve")]
+    val, best = d["val_history"].get("preserve") or [], d["best_epoch"].get("preserve")
+    metrics[f"best_epoch_preserve{suf}"] = float(best + 1) if best is not None else float("nan")  # 1-based
+    metrics[f"best_val_l1_preserve{suf}"] = float(min(val)) if val else float("nan")
+    metrics[f"epochs_run_preserve{suf}"] = float(row["epochs_run"])
+    metrics[f"n_train_pairs_preserve{suf}"] = float(row["n_train_original"])  # before oversampling
+    metrics[f"n_train_oversampled_preserve{suf}"] = float(row["n_train"])      # what it trained on
 metrics["mode"], metrics["encoder"] = m["mode"], m["encoder"]
 metrics["prompt_tuned"] = float(m["mode"] == "prompt_tuning")
 metrics["run_wall_s"] = m["wall_s"]
