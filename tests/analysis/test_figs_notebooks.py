@@ -38,8 +38,8 @@ def kernel_env(monkeypatch):
 
 def _run(name: str, params: dict, out_root: Path) -> dict:
     execute_notebook(str(NB / f"{name}.ipynb"), str(out_root / "executed.ipynb"),
-                               parameters={**params, "root": str(out_root), "scale": "quick"},
-                               kernel_name="python3", progress_bar=False, cwd=str(out_root))
+                     parameters={**params, "root": str(out_root), "scale": "quick"},
+                     kernel_name="python3", progress_bar=False, cwd=str(out_root))
     paper, fig = name.split("/")
     for ext in ("pdf", "png"):
         assert (out_root / "figures" / "quick" / paper / f"{fig}.{ext}").stat().st_size > 0

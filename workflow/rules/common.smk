@@ -225,7 +225,8 @@ def run_rule_name(key, taken):
 
 
 # ---- the real engine (rules in engine.smk; settings from the environment, see there)
-ENGINE_PY = shlex.quote(os.environ.get("SERVESIM_ENGINE_PYTHON") or job_interpreter())
+_ENGINE_PYTHON = os.environ.get("SERVESIM_ENGINE_PYTHON")  # default: the jobs' interpreter
+ENGINE_PY = shlex.quote(_ENGINE_PYTHON) if _ENGINE_PYTHON else PY
 ENGINE_MODEL = os.environ.get("SERVESIM_ENGINE_MODEL")
 ENGINE_ARGS = os.environ.get(
     "SERVESIM_ENGINE_ARGS",
