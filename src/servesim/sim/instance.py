@@ -62,6 +62,9 @@ _AR = np.arange(MAX_RUN, dtype=np.int64)
 # one shared set stays in CPU cache however many instances there are). Only index 0 of the
 # prefill columns is ever written, so their tail stays zero.
 _SCRATCH = tuple(np.zeros(MAX_RUN + 1, dtype=np.int64) for _ in range(4))
+#: a decode run this short is timed by scalar calls: one array call costs tens of scalar ones in
+#: numpy overhead, and by the StepTimeModel contract both give the same bits
+SCALAR_RUN = 64
 
 MODES = ("fast", "reference")
 ROLES = ("both", "prefill", "decode")
@@ -644,7 +647,21 @@ class Instance:
                 and not self._pending_ctl and not self.policy.head_admissible(self)):
             k = min(ds.min_fin() - ds.D, ds.iterations_fitting(self.num_blocks - self.used), MAX_RUN)
         # --- times
-        if self.fast and k > 0:
+        if self.fast and 0 < k < SCALAR_RUN:
+            # the array branch below, unrolled: cumsum adds in this order too
+            st = self.step_model.step_time
+            n = ds.n
+            c = ds.ctx()
+            e = acc = now + float(st(pt, pc, n0, dc))
+            run = [0.0] * k
+            for i in range(k):
+                acc += float(st(0, 0, n, c + i * n))
+                run[i] = acc
+            self._run = np.array(run)
+            self._k = k
+            self._a = 0
+            end = acc
+        elif self.fast and k > 0:
             PT, PC, NS, DC = _SCRATCH
             PT[0] = pt
             PC[0] = pc
