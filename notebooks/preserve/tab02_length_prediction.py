@@ -63,14 +63,18 @@ table[["label_set", "method", "mae", "acc25_pct", "acc50_pct", "acc100_pct", "n_
 # %%
 sets = list(dict.fromkeys(preds.label_set))
 fig, axes = plt.subplots(1, len(sets) + 1, figsize=(4.2 * (len(sets) + 1), 3.6), squeeze=False)
-lim = float(np.percentile(preds.output_tokens, 99))
+# log axes over every point (lengths span 1 to thousands of tokens; a linear axis cut at a
+# percentile hid mu-Serve's top bucket); a length under one token is drawn at one
+cols = ["output_tokens", "pred_preserve", "pred_museve"]
+lim = (1.0, 1.3 * max(1.0, float(preds[cols].max().max())))
 for ax, ls in zip(axes[0], sets):
     p = preds[preds.label_set == ls]
-    ax.scatter(p.output_tokens, p.pred_preserve, s=4, alpha=0.5, label="PreServe")
-    ax.scatter(p.output_tokens, p.pred_museve, s=4, alpha=0.5, label="μ-Serve")
-    ax.plot([0, lim], [0, lim], color="k", lw=0.8)
-    ax.set(xlim=(0, lim), ylim=(0, lim), xlabel="actual response tokens", ylabel="predicted",
-           title=f"label set '{ls}' (test split)")
+    x = np.maximum(p.output_tokens, 1.0)
+    ax.scatter(x, np.maximum(p.pred_preserve, 1.0), s=4, alpha=0.5, label="PreServe")
+    ax.scatter(x, np.maximum(p.pred_museve, 1.0), s=4, alpha=0.5, label="μ-Serve")
+    ax.plot(lim, lim, color="k", lw=0.8)
+    ax.set(xscale="log", yscale="log", xlim=lim, ylim=lim, xlabel="actual response tokens",
+           ylabel="predicted", title=f"label set '{ls}' (test split)")
     ax.legend(fontsize=7)
 ax = axes[0][-1]
 t = table.set_index(["label_set", "method"])
