@@ -82,6 +82,17 @@ def cold_env(dest: Path) -> dict[str, str]:
     return env
 
 
+def check_mirror(dest: Path, root: Path) -> None:
+    """Refuse a DEST that would not find the data mirror ``root`` finds: that clone would download
+    every dataset (or fail offline), a different measurement."""
+    from servesim.data import DEFAULT_MIRROR, mirror_dir
+
+    if mirror_dir(root) is not None and not os.environ.get("SERVESIM_DATA_MIRROR") \
+            and not Path(os.path.normpath(dest.absolute() / DEFAULT_MIRROR)).is_dir():  # dest does not exist yet
+        raise SystemExit(f"{dest}: no data mirror at {DEFAULT_MIRROR} beside it, as {root} has; clone beside "
+                         f"that one (e.g. {root.parent / 'fresh-clone'}) or set SERVESIM_DATA_MIRROR")
+
+
 def scheduler_cpu_s(log: str) -> float | None:
     """The CPU seconds Snakemake's own process used, from the line its run prints at the end (the
     workflow's onsuccess), or None when the log has none."""
@@ -99,6 +110,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.dest.exists():
         raise SystemExit(f"{a.dest}: exists; give a new directory")
+    check_mirror(a.dest, ROOT)
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", a.commit], check=True, capture_output=True,
                             text=True).stdout.strip()
     subprocess.run(["git", "clone", "-q", str(ROOT), str(a.dest)], check=True)

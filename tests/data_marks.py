@@ -22,6 +22,10 @@ def needs_data(key: str, what: str) -> pytest.MarkDecorator:
 
 
 needs_aegaeon_profiles = needs_data("aegaeon/profiles/qwen2_5_7b/H800", "aegaeon profiles")
+needs_aegaeon_workloads = needs_data("aegaeon/workloads", "aegaeon workloads")
+needs_azure_code = needs_data("azure-llm-2023/AzureLLMInferenceTrace_code.csv", "azure-llm-2023 code trace")
+needs_a40_profile = needs_data("vidur-profiling/compute/a40", "vidur A40 profiles")
+needs_sageserve_perf = needs_data("sageserve/perf_model.csv", "sageserve perf model")
 
 
 def aegaeon_market(n_models: int, rate: float, duration: float = 30.0, seed: int = 3):

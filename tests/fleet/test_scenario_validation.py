@@ -9,6 +9,7 @@ from servesim.fleet.scenario import (
     parse_duration,
     parse_scenario,
 )
+from tests.data_marks import needs_azure_code
 
 BASE = {
     "name": "t",
@@ -86,12 +87,17 @@ def test_generator_is_seeded_and_follows_steps():
     assert (a.output_tokens == 50).all() and a.prompt_tokens.std() > 0
 
 
-def test_named_generator_and_its_errors():
+@needs_azure_code
+def test_named_generator():
     d = copy.deepcopy(BASE)
     d["workload"] = {"generator": "oserve", "options": {"level": "S1"}, "scale": 0.2, "limit": 50}
     sc = parse_scenario(d)
     w = build_workload(sc, np.random.default_rng(0))
     assert 0 < len(w) <= 50 and w["arrival_s"].is_monotonic_increasing
+
+
+def test_named_generator_errors():
+    d = copy.deepcopy(BASE)
     d["workload"] = {"generator": "nope"}
     with pytest.raises(ScenarioError, match="workload: unknown generator 'nope'"):
         parse_scenario(d, "s.yaml")

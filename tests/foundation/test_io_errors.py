@@ -17,6 +17,7 @@ import pytest
 from servesim.cli import main
 from servesim.errors import EXIT_INPUT, EXIT_IO, EXIT_PARTIAL
 from servesim.output_dir import FAILED_MARKER, MARKER, atomic_file, staged_output_dir
+from tests.data_marks import needs_azure_code
 from tests.foundation.cli_checks import input_error as _input_error
 
 EX = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
@@ -143,6 +144,7 @@ def test_disk_full_writing_the_completion_marker(tmp_path, monkeypatch):
     assert sorted(p.name for p in out.iterdir()) == [FAILED_MARKER, "a.txt"]  # no half completion marker
 
 
+@needs_azure_code
 def test_workload_generate_disk_full_writes_nothing(tmp_path, capsys, monkeypatch):
     out = tmp_path / "w.parquet"
     _disk_full_on(monkeypatch, "w.parquet", named=False)

@@ -93,6 +93,20 @@ def test_fresh_clone_cold_points_every_user_cache_beside_the_clone(project_root,
         fc.cold_env(dest)
 
 
+def test_fresh_clone_refuses_a_place_without_the_data_mirror(project_root, tmp_path, monkeypatch):
+    """A clone that would not find the mirror this checkout finds would measure downloads (or fail offline)."""
+    fc = _load_script(project_root, "fresh_clone")
+    monkeypatch.delenv("SERVESIM_DATA_MIRROR", raising=False)
+    checkout = tmp_path / "work" / "repo"
+    (tmp_path / "work" / "shared" / "data").mkdir(parents=True)
+    checkout.mkdir(parents=True)
+    fc.check_mirror(tmp_path / "work" / "clone", checkout)  # ../shared/data resolves for both
+    with pytest.raises(SystemExit, match="no data mirror"):
+        fc.check_mirror(tmp_path / "elsewhere" / "deeper" / "clone", checkout)
+    monkeypatch.setenv("SERVESIM_DATA_MIRROR", str(tmp_path / "work" / "shared" / "data"))
+    fc.check_mirror(tmp_path / "elsewhere" / "deeper" / "clone", checkout)
+
+
 @pytest.mark.parametrize("module, var, name", [("servesim.systems.oserve.profiler", "SERVESIM_OSERVE_CACHE", "oserve_capacity"),
                                               ("servesim.forecast.cache", "SERVESIM_FORECAST_CACHE", "forecasts")])
 def test_servesim_caches_follow_xdg_cache_home(tmp_path, module, var, name):

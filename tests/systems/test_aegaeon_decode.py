@@ -9,6 +9,7 @@ from servesim.systems.aegaeon.models import ModelCosts
 from servesim.systems.aegaeon.pool import AegaeonPool
 from servesim.systems.aegaeon.request import Req
 from servesim.systems.aegaeon.settings import Settings
+from tests.data_marks import needs_aegaeon_profiles
 
 T = 1 / 32  # decode step (exact in binary, so quota arithmetic has no rounding)
 
@@ -80,6 +81,7 @@ def test_turn_ends_at_first_step_past_quota_and_single_batch_keeps_running():
     assert d.rounds == math.ceil(300 / 51)
 
 
+@needs_aegaeon_profiles
 def test_switch_cost_is_bytes_over_bandwidth_and_prefetch_credit():
     s = Settings(layout="single", n_nodes=1, prefill_per_node=1, decode_per_node=1, prefetch=False, load_bw=16e9)
     p = AegaeonPool(s)

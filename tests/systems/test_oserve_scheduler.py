@@ -14,6 +14,7 @@ from servesim.systems.oserve import (
     strategies,
 )
 from servesim.systems.oserve import search as S
+from tests.data_marks import needs_azure_code
 
 
 # ---------------------------------------------------------------- objective
@@ -267,6 +268,7 @@ def test_cli_input_errors_are_one_line(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "o").exists()
 
 
+@needs_azure_code
 def test_cli_at_test_scale_is_deterministic(tmp_path, monkeypatch):
     """The workflow's test-scale jobs (workflow/runs/oserve.yaml, test:) run and repeat byte for byte
     (apart from wall-clock seconds)."""

@@ -13,6 +13,7 @@ from servesim.fleet.lifecycle import State
 from servesim.metrics.timeline import binned_mean, saving_pct
 from servesim.policies.autoscalers import ReactiveAutoscaler
 from servesim.systems.preserve.autoscaling import fig08_metrics, main
+from tests.data_marks import needs_azure_code
 from servesim.systems.preserve.scaler import PreServeScaler, ProactiveScaler, instance_count, kv_projection, overloaded
 
 KEY = ("m", "r")
@@ -148,6 +149,7 @@ def test_fig08_metrics_on_hand_summaries():
     assert np.isnan(partial["resource_saving_pct_mean"]) and np.isnan(partial["preserve_meets_slo_both"])
 
 
+@needs_azure_code
 def test_cli_plan_and_replay_at_test_scale_are_deterministic(tmp_path):
     plan = tmp_path / "plan"
     assert main(["plan", "--service", "code", "--scale", "test", "-o", str(plan)]) == 0

@@ -12,6 +12,7 @@ from servesim.sim import Cluster, InstanceConfig
 from servesim.sim.request import Req
 from servesim.systems.preserve.anticipator import LoadAnticipator
 from servesim.systems.preserve.routing import PreServeRouter
+from tests.data_marks import needs_a40_profile
 
 
 def test_add_writes_prompt_plus_offset_for_predicted_span():
@@ -169,6 +170,7 @@ def test_preserve_router_serves_every_request_and_keeps_maps_consistent():
         assert not tr.ant.window().any()
 
 
+@needs_a40_profile
 def test_routing_sweep_cli_test_scale(tmp_path):
     from servesim.systems.preserve import routing_sweep
 

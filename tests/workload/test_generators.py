@@ -8,6 +8,7 @@ from servesim.workload import gen_oserve as O
 from servesim.workload import generate
 from servesim.workload.gen_azure_week import TARGETS, azure_week, fig2_ratios
 from servesim.workload.gen_sageserve import REGION_SHARES, TIER_SHARES, sageserve_week
+from tests.data_marks import needs_aegaeon_workloads
 
 
 @pytest.fixture(scope="module")
@@ -128,8 +129,12 @@ def test_aegaeon_market(aegaeon_mirror):
     assert abs(len(big) / (40 * 0.5 * 2000) - 1) < 0.03
 
 
+@needs_aegaeon_workloads
 def test_generate_registry():
     d = generate("aegaeon_market", scale=1.0, seed=0, n_models=4, rate=1.0)
     assert set(d["model"].astype(str)) <= {"model_00", "model_01", "model_02", "model_03"}
+
+
+def test_generate_registry_unknown_name():
     with pytest.raises(ValueError, match="unknown generator"):
         generate("nope")

@@ -16,6 +16,7 @@ from servesim.sim import Cluster, InstanceConfig
 from servesim.systems.preserve import autoscaling as A
 from servesim.systems.preserve.routing import MinUseRouter
 from servesim.systems.preserve.scaler import HybridScaler, RateReactive, reactive_controller
+from tests.data_marks import needs_a40_profile
 
 KEY = ("m", "r")
 
@@ -75,6 +76,7 @@ def _first_scale_up(signal, wl, mu_prompt_tokens):
     return (float(up.min()) if up.size else np.inf), float(ts["kv_util"].max())
 
 
+@needs_a40_profile
 def test_reactive_reacts_to_a_load_step_on_a_prefill_bound_service():
     # one A40 7B instance prefills ~2.7 K prompt tokens/s at the SLO (the quick Fig 8 plan's code
     # mu_p / 600 s); the load steps from ~0.4x to ~1.8x of it at 120 s

@@ -122,19 +122,21 @@ def check_options(a: argparse.Namespace) -> Settings:
         raise InputError(f"--duration-s: need a finite number > 0, got {a.duration_s}")
     if a.repeats < 1 or (a.workloads == "ae" and a.repeats != 1):
         raise InputError(f"--repeats {a.repeats}: need >= 1, and 1 with --workloads ae (one file per point)")
-    if a.workloads == "ae":
-        for m in a.models:
-            for r in a.rate:
-                ae_workload_path(m, r, a.in_scale, a.out_scale)
     for opt in ("ttft_s", "tbt_s"):
         v = getattr(a, opt)
         if v is not None and not (v > 0 and np.isfinite(v)):
             raise InputError(f"--{opt.replace('_', '-')}: need a finite number of seconds > 0, got {v}")
     slo = [f"{k}={v!r}" for k, v in (("ttft_s", a.ttft_s), ("tbt_s", a.tbt_s)) if v is not None]
     try:  # settings_from reports a bad --set as SystemExit (run.py's contract), Settings a bad value as ValueError
-        return settings_from(a.gpu, [*a.set, *slo], a.slo_scale)
+        s = settings_from(a.gpu, [*a.set, *slo], a.slo_scale)
     except (SystemExit, ValueError) as e:
         raise InputError(str(e)) from None
+    # the data files last: a bad option is reported as itself, also where the data are not fetched
+    if a.workloads == "ae":
+        for m in a.models:
+            for r in a.rate:
+                ae_workload_path(m, r, a.in_scale, a.out_scale)
+    return s
 
 
 #: the per-request columns ``--detail`` keeps (token times are summarised by the breakdown)
