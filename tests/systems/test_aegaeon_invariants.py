@@ -105,7 +105,7 @@ def run_checked(system, settings, wl, monkeypatch):
     monkeypatch.setattr(Req, "fail", failed)
 
     if system == "aegaeon":
-        step, begin, join = DecodeInstance._step, DecodeInstance._begin_turn, DecodeInstance.try_join
+        launch, begin, join = DecodeInstance._launch, DecodeInstance._begin_turn, DecodeInstance.try_join
         bt, look = s.kv_block_tokens, s.kv_lookahead_tokens
         admitted = {}  # request id -> its context when its batch's fit test last admitted it
 
@@ -121,7 +121,7 @@ def run_checked(system, settings, wl, monkeypatch):
                 admitted[(id(self), self.rounds, r.rid)] = r.ctx
             return ok
 
-        def checked_step(self, _=None):
+        def checked_launch(self, b_, act, ctx, now):  # every decode step starts here (a rescanned or a repeated one)
             on = [r for b in self.batches + self.pending for r in b.reqs if r.on_device and not r.done]
             if on:
                 cap = self.pool.costs_of(self.model).kv_blocks_capacity(bt)
@@ -129,9 +129,9 @@ def run_checked(system, settings, wl, monkeypatch):
                 kv.append((self.name, sum(math.ceil(r.ctx / bt) for r in on), cap, adm))
                 if any(r.model != self.model for r in on):
                     mixed.append((self.name, self.model, sorted({r.model for r in on})))
-            return step(self, _)
+            return launch(self, b_, act, ctx, now)
 
-        monkeypatch.setattr(DecodeInstance, "_step", checked_step)
+        monkeypatch.setattr(DecodeInstance, "_launch", checked_launch)
         monkeypatch.setattr(DecodeInstance, "_begin_turn", checked_begin)
         monkeypatch.setattr(DecodeInstance, "try_join", checked_join)
         alloc = SlabCache.alloc
@@ -259,3 +259,22 @@ def test_pool_kv_can_outgrow_its_admission_within_a_turn(case):
     over = [x for x in p["kv"] if x[1] > x[2]]
     assert over, "no step outgrew its admission"
     assert all(a <= c for _, _, c, a in over)
+
+
+@needs_profiles
+@pytest.mark.parametrize("name", [c[0] for c in CASES])
+def test_repeated_steps_equal_rescanned_ones(name, monkeypatch):
+    """A decode step repeated without rescanning its batch (decode.REPEAT_STEPS, sllm.REPEAT_STEPS)
+    gives the tables that rescanning every step gives, bit for bit."""
+    from servesim.systems.aegaeon import decode, sllm
+    from servesim.systems.aegaeon.simulate import simulate
+    from servesim.systems.aegaeon import Settings
+
+    _, system, settings, (n_models, rate) = next(c for c in CASES if c[0] == name)
+    wl = workload(n_models, rate)
+    fast = simulate(system, wl, Settings(**settings))
+    monkeypatch.setattr(decode, "REPEAT_STEPS", False)
+    monkeypatch.setattr(sllm, "REPEAT_STEPS", False)
+    slow = simulate(system, wl, Settings(**settings))
+    assert fast.requests.equals(slow.requests) and fast.switches.equals(slow.switches)
+    assert fast.stats == slow.stats

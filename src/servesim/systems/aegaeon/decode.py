@@ -29,6 +29,9 @@ import math
 from .request import Req
 from .wrr import quotas
 
+#: repeat an unchanged step without rescanning its batch (False: always rescan; the tests compare)
+REPEAT_STEPS = True
+
 
 class Batch:
     __slots__ = ("model", "reqs", "quota")
@@ -60,6 +63,11 @@ class DecodeInstance:
         self._bt = pool.s.kv_block_tokens
         self.evictions = 0               # requests swapped out mid-turn by the KV re-check
         self._caps: dict[str, float] = {}  # model -> KV blocks of this GPU
+        # the last step's active requests and their context, while every live request of the
+        # running batch is in it: the next step is then the same requests one token longer
+        # (`_step_done` skips the rescan). `_joins` counts the round's batch changes (a join)
+        self._run: tuple | None = None
+        self._joins = 0
 
     # -- admission --------------------------------------------------------------------------------
     def blocks(self, r: Req) -> int:
@@ -87,6 +95,7 @@ class DecodeInstance:
         for k, b in enumerate(self.batches):
             if b.model == r.model and b.live() and self.fits(b, r):
                 b.reqs.append(r)
+                self._joins += 1
                 if self.active and k == self.turn:
                     self._swap_in([r], now)  # joins the running turn after its own swap-in, which
                     # overlaps the in-flight step or switch: only what outlasts it is waited for
@@ -244,11 +253,15 @@ class DecodeInstance:
             self._end_turn(now)
             return
         pool.check_resident(self, b.model)
-        dt = pool.costs_of(b.model).decode_s(len(act), ctx)
+        self._run = (act, ctx, self._joins, b) if not n_wait else None
+        self._launch(b, act, ctx, now)
+
+    def _launch(self, b: Batch, act: list[Req], ctx: int, now: float) -> None:
+        dt = self.pool.costs_of(b.model).decode_s(len(act), ctx)
         for r in act:
             r.in_step = True
         self.busy_until = now + dt
-        pool.kernel.at(now + dt, self._step_done, (act, dt))
+        self.pool.kernel.at(now + dt, self._step_done, (act, dt))
 
     def _fit_kv(self, b: Batch, now: float) -> bool:
         """The KV re-check: swap out the resident requests admitted last until the rest, each with
@@ -284,22 +297,34 @@ class DecodeInstance:
         pool = self.pool
         now = pool.kernel.now
         self.credit += dt
+        ended = False
         for r in act:
             r.in_step = False
             r.exec_s += dt
-            r.tokens.append(now)
-            if r.done:
+            tk = r.tokens
+            tk.append(now)
+            if r.failed or len(tk) >= r.output:  # r.done
                 pool.finished(r, now)
+                ended = True
         b = self.batches[self.turn]
         if self.quota_start is None:
             self.quota_start = now  # the quota clock starts after the turn's first step
             expired = b.quota <= 0
         else:
             expired = now - self.quota_start >= b.quota
-        if expired or all(r.failed or len(r.tokens) >= r.output for r in b.reqs):  # none live
+        if expired or (ended and all(r.failed or len(r.tokens) >= r.output for r in b.reqs)):  # none live
             self._end_turn(now)
-        else:
-            self._step()
+            return
+        run = self._run
+        if REPEAT_STEPS and not ended and run is not None and run[0] is act and run[2] == self._joins and run[3] is b:
+            # nothing joined, left or ended: _step would find these requests, each one token longer
+            n = len(act)
+            ctx = run[1] + n
+            if not (self.recheck and (ctx + n) / self._bt + n > self._caps[b.model]):
+                self._run = (act, ctx, run[2], b)
+                self._launch(b, act, ctx, now)
+                return
+        self._step()
 
     def _end_turn(self, now: float) -> None:
         b = self.batches[self.turn]

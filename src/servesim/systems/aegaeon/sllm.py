@@ -30,6 +30,8 @@ from .pool import BaseSim, PoolResult
 from .request import Req, to_table
 
 POLICIES = ("sllm", "sllm_plus")
+#: repeat an unchanged decode step without a new kick (False: always kick; the tests compare)
+REPEAT_STEPS = True
 
 
 class Worker:
@@ -42,6 +44,11 @@ class Worker:
         # set when a request of this queue may have ended (finished, timed out, rejected): `live`
         # filters only then, not at each of the millions of steps a saturated sweep takes
         self.stale = False
+        # the decode batch of the running step, its context and `epoch` at the kick that chose
+        # it; `epoch` counts this queue's changes (placement, reorder, a failure), so while it
+        # holds and nobody finished, the next kick would pick the same batch one token longer
+        self.epoch = 0
+        self._dec: tuple | None = None
 
     def live(self) -> list[Req]:
         if self.stale:
@@ -88,6 +95,7 @@ class Worker:
                 head.fail("rejected", f"context of {head.ctx} tokens exceeds the worker's KV capacity ({cap} tokens)")
                 sim.n_failed += 1
                 self.stale = True
+                self.epoch += 1
                 q = self.live()
                 continue
             for r in q[n:]:  # the batch is q[:n]: every other request holding KV loses it
@@ -96,7 +104,13 @@ class Worker:
                     r.on_device = False
             run = pre if pre else dec
             sim.check_resident(self, run[0].model)
-            dt = c.prefill_batch_s([r.ctx for r in pre]) if pre else c.decode_s(len(dec), sum(r.ctx for r in dec))
+            if pre:
+                dt = c.prefill_batch_s([r.ctx for r in pre])
+                self._dec = None
+            else:
+                ctx = sum(r.ctx for r in dec)
+                dt = c.decode_s(len(dec), ctx)
+                self._dec = (dec, ctx, cap, c, self.epoch)
             for r in run:
                 r.in_step = True
                 if not r.started:
@@ -112,14 +126,32 @@ class Worker:
 
     def _done(self, run: list[Req]) -> None:
         now = self.sim.kernel.now
+        ended = False
         for r in run:
             r.in_step = False
-            r.tokens.append(now)
+            tk = r.tokens
+            tk.append(now)
             r.on_device = True
-            if r.done:
+            if r.failed or len(tk) >= r.output:  # r.done
                 self.stale = True
+                ended = True
                 self.sim.finished(r, now)
         self.last_batch = now
+        d = self._dec
+        if REPEAT_STEPS and not ended and d is not None and d[0] is run and d[4] == self.epoch:
+            # kick would pick this batch again: the queue is as it was, every request still decodes,
+            # and its context grew by one token each (the batch's prefix sums stay under the KV
+            # capacity while its total does; the request after it stays out for the reason it was)
+            n = len(run)
+            ctx = d[1] + n
+            if ctx <= d[2]:
+                dt = d[3].decode_s(n, ctx)
+                for r in run:
+                    r.in_step = True
+                    r.exec_s += dt
+                self._dec = (run, ctx, d[2], d[3], d[4])
+                self.sim.kernel.at(now + dt, self._done, run)
+                return
         self.busy = False
         self.kick(now)
 
@@ -171,6 +203,7 @@ class SllmSim(BaseSim):
                     target, lru = w, w.last_batch
             if target is not None:
                 target.queue.append(r)
+                target.epoch += 1
                 r.inst = target.name
                 return
         best = min(((n, i) for i, (w, m, n) in enumerate(states) if m == r.model), default=None)
@@ -178,6 +211,7 @@ class SllmSim(BaseSim):
             raise SimulationError(f"sllm: no worker for {r}")
         w = states[best[1]][0]
         w.queue.append(r)
+        w.epoch += 1
         r.inst = w.name
 
     def _place_plus(self, r: Req) -> None:
@@ -213,6 +247,7 @@ class SllmSim(BaseSim):
         for w, bs in batched.items():
             bs.sort(key=self._remaining_s)
             w.queue = [x for b in bs for x in b]
+            w.epoch += 1
 
     def _remaining_s(self, b: list[Req]) -> float:
         c = self.costs_of(b[0].model)
@@ -236,7 +271,9 @@ class SllmSim(BaseSim):
         if not r.tokens and not r.in_step and not r.done:
             r.fail("timeout", f"no first token within sllm_timeout_s ({self.s.sllm_timeout_s:g} s) of arrival")
             self.n_failed += 1
-            self._worker[r.inst].stale = True
+            w = self._worker[r.inst]
+            w.stale = True
+            w.epoch += 1
 
     def run(self, reqs: list[Req]) -> PoolResult:
         self._simulate(reqs, f"{self.policy}: run")
