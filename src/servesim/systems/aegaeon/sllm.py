@@ -167,6 +167,7 @@ class SllmSim(BaseSim):
         self.reqs: list[Req] = []
         self.n_failed = 0
         self._kv_tokens: dict[str, int] = {}
+        self._prefill_s: dict[tuple, float] = {}  # (requests of a prefill batch) -> its step time
 
     def kv_tokens(self, model: str) -> int:
         k = self._kv_tokens.get(model)
@@ -251,9 +252,14 @@ class SllmSim(BaseSim):
 
     def _remaining_s(self, b: list[Req]) -> float:
         c = self.costs_of(b[0].model)
-        pre = [x for x in b if not x.on_device]
+        pre = tuple(x for x in b if not x.on_device)
         if pre:
-            return c.prefill_batch_s([x.prompt for x in pre])
+            # every arrival re-sorts every worker's batches: a prefill batch's time depends only on
+            # which requests it holds (their prompts), so it is computed once per set
+            t = self._prefill_s.get(pre)
+            if t is None:
+                t = self._prefill_s[pre] = c.prefill_batch_s([x.prompt for x in pre])
+            return t
         h = b[0]
         mid = (h.ctx + h.prompt + h.output) // 2
         return c.decode_s(1, mid) * (h.prompt + h.output - h.ctx)
