@@ -90,7 +90,21 @@ def _snapshot(args) -> int:
         raise InputError(f"--root {args.root}: not a servesim project (no workflow/claims)")
     if not args.paper and not args.recheck:
         raise InputError("name a paper to publish (--paper P, repeatable) or --recheck")
-    for p in args.paper or []:
+    if args.figure:
+        if len(args.paper or []) != 1:
+            raise InputError("--figure re-publishes figures of one paper: give exactly one --paper")
+        p = args.paper[0]
+        for f in args.figure:
+            stale = [] if args.no_freshness_check else snapshot.stale_jobs(root, p, f)
+            if stale and not args.allow_stale:
+                raise InputError(f"results/full/{p}/{f} is not up to date with this checkout ({len(stale)} job(s) "
+                                 f"would run: {', '.join(stale[:5])}); run it at full scale first")
+        try:
+            st = snapshot.remake(root, p, args.figure)
+        except snapshot.SnapshotError as exc:
+            raise InputError(str(exc)) from None
+        print(f"re-published {p}: {', '.join(args.figure)} at {st['remade'][args.figure[0]]['commit']}")
+    for p in [] if args.figure else (args.paper or []):
         stale = [] if args.no_freshness_check else snapshot.stale_jobs(root, p)
         if stale and not args.allow_stale:
             raise InputError(f"results/full/{p} is not up to date with this checkout ({len(stale)} job(s) would run: "
@@ -180,6 +194,9 @@ def add_parser(sub) -> None:
                                         "the commit) and re-check the snapshot's claims report")
     p.add_argument("--paper", action="append", help="copy this paper's results/full outputs in (repeatable)")
     p.add_argument("--recheck", action="store_true", help="only re-check the snapshot against today's claims")
+    p.add_argument("--figure", action="append",
+                   help="with one --paper: replace only this figure of its published part (repeatable); the "
+                        "stamp's `remade` names the commit it now comes from")
     p.add_argument("--allow-stale", action="store_true",
                    help="publish even where Snakemake would re-run jobs (they are listed in STAMP.json)")
     p.add_argument("--no-freshness-check", action="store_true",

@@ -123,10 +123,11 @@ def test_cli_refuses_stale_results_unless_allowed(tmp_path, monkeypatch, capsys)
     from servesim.errors import InputError
 
     root = _project(tmp_path)
-    monkeypatch.setattr(snapshot, "stale_jobs", lambda r, p: ["figure x2"])
+    monkeypatch.setattr(snapshot, "stale_jobs", lambda r, p, f=None: ["figure x2"])
 
     class Args:
         root, paper, recheck, allow_stale, no_freshness_check = str(tmp_path), ["demo"], False, False, False
+        figure = None
 
     with pytest.raises(InputError, match=r"results/full/demo is not up to date.*figure x2.*full_demo"):
         _snapshot(Args)
@@ -136,3 +137,35 @@ def test_cli_refuses_stale_results_unless_allowed(tmp_path, monkeypatch, capsys)
     st = json.loads((root / "results-full/demo/STAMP.json").read_text())
     assert st["stale_jobs"] == ["figure x2"]
     assert "STALE" in (root / "results-full/claims_report.md").read_text()
+    # --figure: the same check on the one figure's jobs, and one paper only
+    Args.allow_stale, Args.figure = False, ["fig01_x"]
+    with pytest.raises(InputError, match=r"results/full/demo/fig01_x is not up to date.*figure x2"):
+        _snapshot(Args)
+    Args.paper = ["demo", "other"]
+    with pytest.raises(InputError, match="exactly one --paper"):
+        _snapshot(Args)
+    Args.paper, Args.no_freshness_check = ["demo"], True
+    assert _snapshot(Args) == 0 and "re-published demo: fig01_x" in capsys.readouterr().out
+
+
+def test_remake_replaces_one_figure_and_names_its_commit(tmp_path):
+    """--figure: one figure of a published part re-published from this checkout; the rest of the
+    part and its stamp stay, and `remade` (and the report's header) say where the figure now comes from."""
+    root = _project(tmp_path)
+    with pytest.raises(snapshot.SnapshotError, match="not published"):
+        snapshot.remake(root, "demo", ["fig01_x"])
+    first = snapshot.publish(root, "demo")
+    part = root / "results-full" / "demo"
+    (root / "figures/full/demo/fig01_x.png").write_bytes(b"\x89PNG redrawn")
+    with pytest.raises(snapshot.SnapshotError, match="not a notebook of demo"):
+        snapshot.remake(root, "demo", ["fig09_nope"])
+    with pytest.raises(snapshot.SnapshotError, match="not written"):
+        snapshot.remake(root, "demo", ["fig02_y"])
+    st = snapshot.remake(root, "demo", ["fig01_x"])
+    assert (part / "fig01_x" / "fig01_x.png").read_bytes() == b"\x89PNG redrawn"
+    assert st["commit"] == first["commit"] and st["wall_s"] == first["wall_s"] and st["missing"] == ["fig02_y"]
+    assert st["remade"]["fig01_x"]["commit"] == first["commit"] and st["remade"]["fig01_x"]["wall_s"] == 12.5
+    assert json.loads((part / "STAMP.json").read_text()) == st
+    assert not list(part.glob(".*part"))
+    snapshot.recheck(root)
+    assert f"fig01_x re-made at {first['commit'][:10]}" in (root / "results-full" / "claims_report.md").read_text()

@@ -42,10 +42,10 @@ def _wall_times(root: Path, paper: str) -> dict[str, float]:
     return {r["job"]: round(r["wall_s"], 1) for r in bench if r["wall_s"] is not None}
 
 
-def stale_jobs(root: str | Path, paper: str) -> list[str]:
+def stale_jobs(root: str | Path, paper: str, figure: str | None = None) -> list[str]:
     """The jobs Snakemake would still run for the paper at full scale in this checkout (a dry run
-    of `full_<paper>`): empty when the results are what this commit's code, notebooks and
-    parameters produce."""
+    of `full_<paper>`, or of one ``figure`` and the runs it reads): empty when the results are what
+    this commit's code, notebooks and parameters produce."""
     import subprocess
     import sys
 
@@ -53,9 +53,11 @@ def stale_jobs(root: str | Path, paper: str) -> list[str]:
     # interpreter path it runs under (python3 via the script's shebang), so `python -m` would differ
     script = Path(sys.executable).parent / "snakemake"
     cmd = [str(script)] if script.is_file() else [sys.executable, "-m", "snakemake"]
-    r = subprocess.run([*cmd, "-n", f"full_{paper}"], cwd=root, capture_output=True, text=True)
+    target = f"results/{SCALE}/{paper}/{figure}/metrics.json" if figure else f"full_{paper}"
+    extra = ["--config", f"scale={SCALE}"] if figure else []
+    r = subprocess.run([*cmd, "-n", target, *extra], cwd=root, capture_output=True, text=True)
     if r.returncode != 0:
-        raise SnapshotError(f"snakemake -n full_{paper} failed: {(r.stdout + r.stderr)[-800:]}")
+        raise SnapshotError(f"snakemake -n {target} failed: {(r.stdout + r.stderr)[-800:]}")
     rows, table = [], False
     for line in (r.stdout + r.stderr).splitlines():
         if line.startswith("job ") and "count" in line:
@@ -116,6 +118,52 @@ def publish(root: str | Path, paper: str, out: str | Path | None = None, stale: 
     return stamp
 
 
+def remake(root: str | Path, paper: str, figures: list[str], out: str | Path | None = None) -> dict:
+    """Replace some figures of a published paper by this checkout's full-scale outputs (a figure
+    re-drawn, or its runs re-run alone), keeping the rest of the part and its stamp. The stamp's
+    ``remade`` names, per figure, the commit and date it now comes from, so a reviewer sees which
+    files postdate the paper's run."""
+    root = Path(root)
+    out = Path(out) if out else root / SNAPSHOT
+    part = out / paper
+    st = stamps(root, out).get(paper)
+    if st is None:
+        raise SnapshotError(f"{part}: {paper} is not published; publish it whole first (--paper {paper})")
+    known = figures_of(root, paper)
+    res, fig_dir = root / "results" / SCALE / paper, root / "figures" / SCALE / paper
+    for f in figures:
+        if f not in known:
+            raise SnapshotError(f"--figure {f}: not a notebook of {paper} (known: {', '.join(known)})")
+        if not (res / f / "metrics.json").is_file():
+            raise SnapshotError(f"{res / f / 'metrics.json'}: not written; run the figure at full scale first")
+    dirty = _git(root, "status", "--porcelain", "--", "src", "workflow", f"notebooks/{paper}", "pyproject.toml")
+    walls = _wall_times(root, paper)
+    stamp = dict(st)
+    remade = dict(st.get("remade", {}))
+    for f in figures:
+        staging = part / f".{f}.part"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        for name in FILES:
+            if (res / f / name).is_file():
+                shutil.copy2(res / f / name, staging / name)
+        if (fig_dir / f"{f}.png").is_file():
+            shutil.copy2(fig_dir / f"{f}.png", staging / f"{f}.png")
+        shutil.rmtree(part / f, ignore_errors=True)
+        staging.rename(part / f)
+        remade[f] = {"commit": _git(root, "rev-parse", "HEAD"),
+                     "dirty": sorted(line[3:] for line in (dirty or "").splitlines()),
+                     "published_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                     "wall_s": walls.get(f)}
+    stamp["remade"] = remade
+    stamp["figures"] = sorted(set(st.get("figures", [])) | set(figures))
+    stamp["missing"] = [f for f in st.get("missing", []) if f not in figures]
+    tmp = part / f".{STAMP}.part"
+    tmp.write_text(json.dumps(stamp, indent=1, sort_keys=True) + "\n")
+    tmp.replace(part / STAMP)
+    return stamp
+
+
 def stamps(root: str | Path, out: str | Path | None = None) -> dict[str, dict]:
     out = Path(out) if out else Path(root) / SNAPSHOT
     found = {}
@@ -132,6 +180,7 @@ def _header(st: dict[str, dict]) -> str:
              f"{' (STALE: jobs left)' if s.get('stale_jobs') else ''}, "
              f"published {s.get('published_utc', '?')}, {s.get('wall_s_total', 0) / 60:.0f} min of jobs"
              + (f", {len(s['missing'])} figure(s) not run" if s.get("missing") else "")
+             + "".join(f", {f} re-made at {m.get('commit', '?')[:10]}" for f, m in sorted(s.get("remade", {}).items()))
              for p, s in st.items()]
     return ("Parts: " + "; ".join(parts) + ".") if parts else "No paper has been published yet."
 
