@@ -104,7 +104,7 @@ def _snapshot(args) -> int:
         except snapshot.SnapshotError as exc:
             raise InputError(str(exc)) from None
         print(f"re-published {p}: {', '.join(args.figure)} at {st['remade'][args.figure[0]]['commit']}")
-    for p in [] if args.figure else (args.paper or []):
+    for p in (args.paper or []) if not args.figure else []:  # whole papers
         stale = [] if args.no_freshness_check else snapshot.stale_jobs(root, p)
         if stale and not args.allow_stale:
             raise InputError(f"results/full/{p} is not up to date with this checkout ({len(stale)} job(s) would run: "

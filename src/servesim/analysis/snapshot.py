@@ -72,6 +72,26 @@ def stale_jobs(root: str | Path, paper: str, figure: str | None = None) -> list[
     return rows
 
 
+def _copy_figure(root: Path, paper: str, figure: str, dest: Path) -> None:
+    """A figure's metrics, data and PNG from `results/full` and `figures/full` into ``dest``."""
+    res, fig_dir = root / "results" / SCALE / paper / figure, root / "figures" / SCALE / paper
+    dest.mkdir(parents=True)
+    for name in FILES:
+        if (res / name).is_file():
+            shutil.copy2(res / name, dest / name)
+    if (fig_dir / f"{figure}.png").is_file():
+        shutil.copy2(fig_dir / f"{figure}.png", dest / f"{figure}.png")
+
+
+def _origin(root: Path, paper: str) -> dict:
+    """The commit this checkout publishes from, what differed from it in the code, notebooks and
+    workflow, and when."""
+    dirty = _git(root, "status", "--porcelain", "--", "src", "workflow", f"notebooks/{paper}", "pyproject.toml")
+    return {"commit": _git(root, "rev-parse", "HEAD"),
+            "dirty": sorted(line[3:] for line in (dirty or "").splitlines()),
+            "published_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
 def publish(root: str | Path, paper: str, out: str | Path | None = None, stale: list[str] | None = None) -> dict:
     """Copy one paper's full-scale outputs into the snapshot and stamp them. Figures the full run
     has not written are listed in the stamp as missing (their claims then read PENDING); a paper
@@ -81,7 +101,7 @@ def publish(root: str | Path, paper: str, out: str | Path | None = None, stale: 
     figs = figures_of(root, paper)
     if not figs:
         raise SnapshotError(f"notebooks/{paper}: no notebooks (is {paper!r} a paper of this project?)")
-    res, fig_dir = root / "results" / SCALE / paper, root / "figures" / SCALE / paper
+    res = root / "results" / SCALE / paper
     have = [f for f in figs if (res / f / "metrics.json").is_file()]
     if not have:
         raise SnapshotError(f"results/{SCALE}/{paper}: no figure has been run at full scale "
@@ -90,20 +110,10 @@ def publish(root: str | Path, paper: str, out: str | Path | None = None, stale: 
     staging = out / f".{paper}.part"
     shutil.rmtree(staging, ignore_errors=True)
     for f in have:
-        (staging / f).mkdir(parents=True)
-        for name in FILES:
-            if (res / f / name).is_file():
-                shutil.copy2(res / f / name, staging / f / name)
-        if (fig_dir / f"{f}.png").is_file():
-            shutil.copy2(fig_dir / f"{f}.png", staging / f / f"{f}.png")
-    dirty = _git(root, "status", "--porcelain", "--", "src", "workflow", f"notebooks/{paper}", "pyproject.toml")
+        _copy_figure(root, paper, f, staging / f)
     walls = _wall_times(root, paper)
     stamp = {
-        "paper": paper, "scale": SCALE,
-        "commit": _git(root, "rev-parse", "HEAD"),
-        # what differed from that commit in the code, notebooks and workflow when published
-        "dirty": sorted(line[3:] for line in (dirty or "").splitlines()),
-        "published_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "paper": paper, "scale": SCALE, **_origin(root, paper),
         "results_newest_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(
             max((res / f / "metrics.json").stat().st_mtime for f in have))),
         "machine": _machine(), "packages": _versions(),
@@ -130,32 +140,22 @@ def remake(root: str | Path, paper: str, figures: list[str], out: str | Path | N
     if st is None:
         raise SnapshotError(f"{part}: {paper} is not published; publish it whole first (--paper {paper})")
     known = figures_of(root, paper)
-    res, fig_dir = root / "results" / SCALE / paper, root / "figures" / SCALE / paper
+    res = root / "results" / SCALE / paper
     for f in figures:
         if f not in known:
             raise SnapshotError(f"--figure {f}: not a notebook of {paper} (known: {', '.join(known)})")
         if not (res / f / "metrics.json").is_file():
             raise SnapshotError(f"{res / f / 'metrics.json'}: not written; run the figure at full scale first")
-    dirty = _git(root, "status", "--porcelain", "--", "src", "workflow", f"notebooks/{paper}", "pyproject.toml")
-    walls = _wall_times(root, paper)
-    stamp = dict(st)
+    origin, walls = _origin(root, paper), _wall_times(root, paper)
     remade = dict(st.get("remade", {}))
     for f in figures:
         staging = part / f".{f}.part"
         shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        for name in FILES:
-            if (res / f / name).is_file():
-                shutil.copy2(res / f / name, staging / name)
-        if (fig_dir / f"{f}.png").is_file():
-            shutil.copy2(fig_dir / f"{f}.png", staging / f"{f}.png")
+        _copy_figure(root, paper, f, staging)
         shutil.rmtree(part / f, ignore_errors=True)
         staging.rename(part / f)
-        remade[f] = {"commit": _git(root, "rev-parse", "HEAD"),
-                     "dirty": sorted(line[3:] for line in (dirty or "").splitlines()),
-                     "published_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                     "wall_s": walls.get(f)}
-    stamp["remade"] = remade
+        remade[f] = {**origin, "wall_s": walls.get(f)}
+    stamp = dict(st, remade=remade)
     stamp["figures"] = sorted(set(st.get("figures", [])) | set(figures))
     stamp["missing"] = [f for f in st.get("missing", []) if f not in figures]
     tmp = part / f".{STAMP}.part"
