@@ -292,3 +292,76 @@ def test_profile_fit_on_live_steps_or_the_sweep(tmp_path):
     # no live replay: the sweep's fit whatever fit_on says
     res = write_profile(tmp_path / "none", sweep, lone, 0.0, SweepPlan(), {}, {}, harness="http", wall_s=1.0)
     assert res["fit_source"] == "sweep" and "coefficients_live" not in res
+
+
+def test_engine_clock_counts_cpu_time_and_skips_idle_gaps_without_sleeping():
+    import time
+
+    from servesim.engine.inprocess import EngineClock
+
+    c = EngineClock()
+    t0, w0 = c(), time.perf_counter()
+    c.sleep(30.0)  # an idle gap: the clock jumps, nothing waits
+    assert time.perf_counter() - w0 < 1.0 and c() - t0 >= 30.0
+    c.sleep(-5.0)  # a negative gap never runs the clock back
+    t1 = c()
+    assert t1 >= t0 + 30.0
+    x = 0
+    for i in range(200_000):  # work advances it (by CPU time)
+        x += i
+    assert c() > t1
+    t2, w2 = c(), time.perf_counter()
+    time.sleep(0.2)  # a real sleep is not the engine's work: it barely moves
+    assert time.perf_counter() - w2 >= 0.2 and c() - t2 < 0.1
+
+
+def test_engine_clock_needs_one_pinned_core_and_a_known_name():
+    from servesim.engine.inprocess import check_clock, make_clock
+
+    check_clock("wall", None)
+    check_clock("engine", [1])
+    for cpus in (None, [0, 1]):
+        with pytest.raises(ValueError, match="pinned to one core"):
+            check_clock("engine", cpus)
+    with pytest.raises(ValueError, match="one of wall, engine"):
+        make_clock("cpu", [1])
+
+
+def test_a_replay_on_the_engine_clock_joins_requests_at_the_engine_s_time():
+    """drive on an EngineClock: the idle gap before the late request is skipped (no real sleep) and
+    the late request still starts at its arrival on that clock."""
+    import time
+
+    from servesim.engine.inprocess import EngineClock
+
+    wl = schema.make(np.array([0.0, 5.0]), np.array([10, 10]), np.array([2, 2]))
+    clock = EngineClock()
+    eng = FakeEngine(Clock())  # its own clock is unused: the engine clock advances by CPU time
+    w = time.perf_counter()
+    records, steps, _ = drive(eng, wl, ReplayOptions(), sampling=lambda row: int(row.output_tokens),
+                              clock=clock, sleep=clock.sleep)
+    assert time.perf_counter() - w < 2.0  # the 5-s gap was not slept through
+    late = steps[steps.new_requests == 1].iloc[-1]
+    assert late.start_s >= 5.0 and records[1].token_times[0] >= 5.0
+    assert all(r.state == "finished" for r in records.values())
+
+
+def test_pin_process_pins_threads_started_before_it(tmp_path):
+    """numpy's BLAS starts its thread pool at import, before the pin: every thread must end up on
+    the given core, not only the caller (sched_setaffinity(0) pins one thread)."""
+    import os
+    import subprocess
+    import sys
+
+    if not hasattr(os, "sched_getaffinity") or not os.path.isdir("/proc/self/task"):
+        pytest.skip("needs Linux affinity calls")
+    core = max(os.sched_getaffinity(0))
+    code = ("import os, threading, time\n"
+            "ev = threading.Event()\n"
+            "t = threading.Thread(target=ev.wait, daemon=True); t.start()\n"
+            "from servesim.engine.inprocess import pin_process\n"
+            f"pin_process([{core}])\n"
+            "print(sorted({tuple(sorted(os.sched_getaffinity(int(x)))) for x in os.listdir('/proc/self/task')}))\n"
+            "ev.set()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == str([(core,)])

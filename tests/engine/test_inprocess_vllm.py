@@ -15,7 +15,11 @@ pytestmark = [
 ]
 
 
-def test_in_process_replay_records_every_step_and_token(tmp_path):
+@pytest.mark.parametrize("clock", ["wall", "engine"])
+def test_in_process_replay_records_every_step_and_token(tmp_path, clock):
+    """On either clock (`inprocess.CLOCKS`; the engine's own needs one pinned core)."""
+    import os
+
     from servesim.engine.client import ReplayOptions
     from servesim.engine.inprocess import replay_in_process
     from servesim.engine.records import check_request_table
@@ -30,9 +34,13 @@ def test_in_process_replay_records_every_step_and_token(tmp_path):
     wl = schema.make(np.cumsum(rng.exponential(0.02, n)), rng.integers(8, 300, n), rng.integers(2, 24, n))
     cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=256, block_size=32, kv_blocks=256,
                        max_model_len=1024, enforce_eager=True)
+    cpus = [max(os.sched_getaffinity(0))] if clock == "engine" else None
     summary = replay_in_process(wl, tmp_path / "run", model=model, config=cfg,
-                                opts=ReplayOptions(vocab_size=512, first_token_id=3))
+                                opts=ReplayOptions(vocab_size=512, first_token_id=3), cpus=cpus, clock=clock)
     assert summary["replay"] == "in-process" and summary["all"]["states"] == {"finished": n}
+    assert summary["clock"] == clock
+    if cpus:
+        assert summary["cpus"] == cpus
     assert summary["steps_observed"] and summary["preemptions_total"] == 0
     df = pd.read_parquet(tmp_path / "run" / "requests.parquet")
     check_request_table(df, wl)

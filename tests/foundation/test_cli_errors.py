@@ -104,6 +104,15 @@ def test_calibrate_and_replay_inputs(tmp_path, capsys):
     corrupt = tmp_path / "c.parquet"
     corrupt.write_bytes(b"PAR1 not really")
     _input_error(capsys, ["replay", *url, "--workload", str(corrupt), "-o", str(tmp_path / "r")], "c.parquet")
+    ok = tmp_path / "ok.parquet"
+    write(make(np.array([0.0]), [100], [10]), ok)
+    _input_error(capsys, ["replay", *url, "--workload", str(ok), "-o", str(tmp_path / "r"), "--clock", "engine"],
+                 "--clock engine", "only with --in-process")
+    (tmp_path / "m").mkdir()  # never loaded: the clock is checked first
+    model = ["--model", str(tmp_path / "m"), "--in-process", "--workload", str(ok), "-o", str(tmp_path / "r")]
+    _input_error(capsys, ["replay", *model, "--clock", "engine"], "--clock engine", "pinned to one core", "--cpus last")
+    _input_error(capsys, ["engine-calibrate", *url, "-o", str(tmp_path / "r"), "--clock", "engine"],
+                 "--clock engine", "only with --replay-mode in-process")
     assert not (tmp_path / "r").exists()
 
 

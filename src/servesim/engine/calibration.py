@@ -118,7 +118,7 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
                     start_timeout_s: float = 300.0, request_timeout_s: float = 300.0,
                     max_duration_s: float = 1800.0, replay_repeats: int = 1,
                     max_send_lag_p99_s: float | None = None, lag_retries: int = 1, shapes=(),
-                    replay_mode: str = "http", cpus: list[int] | None = None) -> dict:
+                    replay_mode: str = "http", cpus: list[int] | None = None, clock: str = "wall") -> dict:
     """Profile, then replay held-out workloads at each load and each held-out shape (`SHAPES`),
     on ONE server start.
 
@@ -140,7 +140,8 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
     (`inprocess.replay_many_in_process`): no client, no API server, each step's batch in
     ``steps.parquet``. Profile and replays see one harness, so the simulator is fitted and judged on
     the same engine. Requests join between steps as a server's engine core takes them, so there is
-    no client lag to reject (``lag_clean`` is true).
+    no client lag to reject (``lag_clean`` is true). ``clock`` (`inprocess.CLOCKS`): the time the
+    in-process profile and replays run on (``engine``: the engine's own CPU time, one pinned core).
     """
     from dataclasses import replace
 
@@ -153,6 +154,8 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
         raise ValueError(f"replay_mode={replay_mode!r}: one of {REPLAY_MODES}")
     if replay_mode == "in-process" and model is None:
         raise ValueError("replay_mode='in-process' starts its own engine: give model, not url")
+    if clock != "wall" and replay_mode != "in-process":
+        raise ValueError(f"clock={clock!r}: only in process (an HTTP replay runs on the wall clock)")
     for name in shapes:  # before a server starts
         _check_shape(name)
     out = Path(out_dir)
@@ -170,10 +173,11 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
         from servesim.engine.inprocess import profile_in_process
 
         fit = profile_in_process(model, out / "profile", plan=plan, config=config, opts=opts, cpus=cpus, meta=meta,
-                                 log=out / "engine_profile.log", timeout_s=max_duration_s + 600)
+                                 log=out / "engine_profile.log", timeout_s=max_duration_s + 600, clock=clock)
         shutil.rmtree(out / "replay", ignore_errors=True)
         cases = _cases(out, loads, shapes, n_requests, seed)
-        return {"fit": fit, "replays": _replay_in_process(out, cases, model, config, opts, cpus, replay_repeats, fit)}
+        return {"fit": fit, "replays": _replay_in_process(out, cases, model, config, opts, cpus, replay_repeats, fit,
+                                                          clock)}
     return _calibrate_http(out, model, url, config, plan, opts, meta, loads=loads, shapes=shapes, n_requests=n_requests,
                            seed=seed, replay_repeats=replay_repeats, max_send_lag_p99_s=max_send_lag_p99_s,
                            lag_retries=lag_retries, start_timeout_s=start_timeout_s)
@@ -266,14 +270,15 @@ def _cases(out: Path, loads, shapes, n_requests: int, seed: int) -> list[tuple[s
     return cases
 
 
-def _replay_in_process(out: Path, cases, model, config, opts, cpus, replay_repeats: int, fit: dict) -> dict:
+def _replay_in_process(out: Path, cases, model, config, opts, cpus, replay_repeats: int, fit: dict,
+                       clock: str = "wall") -> dict:
     """Every case's replays on one in-process engine (`inprocess.replay_many_in_process`)."""
     from servesim.engine.inprocess import replay_many_in_process
 
     runs = [(label, key, rep, wl, out / "replay" / replay_name(label, rep))
             for label, key, wl in cases for rep in range(replay_repeats)]
     sums = replay_many_in_process([(wl, d) for *_, wl, d in runs], model=model, config=config, opts=opts,
-                                  warmup=2, cpus=cpus, log=out / "engine_inprocess.log")
+                                  warmup=2, cpus=cpus, log=out / "engine_inprocess.log", clock=clock)
     results: dict = {}
     for (label, key, rep, wl, d), s in zip(runs, sums):
         s.update(kv_tokens=(s.get("kv_blocks") or 0) * config.block_size or None, model=str(model), repeat=rep,

@@ -132,6 +132,8 @@ def _cmd_replay(a) -> int:
     from servesim.output_dir import check_output_dir, staged_output_dir
 
     _check_engine_args(a)
+    cpus = _cpus(a.cpus)
+    _check_clock(a.clock, cpus, a.in_process, "--in-process")
     check_output_dir(a.out, force=a.force)
     wl = read_workload(a.workload)
     if len(wl) == 0:
@@ -143,12 +145,11 @@ def _cmd_replay(a) -> int:
                          vocab_size=vocab[0], first_token_id=vocab[1], seed=a.seed)
     if a.in_process and a.url:
         raise InputError("--in-process drives the engine in a child process of its own: give --model, not --url")
-    cpus = _cpus(a.cpus)
     with staged_output_dir(a.out, command="servesim replay", force=a.force) as tmp:
         if a.in_process:
             from servesim.engine.inprocess import replay_in_process
 
-            summary = replay_in_process(wl, tmp, model=a.model, config=_config(a), opts=opts, cpus=cpus)
+            summary = replay_in_process(wl, tmp, model=a.model, config=_config(a), opts=opts, cpus=cpus, clock=a.clock)
         else:
             summary = replay(wl, tmp, model=a.model, url=a.url, config=_config(a), opts=opts,
                              start_timeout_s=a.start_timeout)
@@ -157,6 +158,18 @@ def _cmd_replay(a) -> int:
                       "kv_blocks": summary["kv_blocks"], "request_throughput_per_s": run["request_throughput_per_s"],
                       "output_throughput_tok_per_s": run["output_throughput_tok_per_s"]}))
     return EXIT_PARTIAL if summary["partial"] else 0
+
+
+def _check_clock(clock: str, cpus, in_process: bool, flag: str) -> None:
+    """``--clock`` (`inprocess.CLOCKS`): ``engine`` only in process and on one pinned core."""
+    from servesim.engine.inprocess import check_clock
+
+    if clock != "wall" and not in_process:
+        raise InputError(f"--clock {clock}: only with {flag} (an HTTP replay runs on the wall clock)")
+    try:
+        check_clock(clock, cpus)
+    except ValueError as exc:
+        raise InputError(f"--clock {clock}: {exc}") from None
 
 
 def _cpus(text: str | None) -> list[int] | None:
@@ -271,6 +284,7 @@ def _cmd_calibrate(a) -> int:
     if a.max_send_lag_p99 is not None and not a.max_send_lag_p99 > 0:
         raise InputError(f"--max-send-lag-p99 {a.max_send_lag_p99}: must be > 0 seconds")
     _check_sweep_args(a)
+    _check_clock(a.clock, _cpus(a.cpus), a.replay_mode == "in-process", "--replay-mode in-process")
     _check_url(a.url)
     if a.replay_mode == "in-process" and a.url:
         raise InputError("--replay-mode in-process starts its own engine: give --model, not --url")
@@ -300,7 +314,7 @@ def _cmd_calibrate(a) -> int:
                               start_timeout_s=a.start_timeout, request_timeout_s=a.request_timeout,
                               max_duration_s=a.max_duration, replay_repeats=a.replay_repeats,
                               max_send_lag_p99_s=a.max_send_lag_p99, lag_retries=a.lag_retries, shapes=a.shapes,
-                              replay_mode=a.replay_mode, cpus=cpus)
+                              replay_mode=a.replay_mode, cpus=cpus, clock=a.clock)
     reps = [s for runs in res["replays"].values() for s in runs]
     print(json.dumps({"capacity_req_s": res["fit"]["capacity_req_s"], "kv_blocks": res["fit"].get("kv_blocks"),
                       "partial": {str(x): [s["partial"] for s in runs] for x, runs in res["replays"].items()},
@@ -360,6 +374,7 @@ def add_parser(subparsers) -> None:
                         "(servesim.engine.core_claim), so jobs run beside the engine but never on its core")
     p.add_argument("--lag-retries", type=int, default=1,
                    help="re-runs of a lagged replay; one still lagged is kept, marked lag_clean=false")
+    _clock_arg(p, "--replay-mode in-process")
     p.set_defaults(func=_cmd_calibrate)
 
     p = subparsers.add_parser("engine-workload", help="held-out workload at a fraction of measured capacity")
@@ -401,12 +416,21 @@ def add_parser(subparsers) -> None:
                            help="drive vLLM's engine in a process of its own (no HTTP server or client; "
                                 "records every step's batch in steps.parquet)")
             p.add_argument("--cpus", default=None, help="with --in-process: pin the engine to these cores (e.g. 1, 0,1, or last)")
+            _clock_arg(p, "--in-process")
         else:
             p.add_argument("--repeats", type=int, default=2)
             p.add_argument("--capacity-requests", type=int, default=96)
             p.add_argument("--hardware", default="cpu")
             p.add_argument("--model-name", default=None, help="model key recorded in the table")
         p.set_defaults(func=func)
+
+
+def _clock_arg(p, flag: str) -> None:
+    p.add_argument("--clock", choices=["wall", "engine"], default="wall",
+                   help=f"with {flag}: the time requests join and latencies are measured on: wall (real time), "
+                        "or engine (the engine process's own CPU time with idle gaps skipped; needs --cpus of one "
+                        "core): another process on the engine's core then slows its steps less than it stretches "
+                        "the wall clock")
 
 
 def main(argv=None) -> int:  # pragma: no cover - convenience for `python -m servesim.engine.cli`

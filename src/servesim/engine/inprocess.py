@@ -18,10 +18,15 @@ What is recorded, beyond the HTTP replay's ``requests`` / ``tokens`` / ``summary
 The engine runs in a child process (``python -m servesim.engine.inprocess``) with the server's
 environment (thread counts not inherited, the CPU KV space set) and
 ``VLLM_ENABLE_V1_MULTIPROCESSING=0``, so the engine core, the model and the driver loop share one
-process; ``cpus`` pins that child to the given cores. Measured on the 2-core host with the quick
+process; ``cpus`` pins that child, every thread of it (`pin_process`), to the given cores.
+``clock`` (`CLOCKS`) is the time requests join on and latencies are read from: the wall clock, or
+the engine's own CPU time (`EngineClock`). Measured on the 2-core host with the quick
 engine (3 repeats of 4 loads): pinned to one core, as the HTTP server's engine runs, the repeats'
 (max - min) / median spread of P50 TTFT / TPOT / E2E was 1-10 %; unpinned the engine ran faster
-but spread 3-32 %. An HTTP replay on the same host spread 48-115 % (issue 33).
+but spread 3-32 %. An HTTP replay on the same host spread 48-115 % (issue 33). With a busy loop
+on the engine's core (3 repeats of the 0.6 load, quick engine) the wall clock's P50 E2E went 5x up
+and the engine clock's 1.5x; with the core to itself neither clock's repeats agreed within 5 %,
+because the host's own speed moves by more (`benchmarks/host_speed.py`).
 """
 
 from __future__ import annotations
@@ -51,6 +56,51 @@ STEP_COLUMNS: dict[str, str] = {
 
 class EngineStepError(RuntimeError):
     """The in-process engine could not be driven (wrong vLLM build, child crashed)."""
+
+
+#: the clock an in-process run keeps (issue 33): ``wall`` (real time: requests join when the wall
+#: clock reaches their arrival, idle gaps are slept through) or ``engine`` (`EngineClock`)
+CLOCKS = ("wall", "engine")
+
+
+class EngineClock:
+    """The engine's own time: the CPU time of its process (every thread), plus the idle gaps it skips.
+
+    Why: pinned to one core, a process's CPU time advances with its wall time while it computes,
+    and stops while another process holds the core. On a shared 2-core host the wall clock also
+    counts the other work's time slices, so the same arrivals meet the engine's steps at different
+    points from one replay to the next (batch composition is what moved the repeats' latencies, the
+    engine's speed only 0.3-4.8 %). Under this clock a request joins when the engine's own elapsed
+    work reaches its arrival, and an idle engine jumps to the next arrival (no real sleep), so a
+    replay measures the engine, not the host's other load. Needs a one-core pin (several cores'
+    CPU time would run ahead of the engine's time)."""
+
+    def __init__(self) -> None:
+        self._offset = -time.process_time()
+
+    def __call__(self) -> float:
+        return self._offset + time.process_time()
+
+    def sleep(self, dt: float) -> None:
+        self._offset += max(float(dt), 0.0)
+
+
+def check_clock(name: str, cpus=None) -> None:
+    """A clock ``name`` (`CLOCKS`) that an engine pinned to ``cpus`` can keep, or a clear error."""
+    if name not in CLOCKS:
+        raise ValueError(f"clock {name!r}: one of {', '.join(CLOCKS)}")
+    if name == "engine" and (cpus is None or len(cpus) != 1):
+        raise ValueError(f"clock 'engine' needs the engine pinned to one core (cpus={cpus!r}, e.g. --cpus last): "
+                         "the CPU time of several cores runs ahead of the engine's own time")
+
+
+def make_clock(name: str, cpus=None):
+    """(clock, sleep) of ``name`` (`CLOCKS`); ``cpus``: the cores the process is pinned to."""
+    check_clock(name, cpus)
+    if name == "wall":
+        return time.perf_counter, time.sleep
+    c = EngineClock()
+    return c, c.sleep
 
 
 def engine_kwargs(config: EngineConfig, model: str | Path) -> dict:
@@ -311,7 +361,8 @@ def _request_extras(rec: BatchRecorder | None, steps: pd.DataFrame) -> pd.DataFr
     return pd.DataFrame([(r, s, p) for r, (s, p) in rows.items()], columns=["request_id", "scheduled_s", "preemptions"])
 
 
-def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, params, sampling) -> None:
+def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, params, sampling,
+             clock=time.perf_counter, sleep=time.sleep) -> None:
     """The child's profiling work (`profile_in_process`): the sweep, the capacity burst, the files."""
     from servesim.engine.profile import SweepPlan, capacity_of, live_workload, request_mix, write_profile
 
@@ -321,7 +372,7 @@ def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, para
     meta = {**(spec.get("meta") or {}), "kv_blocks": int(blocks) if blocks else None,
             "kv_tokens": int(blocks) * config.block_size if blocks else None}
     t0 = time.perf_counter()
-    stepper = Stepper(engine, opts, params)
+    stepper = Stepper(engine, opts, params, clock=clock)
     try:
         steps, lone = sweep_in_process(stepper, plan, config.max_num_seqs, config.max_num_batched_tokens)
     finally:
@@ -331,23 +382,25 @@ def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, para
     capacity = {}
     if plan.capacity_requests:
         burst = request_mix(plan.capacity_requests, plan.seed + 1)
-        capacity = capacity_of(burst, drive(engine, burst, opts, sampling=sampling)[0])
+        capacity = capacity_of(burst, drive(engine, burst, opts, sampling=sampling, clock=clock, sleep=sleep)[0])
     live = None
     if plan.live_requests and capacity:  # the live profile replay: the engine's steps under a real mix
         wl = live_workload(plan.live_requests, capacity["capacity_req_s"], plan.seed)
         live = Path(spec["out"]) / "live"
         live.mkdir(parents=True, exist_ok=True)
         wl.to_parquet(live / "workload.parquet", index=False)
-        drive(engine, wl, opts, sampling=sampling)[1].to_parquet(live / "steps.parquet", index=False)
+        drive(engine, wl, opts, sampling=sampling, clock=clock, sleep=sleep)[1].to_parquet(live / "steps.parquet", index=False)
     # no API server in front of this engine: its frontend overhead is none by construction
-    write_profile(spec["out"], steps, lone, 0.0, plan, meta, capacity, harness="in-process",
+    write_profile(spec["out"], steps, lone, 0.0, plan, {**meta, "clock": spec.get("clock", "wall")}, capacity,
+                  harness="in-process",
                   wall_s=time.perf_counter() - t0, live_dir=live)
 
 
 def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opts: ReplayOptions,
-              warmup: int = 2, profile: dict | None = None) -> None:
+              warmup: int = 2, profile: dict | None = None, clock: str = "wall", cpus=None) -> None:
     """The child's work: build the engine once; with ``profile`` run the profiling sweep first;
-    then warm up and replay each (workload file, output folder) in turn, writing its outputs."""
+    then warm up and replay each (workload file, output folder) in turn, writing its outputs.
+    Every step and request time is on ``clock`` (`CLOCKS`)."""
     from vllm import EngineArgs, LLMEngine, SamplingParams
     from vllm.sampling_params import RequestOutputKind
 
@@ -355,6 +408,7 @@ def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opt
     from servesim.engine.server import vllm_version
     from servesim.workload import schema
 
+    tick, sleep = make_clock(clock, cpus)  # before the engine's start: a bad clock fails at once
     t_start = time.perf_counter()
     engine = LLMEngine.from_engine_args(EngineArgs(**engine_kwargs(config, model)))
     startup = time.perf_counter() - t_start
@@ -369,22 +423,23 @@ def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opt
 
     if profile is not None:
         profile["meta"] = {**(profile.get("meta") or {}), "startup_s": startup}
-        _profile(engine, config, opts, profile, params, sampling)
+        _profile(engine, config, opts, {**profile, "clock": clock}, params, sampling, clock=tick, sleep=sleep)
     if warmup and jobs:  # a fresh engine's first steps pay one-off costs
         warm = schema.make(np.zeros(warmup), np.full(warmup, 16), np.full(warmup, 4))
         warm["request_id"] = 10**12 + np.arange(warmup)  # apart from any workload id
-        drive(engine, warm, opts, sampling=sampling)
+        drive(engine, warm, opts, sampling=sampling, clock=tick, sleep=sleep)
     cache = getattr(getattr(engine, "vllm_config", None), "cache_config", None)
     blocks = getattr(cache, "num_gpu_blocks", None)
     for k, (wl_path, out_dir) in enumerate(jobs):
         wl, out = read_workload(wl_path), Path(out_dir)
         meta = {"model": model, "url": None, "engine": config.to_dict(), "options": asdict(opts),
-                "vllm_version": vllm_version(), "replay": "in-process", "startup_s": startup, "engine_replay_index": k,
+                "vllm_version": vllm_version(), "replay": "in-process", "clock": clock, "startup_s": startup,
+                "engine_replay_index": k,
                 "kv_blocks": int(blocks) if blocks else config.kv_blocks,
                 "cpus": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
                 "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         t0 = time.perf_counter()
-        records, steps, rec = drive(engine, wl, opts, sampling=sampling)
+        records, steps, rec = drive(engine, wl, opts, sampling=sampling, clock=tick, sleep=sleep)
         wall = time.perf_counter() - t0
         steps.to_parquet(out / "steps.parquet", index=False)
         meta.update(steps=int(len(steps)), steps_observed=bool(len(steps) and (steps.scheduled_tokens >= 0).all()),
@@ -396,6 +451,7 @@ def _run_engine_child(model: str | Path, config: EngineConfig, opts: ReplayOptio
                       limit_s: float, cpus: list[int] | None) -> subprocess.CompletedProcess:
     """Run ``python -m servesim.engine.inprocess`` with the server's environment, in-process engine
     core, pinned to ``cpus``; ``spec`` holds its work (jobs, profile)."""
+    check_clock(spec.get("clock", "wall"), cpus)  # here, before an engine starts for minutes
     env = VLLMServer(model, config).environment()
     env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     spec = {**spec, "config": config.to_dict(), "opts": asdict(opts), "cpus": list(cpus) if cpus else None}
@@ -419,15 +475,16 @@ def _default_opts(model) -> ReplayOptions:
 
 def profile_in_process(model: str | Path, out_dir: str | Path, *, plan, config: EngineConfig = EngineConfig(),
                        opts: ReplayOptions | None = None, cpus: list[int] | None = None, meta: dict | None = None,
-                       log: str | Path | None = None, timeout_s: float = 1800.0) -> dict:
+                       log: str | Path | None = None, timeout_s: float = 1800.0, clock: str = "wall") -> dict:
     """Profile vLLM's engine in process (`sweep_in_process`, the capacity burst through `drive`):
     the same files as the HTTP profile (`servesim.engine.profile.write_profile`) with
-    ``harness: "in-process"`` and a frontend overhead of 0 (there is no API server). Returns fit.json."""
+    ``harness: "in-process"``, a frontend overhead of 0 (there is no API server) and its ``clock``
+    (`CLOCKS`). Returns fit.json."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "fit.json").unlink(missing_ok=True)
     log = Path(log) if log else out / "engine.log"
-    spec = {"jobs": [], "warmup": 0, "profile": {"out": str(out), "plan": asdict(plan), "meta": meta or {}}}
+    spec = {"jobs": [], "warmup": 0, "clock": clock, "profile": {"out": str(out), "plan": asdict(plan), "meta": meta or {}}}
     p = _run_engine_child(model, config, opts or _default_opts(model), spec, log, timeout_s, cpus)
     if p.returncode != 0 or not (out / "fit.json").exists():
         raise EngineStepError(f"in-process profile exited with {p.returncode} (log {log}):\n{_log_tail(log)}")
@@ -436,10 +493,11 @@ def profile_in_process(model: str | Path, out_dir: str | Path, *, plan, config: 
 
 def replay_many_in_process(cases: list[tuple[pd.DataFrame, str | Path]], *, model: str | Path,
                            config: EngineConfig = EngineConfig(), opts: ReplayOptions | None = None,
-                           warmup: int = 2, cpus: list[int] | None = None, log: str | Path | None = None) -> list[dict]:
+                           warmup: int = 2, cpus: list[int] | None = None, log: str | Path | None = None,
+                           clock: str = "wall") -> list[dict]:
     """Replay each (workload, output folder) on ONE in-process engine (started once, in a child
     process of its own, warmed up once); returns each folder's summary.json content. ``cpus``:
-    cores the child is pinned to (default: all)."""
+    cores the child is pinned to (default: all); ``clock``: `CLOCKS` (``engine`` needs one core)."""
     opts = opts or _default_opts(model)
     jobs = []
     for wl, out_dir in cases:
@@ -450,7 +508,7 @@ def replay_many_in_process(cases: list[tuple[pd.DataFrame, str | Path]], *, mode
         jobs.append((str(out / "workload.parquet"), str(out)))
     log = Path(log) if log else Path(jobs[0][1]) / "engine.log"
     limit = sum(opts.max_duration_s for _ in jobs) + 600
-    p = _run_engine_child(model, config, opts, {"jobs": jobs, "warmup": warmup}, log, limit, cpus)
+    p = _run_engine_child(model, config, opts, {"jobs": jobs, "warmup": warmup, "clock": clock}, log, limit, cpus)
     done = [Path(o) / "summary.json" for _, o in jobs]
     if p.returncode != 0 or not all(d.exists() for d in done):
         raise EngineStepError(f"in-process replay exited with {p.returncode} after {sum(d.exists() for d in done)} of "
@@ -462,12 +520,26 @@ def replay_many_in_process(cases: list[tuple[pd.DataFrame, str | Path]], *, mode
 
 def replay_in_process(workload: pd.DataFrame | str | Path, out_dir: str | Path, *, model: str | Path,
                       config: EngineConfig = EngineConfig(), opts: ReplayOptions | None = None,
-                      warmup: int = 2, cpus: list[int] | None = None) -> dict:
+                      warmup: int = 2, cpus: list[int] | None = None, clock: str = "wall") -> dict:
     """Replay one workload in process (`replay_many_in_process`); returns its summary."""
     from servesim.engine.replay import read_workload
 
     wl = workload if isinstance(workload, pd.DataFrame) else read_workload(workload)
-    return replay_many_in_process([(wl, out_dir)], model=model, config=config, opts=opts, warmup=warmup, cpus=cpus)[0]
+    return replay_many_in_process([(wl, out_dir)], model=model, config=config, opts=opts, warmup=warmup, cpus=cpus,
+                                  clock=clock)[0]
+
+
+def pin_process(cpus) -> None:
+    """Pin every thread of this process to ``cpus``. ``sched_setaffinity(0)`` pins the calling
+    thread only, and the thread pools that numpy's BLAS starts at import would stay free to spin on
+    the other cores (on Linux each thread is a task of /proc/self/task)."""
+    tasks = Path("/proc/self/task")
+    tids = [int(t) for t in os.listdir(tasks)] if tasks.is_dir() else [0]
+    for tid in tids:
+        try:
+            os.sched_setaffinity(tid, cpus)
+        except ProcessLookupError:  # a thread that ended meanwhile
+            pass
 
 
 def _main(argv=None) -> int:
@@ -477,11 +549,12 @@ def _main(argv=None) -> int:
     a = ap.parse_args(argv)
     spec = json.loads(a.spec)
     if spec.get("cpus") and hasattr(os, "sched_setaffinity"):  # before vLLM starts its threads: they inherit it
-        os.sched_setaffinity(0, spec["cpus"])
+        pin_process(spec["cpus"])
     cfg = dict(spec["config"])
     cfg["extra_args"] = tuple(cfg.get("extra_args", ()))
     run_child([tuple(j) for j in spec["jobs"]], a.model, EngineConfig(**cfg), ReplayOptions(**spec["opts"]),
-              warmup=int(spec["warmup"]), profile=spec.get("profile"))
+              warmup=int(spec["warmup"]), profile=spec.get("profile"), clock=spec.get("clock", "wall"),
+              cpus=spec.get("cpus"))
     return 0
 
 
