@@ -102,8 +102,8 @@ pd.Series({**fit["coefficients"], "frontend_overhead_s": overhead, "kv_blocks": 
 # calibration states) was re-run; one still lagged is left out while a clean repeat exists, and
 # `lag_clean` is False where none was clean: such a comparison measures the harness as much as
 # the simulator. What the spread is made of: `speed_spread` is how much the repeats' engine
-# speed differed (each replay's median measured step time over the profile's prediction for the
-# same batch, from its recorded steps), and `engine_spread_speed_adj` the spread left once each
+# speed differed (each replay's measured step times over the profile's prediction for the same
+# batches, summed over its recorded steps), and `engine_spread_speed_adj` the spread left once each
 # repeat's latencies are divided by its speed: what remains is not the host running the engine
 # faster or slower.
 #
@@ -206,6 +206,22 @@ if step_dirs:
                                            label=f"load{x}", coalesced=coalesced).assign(load=x) for x in loads],
                           ignore_index=True)
 steps_cmp.pivot_table(index="metric", columns="load", values=["rel_err", "engine_spread"]).round(3) if len(steps_cmp) else steps_cmp
+
+# %% [markdown]
+# The reading `speed-matched`: the profile's fit as above, each replay simulated at its own speeds
+# (`compare.regime_speeds`: its steps' measured time over the profile's prediction, summed, for the
+# steps with prompt tokens and the pure decode steps apart), so the host running the engine faster
+# or slower in one replay than in the profile is not counted as the simulator's error. On the 2-core host the core's own speed moves by 13-17 % from one 0.1-s unit
+# of work to the next (`benchmarks/host_speed.py`), more than the 10 % target; this reading and
+# `steps` are what that leaves to judge.
+
+# %%
+speed_cmp = pd.DataFrame(columns=["load", "metric", "engine", "sim", "rel_err", "engine_spread"])
+if step_dirs:
+    speed_cmp = pd.concat([compare_repeats(replay_dirs(f"load{x}"), fit_json, frontend_overhead=frontend_overhead,
+                                           arrivals=arrivals, label=f"load{x}", coalesced=coalesced,
+                                           speed_matched=True).assign(load=x) for x in loads], ignore_index=True)
+speed_cmp.pivot_table(index="metric", columns="load", values=["rel_err", "engine_spread"]).round(3) if len(speed_cmp) else speed_cmp
 
 # %% [markdown]
 # Scheduling, in distribution: the batches the engine ran against those the simulator's scheduler
@@ -360,6 +376,9 @@ for x in loads:
         r = steps_cmp[(steps_cmp.load == x) & (steps_cmp.metric == key)]
         if len(r):
             metrics[f"steps_{k}_rel_err_load{x}"] = float(r.rel_err.iloc[0])
+        r = speed_cmp[(speed_cmp.load == x) & (speed_cmp.metric == key)]  # the `speed-matched` reading
+        if len(r):
+            metrics[f"speed_matched_{k}_rel_err_load{x}"] = float(r.rel_err.iloc[0])
 below = [x for x in loads if x < 1.0]
 target = [(x, k) for x in below for k in ("ttft_p50", "ttft_p90", "e2e_p50", "e2e_p90", "tbt_p50")]
 metrics["max_abs_rel_err_p50_p90_ttft_e2e_below_saturation"] = max(
@@ -378,6 +397,11 @@ spreads_adj = [metrics[f"{k}_engine_spread_speed_adj_load{x}"] for x, k in targe
 metrics["max_engine_spread_speed_adj_p50_p90_ttft_e2e_below_saturation"] = (
     float(np.nanmax(spreads_adj)) if np.isfinite(spreads_adj).any() else float("nan"))
 metrics["meets_15pct_capacity_target"] = abs(cap_err) <= 0.15
+for reading in ("steps", "speed_matched"):  # the same target under the readings that take the host's speed out
+    errs = [metrics.get(f"{reading}_{k}_rel_err_load{x}") for x, k in target if k != "tbt_p50"]
+    if all(e is not None for e in errs):
+        metrics[f"{reading}_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation"] = max(abs(e) for e in errs)
+        metrics[f"{reading}_meets_10pct_target_below_saturation"] = max(abs(e) for e in errs) <= 0.10
 # the held-out shapes, judged the same way (every one, the ramp through saturation included)
 for name in shapes:
     case_metrics(cmp_shapes, cmp_shapes_other, "shape", name, name)

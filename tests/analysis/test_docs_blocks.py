@@ -92,6 +92,12 @@ def test_engine_fidelity_table_errors_with_spreads_and_the_verdict(tmp_path):
     assert "| TTFT P50 | +7.4 % (2.8 %) | -11.8 % |" in lines
     assert "| E2E P50 | +9.5 % |  |" in lines and not any(line.startswith("| TBT") for line in lines)
     assert "Saturation capacity -0.5 %" in text and "undecided" in text
+    assert "take the host's speed out" not in text  # no reading measured: no line
+    d = json.loads(m.read_text())
+    m.write_text(json.dumps({**d, "speed_matched_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation": 0.083}))
+    assert text.splitlines()[-1] != (last := docs_blocks.engine_fidelity(m).splitlines()[-1])
+    assert last == ("The same worst error under the readings that take the host's speed out: speed-matched (each "
+                    "replay simulated at its own measured prefill and decode speeds) 8.3 %.")
     m.write_text(json.dumps({"capacity_rel_err": 0.0}))
     with pytest.raises(ValueError, match="ttft_p50_rel_err_load"):
         docs_blocks.engine_fidelity(m)

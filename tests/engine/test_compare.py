@@ -158,6 +158,48 @@ def test_replay_speed_and_the_speed_adjusted_spread(tmp_path):
     assert thr.engine_spread_speed_adj == pytest.approx(thr.engine_spread, rel=1e-12)
 
 
+def test_speed_matched_reading_simulates_each_replay_at_its_own_speed(tmp_path):
+    """A replay on an engine that stepped 1.3 x slower than its profile (its recorded steps say so):
+    the profile's simulation misses it; the speed-matched one is the same simulation, error 0.
+    The speed weighs the steps by their time: one long slow step among many quick exact ones moves
+    it more than their median would."""
+    from servesim.engine.compare import _Scaled, compare_repeats, regime_speeds, replay_speed
+    from servesim.perf.fitted import FittedStepTime
+
+    cfg = EngineConfig(max_num_seqs=8, max_num_batched_tokens=256, block_size=32)
+    coefs = {"a_p": 0.01, "a_d": 0.005, "b_pt": 1e-5, "c_pc": 0.0, "b_ds": 1e-4, "c_dc": 1e-7}
+    fit = tmp_path / "fit.json"
+    fit.write_text(json.dumps({"coefficients": coefs, "frontend_overhead_s": 0.0}))
+    model = FittedStepTime(**coefs)
+    slow = simulate(_wl(), _Scaled(model, 1.0, 1.3), cfg, kv_blocks=100)  # prefill as profiled, decode 1.3 x
+    d = _replay_dir(tmp_path / "r", slow, cfg, lag_clean=True)
+    _steps(d, model, 1.3)  # decode steps at 1.3 x ...
+    st = pd.read_parquet(d / "steps.parquet")
+    pt = np.array([64, 128])  # ... and two prefill steps as profiled
+    pred = np.array([model.step_time(int(a), int(a) ** 2, 0, 0) for a in pt])
+    end = st.end_s.iloc[-1] + np.cumsum(pred)
+    st = pd.concat([st, pd.DataFrame({"prefill_tokens": pt, "prefill_ctx": pt ** 2, "decode_seqs": 0, "decode_ctx": 0,
+                                      "scheduled_tokens": pt, "start_s": end - pred, "end_s": end})], ignore_index=True)
+    st.to_parquet(d / "steps.parquet")
+    assert regime_speeds(d, fit) == pytest.approx((1.0, 1.3), rel=1e-9)
+    plain = compare_repeats([d], fit).set_index("metric").loc["p50_e2el_s"]
+    matched = compare_repeats([d], fit, speed_matched=True).set_index("metric")
+    assert plain.rel_err < -0.15 and not plain.speed_matched
+    assert matched.loc["p50_e2el_s"].rel_err == pytest.approx(0.0, abs=1e-9) and matched.speed_matched.all()
+    assert matched.loc["p90_ttft_s"].rel_err == pytest.approx(0.0, abs=1e-9)
+    # time-weighted: 9 one-sequence steps at 1.0 x and one 8-sequence step at 3.0 x
+    ds = np.array([1] * 9 + [8])
+    pred = np.array([model.step_time(0, 0, int(a), int(a) * 100) for a in ds])
+    took = pred * np.array([1.0] * 9 + [3.0])
+    end = np.cumsum(took)
+    pd.DataFrame({"prefill_tokens": 0, "prefill_ctx": 0, "decode_seqs": ds, "decode_ctx": ds * 100,
+                  "scheduled_tokens": ds, "start_s": end - took, "end_s": end}).to_parquet(d / "steps.parquet")
+    assert replay_speed(d, fit) == pytest.approx(took.sum() / pred.sum(), rel=1e-9) and replay_speed(d, fit) > 1.1
+    with pytest.raises(ValueError, match="finite number > 0"):
+        _Scaled(model, 1.0, 0.0)
+    assert np.isnan(regime_speeds(tmp_path, fit)).all()  # no steps recorded
+
+
 def test_send_lag_bound_and_replay_names(tmp_path):
     from servesim.engine.calibration import replay_name, send_lag_bound
 

@@ -166,6 +166,12 @@ def engine_fidelity(metrics_file: Path) -> str:
             f"step-time fit, held-out MAPE {m.get('step_fit_heldout_mape_pct', float('nan')):.1f} %; "
             "within 10 % or the engine's spread below saturation: "
             + {True: "**yes**", False: "**no**", None: "undecided (a load without a lag-clean replay)"}.get(verdict, str(verdict)) + "."]
+    readings = [(name, m.get(f"{key}_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation"))
+                for key, name in (("speed_matched", "speed-matched (each replay simulated at its own measured prefill and decode speeds)"),
+                                  ("steps", "steps (the step model refitted on the engine's own steps)"))]
+    if any(v is not None for _, v in readings):
+        out.append("The same worst error under the readings that take the host's speed out: "
+                   + "; ".join(f"{n} {_pct(v, False)}" for n, v in readings if v is not None) + ".")
     return "\n".join(out)
 
 

@@ -87,8 +87,27 @@ def _readings(coalesced) -> tuple[str, ...]:
     return r
 
 
+class _Scaled(StepTimeModel):
+    """``inner``'s step times times ``prefill`` for a step with prompt tokens and ``decode`` for one
+    without (an engine that ran that much slower than its profile; ``decode`` defaults to ``prefill``)."""
+
+    def __init__(self, inner: StepTimeModel, prefill: float, decode: float | None = None) -> None:
+        decode = prefill if decode is None else decode
+        for f in (prefill, decode):
+            if not (np.isfinite(f) and f > 0):
+                raise ValueError(f"step-time factor {f!r}: must be a finite number > 0")
+        self.inner, self.prefill, self.decode = inner, float(prefill), float(decode)
+        self.name = f"{inner.name} x ({prefill:.4g} prefill, {decode:.4g} decode)"
+
+    def step_time(self, prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
+        t = self.inner.step_time(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
+        return t * np.where(np.asarray(prefill_tokens) > 0, self.prefill, self.decode) \
+            if isinstance(prefill_tokens, np.ndarray) else t * (self.prefill if prefill_tokens > 0 else self.decode)
+
+
 def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhead: bool = True,
-                arrivals: str = "scheduled", label: str = "", coalesced="keep") -> tuple[pd.DataFrame, pd.DataFrame]:
+                arrivals: str = "scheduled", label: str = "", coalesced="keep",
+                speed: tuple[float, float] = (1.0, 1.0)) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Simulate the workload of a finished replay with the fitted profile; return
     (comparison table, simulator request table). ``arrivals="sent"`` feeds the simulator the
     times the client really sent each request (``sends.parquet``) instead of the schedule.
@@ -96,7 +115,8 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
     (`coalesced_streams`, gap bound `COALESCED_GAP_FRACTION` of the fitted one-sequence decode
     step) out of both sides' statistics; the table's ``coalesced_share`` says how many there were.
     Several readings (``("drop", "keep")``) give one block of rows each, column ``coalesced``,
-    from the same simulation."""
+    from the same simulation. ``speed`` (prefill, decode) scales the simulated step times with and
+    without prompt tokens (`regime_speeds` of this replay: the speed-matched reading)."""
     from servesim.engine.profile import load_fitted
 
     readings = _readings(coalesced)
@@ -109,6 +129,8 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
     if kv_blocks is None:
         raise ValueError(f"{d / 'summary.json'}: no kv_blocks recorded; cannot size the simulated KV cache")
     model, overhead = load_fitted(fit_json)
+    if tuple(speed) != (1.0, 1.0):
+        model = _Scaled(model, *speed)
     if summary.get("replay") == "in-process":  # no HTTP front end before the engine
         overhead = 0.0
     wl = engine[["request_id", "arrival_s", "prompt_tokens", "output_tokens", "model", "region", "tier"]].copy()
@@ -133,11 +155,13 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
 
 
 def replay_speed(replay_dir: str | Path, fit_json: str | Path) -> float:
-    """How slow the engine stepped in one replay: the median over its recorded steps of the measured
-    step time over the profile's prediction for the same batch (``steps.parquet``: in-process
-    replays; NaN without it). Two replays of the same workload differ in it when the host ran the
-    engine at a different speed (the same small decode steps take 2.66 ms in one and 2.92 in
-    another), which moves every latency of that replay the same way."""
+    """How slow the engine stepped in one replay: its recorded steps' measured time over the
+    profile's prediction for the same batches, summed over the steps (``steps.parquet``: in-process
+    replays; NaN without it), so the steps that take the time weigh most (the median of the
+    per-step ratios ran ~3 % below it, small steps being the many). Two replays of the same
+    workload differ in it when the host ran the engine at a different speed (the same small decode
+    steps take 2.66 ms in one and 2.92 in another), which moves every latency of that replay the
+    same way."""
     from servesim.engine.profile import load_fitted
     from servesim.engine.records import step_table
     from servesim.perf import measurements as M
@@ -149,11 +173,31 @@ def replay_speed(replay_dir: str | Path, fit_json: str | Path) -> float:
         return float("nan")
     model = load_fitted(fit_json)[0]
     pred = np.asarray(model.step_time(*(steps[c].to_numpy(float) for c in M.AGGREGATES)), dtype=float)
-    return float(np.median(steps.step_s.to_numpy(float) / pred))
+    return float(steps.step_s.to_numpy(float).sum() / pred.sum())
+
+
+def regime_speeds(replay_dir: str | Path, fit_json: str | Path) -> tuple[float, float]:
+    """`replay_speed` apart for the steps with prompt tokens and the pure decode steps: (prefill,
+    decode), each NaN without such steps. They differ: on the quick engine the decode steps ran
+    8-18 % over the profile where the prefill steps ran within about 5 % of it (a decode step reads
+    the whole KV and weights for a few tokens, and slows more when the host's memory is shared)."""
+    from servesim.engine.profile import load_fitted
+    from servesim.engine.records import step_table
+    from servesim.perf import measurements as M
+
+    if not (Path(replay_dir) / "steps.parquet").exists():
+        return float("nan"), float("nan")
+    steps = step_table(replay_dir)
+    model = load_fitted(fit_json)[0]
+    pred = np.asarray(model.step_time(*(steps[c].to_numpy(float) for c in M.AGGREGATES)), dtype=float)
+    took = steps.step_s.to_numpy(float)
+    pre = steps.prefill_tokens.to_numpy(float) > 0
+    return tuple(float(took[k].sum() / pred[k].sum()) if k.any() else float("nan") for k in (pre, ~pre))
 
 
 def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: bool = True,
-                    arrivals: str = "scheduled", label: str = "", coalesced="keep") -> pd.DataFrame:
+                    arrivals: str = "scheduled", label: str = "", coalesced="keep",
+                    speed_matched: bool = False) -> pd.DataFrame:
     """Engine vs simulator over repeated replays of one workload, with the engine's own spread.
 
     Each replay is simulated with its own send times (``compare_run``). Per metric: ``engine`` and
@@ -168,15 +212,24 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     scaled by the step speed; queueing past saturation is not linear in it; throughput is left as
     is). NaN where steps were not recorded.
     The errors are not adjusted: the speed-relative division cancels in the median only roughly.
+    ``speed_matched`` (the reading of that name) simulates each replay at its own `regime_speeds`
+    instead: the simulator is told how fast the engine stepped during that replay against its
+    profile (two numbers, prefill and decode steps, from its recorded steps), so what is left of the
+    error is batching, queueing and the step model's shape within a regime, not the host's speed
+    (which moves by 13-17 % from one 0.1-s unit of work to the next on the 2-core host:
+    benchmarks/host_speed.py) nor the profile's drift since it was measured. Replays without steps
+    (or a regime without steps) are simulated as is.
     """
     dirs = [Path(d) for d in replay_dirs]
     if not dirs:
         raise ValueError("compare_repeats: no replay folders")
     clean = [d for d in dirs if json.loads((d / "summary.json").read_text()).get("lag_clean", True)]
     used = clean or dirs
-    tables = [compare_run(d, fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals, coalesced=coalesced)[0]
-              for d in used]
     speeds = np.array([replay_speed(d, fit_json) for d in used])
+    matched = [tuple(v if np.isfinite(v) else 1.0 for v in regime_speeds(d, fit_json)) if speed_matched else (1.0, 1.0)
+               for d in used]
+    tables = [compare_run(d, fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals, coalesced=coalesced,
+                          speed=v)[0] for d, v in zip(used, matched)]
     both = pd.concat([t.assign(_rel_speed=v / np.median(speeds)) for t, v in zip(tables, speeds)], ignore_index=True)
     # latencies scale with the step speed; throughput (set by the arrivals below saturation) is left as is
     both["_adj"] = both["engine"] / np.where(both["metric"].str.contains("throughput"), 1.0, both["_rel_speed"])
@@ -192,6 +245,7 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     out["engine_spread_speed_adj"] = ((adj.max() - adj.min()) / adj.median().where(adj.median() != 0)).to_numpy() \
         if len(used) > 1 else np.nan
     out["speed_spread"] = float((speeds.max() - speeds.min()) / np.median(speeds)) if len(used) > 1 else np.nan
+    out["speed_matched"] = bool(speed_matched)
     out["n_repeats"] = len(used)
     out["n_replays"] = len(dirs)
     out["lag_clean"] = bool(clean)
