@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from servesim.analysis.benchmarks import read_benchmarks  # noqa: E402
+from servesim.analysis.timings import write_page  # noqa: E402
 
 
 def quickstart_commands(checkout: Path) -> list[str]:
@@ -137,6 +138,7 @@ def main(argv=None) -> int:
     if not a.no_record:
         with open(ROOT / "benchmarks" / "records" / "fresh_clone.jsonl", "a") as f:
             f.write(line + "\n")
+        print(f"rewrote {write_page(ROOT)}")  # the page renders the records: it must not lag them
     return 0 if all(c["rc"] == 0 for c in rec["commands"]) else 1
 
 

@@ -65,8 +65,8 @@ import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.analysis.runs import run_dir
-from servesim.engine.compare import (batch_agreement, compare_repeats, compare_run, simulate, steps_fit_json,
-                                     step_time_error)
+from servesim.engine.compare import (batch_agreement, compare_repeats, compare_run, simulate, step_agreement,
+                                     step_time_error, steps_fit_json)
 from servesim.engine.profile import load_fitted, request_mix
 from servesim.engine.server import EngineConfig
 from servesim.metrics import summarize
@@ -235,6 +235,21 @@ batches = (pd.concat([batch_agreement(replay_dirs(f"load{x}")[0], steps_fit).ass
 batches.pivot_table(index="stat", columns="load", values="rel_diff").round(3) if len(batches) else batches
 
 # %% [markdown]
+# Scheduling, step by step (`compare.step_agreement`, each load's first replay): the simulator
+# replays the requests on the engine's own clock (each request enters at the first engine step
+# after it joined, the simulator's i-th step lasts as long as the engine's), so before each step
+# both schedulers see the same waiting requests for as long as their batches have agreed; then
+# step i of each is compared. `same_share`: the steps whose prompt tokens, decoding sequences and
+# context sums all agree; `first_difference`: the first step that differs (later steps start from
+# different states); `differ_*`: what differed, by kind.
+
+# %%
+sched = pd.DataFrame([{"load": x, **step_agreement(replay_dirs(f"load{x}")[0], fit_json)[1]} for x in loads]
+                     if step_dirs else [], columns=["load", "steps_engine", "steps_sim", "same_share", "first_difference",
+                                                     "differ_prompt_tokens", "differ_decoding_sequences", "differ_contexts"])
+sched
+
+# %% [markdown]
 # ## Where the engine's TTFT goes (and the per-request distributions the figure's lower row draws)
 # Per-request means over each replay: the client's TTFT, vLLM's own timers (engine-side queue +
 # prefill; the frontend's TTFT, from the API server's arrival) and the simulator's TTFT. A gap
@@ -372,6 +387,9 @@ for x in loads:
     case_metrics(cmp, cmp_other, "load", x, f"load{x}")
     for r in batches[batches.load == x].itertuples():  # scheduling, in distribution (in-process only)
         metrics[f"batch_{r.stat}_rel_diff_load{x}"] = float(r.rel_diff)
+    for r in sched[sched.load == x].itertuples():  # scheduling, step by step (in-process only)
+        metrics[f"sched_same_share_load{x}"] = float(r.same_share)
+        metrics[f"sched_first_difference_load{x}"] = None if pd.isna(r.first_difference) else int(r.first_difference)
     for k, key in named.items():  # the `steps` reading (in-process replays only)
         r = steps_cmp[(steps_cmp.load == x) & (steps_cmp.metric == key)]
         if len(r):

@@ -143,15 +143,12 @@ def _provenance(args) -> int:
 
 
 def _timings(args) -> int:
-    from servesim.analysis.timings import render
-    from servesim.output_dir import atomic_file
+    from servesim.analysis.timings import render, write_page
 
-    text = render(Path(args.root), args.scale)
     if args.md is None:
-        sys.stdout.write(text)
-        return 0
-    with atomic_file(args.md) as tmp:
-        Path(tmp).write_text(text)
+        sys.stdout.write(render(Path(args.root), args.scale))
+    else:
+        write_page(args.root, args.md, args.scale)
     return 0
 
 

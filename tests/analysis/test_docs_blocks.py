@@ -94,10 +94,12 @@ def test_engine_fidelity_table_errors_with_spreads_and_the_verdict(tmp_path):
     assert "Saturation capacity -0.5 %" in text and "undecided" in text
     assert "take the host's speed out" not in text  # no reading measured: no line
     d = json.loads(m.read_text())
-    m.write_text(json.dumps({**d, "speed_matched_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation": 0.083}))
+    m.write_text(json.dumps({**d, "speed_matched_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation": 0.083,
+                             "sched_same_share_load0.3": 1.0, "sched_same_share_load1.2": 0.5}))
     assert text.splitlines()[-1] != (last := docs_blocks.engine_fidelity(m).splitlines()[-1])
     assert last == ("The same worst error under the readings that take the host's speed out: speed-matched (each "
                     "replay simulated at its own measured prefill and decode speeds) 8.3 %.")
+    assert "the same batch as the engine at 50.0 % of steps at the lowest" in docs_blocks.engine_fidelity(m)
     m.write_text(json.dumps({"capacity_rel_err": 0.0}))
     with pytest.raises(ValueError, match="ttft_p50_rel_err_load"):
         docs_blocks.engine_fidelity(m)

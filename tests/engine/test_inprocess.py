@@ -365,3 +365,81 @@ def test_pin_process_pins_threads_started_before_it(tmp_path):
             "ev.set()\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == str([(core,)])
+
+
+def _replay_files(tmp_path, wl, eng, clock, cfg):
+    """An in-process replay's files (steps, requests, sends, summary) from the fake engine."""
+    import json
+
+    records, steps, rec = drive(eng, wl, ReplayOptions(), sampling=lambda row: int(row.output_tokens),
+                                clock=clock, sleep=clock.sleep)
+    steps.to_parquet(tmp_path / "steps.parquet", index=False)
+    write_outputs(tmp_path, wl, records, {"replay": "in-process", "engine": cfg.to_dict(), "kv_blocks": cfg.kv_blocks},
+                  1.0, extras=_request_extras(rec, steps))
+    fit = tmp_path / "fit.json"
+    fit.write_text(json.dumps({"coefficients": {"a_p": 0.01, "a_d": 0.01}, "frontend_overhead_s": 0.0}))
+    return fit
+
+
+def test_step_agreement_is_whole_when_both_schedulers_take_every_request_at_once(tmp_path):
+    """The fake engine schedules every waiting prompt whole and every running request one token, as
+    vLLM's scheduler (and the simulator's) does while the token budget and the sequence cap are not
+    reached: on its own clock the simulator takes the same batch at every step."""
+    from servesim.engine.compare import step_agreement
+
+    rng = np.random.default_rng(1)
+    wl = schema.make(np.cumsum(rng.exponential(0.03, 12)), rng.integers(8, 40, 12), rng.integers(2, 9, 12))
+    clock = Clock()
+    cfg = EngineConfig(max_num_seqs=32, max_num_batched_tokens=512, block_size=16, kv_blocks=256)
+    fit = _replay_files(tmp_path, wl, FakeEngine(clock, step_s=0.01), clock, cfg)
+    table, res = step_agreement(tmp_path, fit)
+    assert res["steps_engine"] == res["steps_sim"] == len(table) > 12
+    assert res["same_share"] == 1.0 and res["first_difference"] is None and table["what"].eq("").all()
+
+
+class OneAtATimeScheduler(FakeScheduler):
+    """Admits at most one new prompt per step (a scheduler unlike the simulator's)."""
+
+    def schedule(self):
+        so = super().schedule()
+        keep = so.scheduled_new_reqs[:1]
+        for r in so.scheduled_new_reqs[1:]:
+            del so.num_scheduled_tokens[r.req_id]
+        so.scheduled_new_reqs = keep
+        so.total_num_scheduled_tokens = sum(so.num_scheduled_tokens.values())
+        return so
+
+
+def test_step_agreement_finds_where_the_schedulers_part(tmp_path):
+    from servesim.engine.compare import step_agreement
+
+    wl = schema.make(np.array([0.0, 0.0, 0.0]), np.array([10, 20, 30]), np.array([3, 3, 3]))
+    clock = Clock()
+    eng = FakeEngine(clock, step_s=0.01)
+    eng.engine_core.engine_core.scheduler = OneAtATimeScheduler(eng)
+
+    def step():  # the fake engine's step with this scheduler's batch: unscheduled prompts wait
+        so = eng.engine_core.engine_core.scheduler.schedule()
+        clock.t += eng.step_s
+        outs = []
+        for eid, n in so.num_scheduled_tokens.items():
+            r = eng.reqs[eid]
+            r["computed"] += n
+            r["emitted"] += 1
+            r["done"] = r["emitted"] >= r["out"]
+            outs.append(SimpleNamespace(request_id=r["ext"], finished=r["done"], outputs=[SimpleNamespace(token_ids=[7])]))
+        return outs
+
+    eng.step = step
+    cfg = EngineConfig(max_num_seqs=32, max_num_batched_tokens=512, block_size=16, kv_blocks=256)
+    fit = _replay_files(tmp_path, wl, eng, clock, cfg)
+    table, res = step_agreement(tmp_path, fit)
+    # step 0: the engine prefills one prompt of 10, the simulator all three (60 tokens)
+    assert res["first_difference"] == 0 and table.loc[0, "what"] == "prompt tokens"
+    assert table.loc[0, "engine_prefill_tokens"] == 10 and table.loc[0, "sim_prefill_tokens"] == 60
+    assert res["same_share"] < 1.0 and res["differ_prompt_tokens"] >= 1 and res["steps_sim"] < res["steps_engine"]
+    http = tmp_path / "http"  # a replay without step records (over HTTP)
+    http.mkdir()
+    (http / "summary.json").write_text("{}")
+    with pytest.raises(ValueError, match="no steps.parquet"):
+        step_agreement(http, fit)

@@ -56,6 +56,17 @@ def test_in_process_replay_records_every_step_and_token(tmp_path, clock):
     assert steps.decode_seqs.sum() == (wl.output_tokens - 1).sum()
     assert (steps.scheduled_tokens == steps.prefill_tokens + steps.decode_seqs).all()
     assert (steps.scheduled_tokens <= cfg.max_num_batched_tokens).all()
+    # the simulator's scheduler, on the engine's own clock, takes the engine's batch at every step
+    # (chunked prompts over the 256-token budget included)
+    import json
+
+    from servesim.engine.compare import step_agreement
+
+    fit = tmp_path / "fit.json"
+    fit.write_text(json.dumps({"coefficients": {"a_p": 0.01, "a_d": 0.01}, "frontend_overhead_s": 0.0}))
+    table, res = step_agreement(tmp_path / "run", fit)
+    assert res["steps_engine"] == len(steps) and (wl.prompt_tokens > cfg.max_num_batched_tokens).any()
+    assert res["same_share"] == 1.0, table[~table.same].head()
 
 
 def test_in_process_profile_fits_measured_steps_of_every_regime(tmp_path):

@@ -130,3 +130,12 @@ def test_fresh_clone_reads_the_schedulers_cpu_from_the_runs_last_lines(project_r
     log = "...\n" + slowest_summary(tmp_path / "results", scheduler=(123.4, 900.0)) + "\n"
     assert fc.scheduler_cpu_s(log) == 123.0
     assert fc.scheduler_cpu_s("no such line") is None
+
+
+def test_write_page_writes_what_render_renders(project_root, tmp_path):
+    """The writers of records (benchmarks/record.py, fresh_clone.py) rewrite the page through
+    write_page after appending, so it never lags them (a stale page once failed a fresh clone)."""
+    md = timings.write_page(project_root, tmp_path / "t.md")
+    assert md == tmp_path / "t.md" and md.read_text() == timings.render(project_root, "quick")
+    for script in ("record", "fresh_clone"):
+        assert "write_page(ROOT)" in (project_root / "benchmarks" / f"{script}.py").read_text()

@@ -169,6 +169,10 @@ def engine_fidelity(metrics_file: Path) -> str:
     readings = [(name, m.get(f"{key}_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation"))
                 for key, name in (("speed_matched", "speed-matched (each replay simulated at its own measured prefill and decode speeds)"),
                                   ("steps", "steps (the step model refitted on the engine's own steps)"))]
+    shares = [m[f"sched_same_share_load{x}"] for x in loads if m.get(f"sched_same_share_load{x}") is not None]
+    if shares:
+        out.append(f"Scheduling, step by step (the simulator's scheduler on the engine's own clock, each load's first "
+                   f"replay): the same batch as the engine at {_pct(min(shares), False)} of steps at the lowest.")
     if any(v is not None for _, v in readings):
         out.append("The same worst error under the readings that take the host's speed out: "
                    + "; ".join(f"{n} {_pct(v, False)}" for n, v in readings if v is not None) + ".")

@@ -166,6 +166,18 @@ def _snapshot_section(root: Path) -> list[str]:
     return out
 
 
+def write_page(root: str | Path, md: str | Path | None = None, scale: str = "quick") -> Path:
+    """Rewrite ``md`` (default docs/timings.md under ``root``) from the records: what every writer
+    of a record does after appending one, so the page (which a test checks) never lags them."""
+    from servesim.output_dir import atomic_file
+
+    md = Path(md) if md is not None else Path(root) / "docs" / "timings.md"
+    text = render(Path(root), scale)
+    with atomic_file(md) as tmp:
+        Path(tmp).write_text(text)
+    return md
+
+
 def render(root: str | Path, scale: str = "quick", n: int = 10, records: str | Path | None = None) -> str:
     """The page's markdown."""
     root = Path(root)

@@ -33,12 +33,12 @@ COMPARED = (*(f"p{q}_{m}_s" for m in ("ttft", "tpot", "e2el") for q in (50, 90, 
 
 
 def simulate(workload: pd.DataFrame, model: StepTimeModel, config: EngineConfig, kv_blocks: int,
-             overhead_s: float = 0.0, mode: str = "fast", entry_s=None) -> pd.DataFrame:
+             overhead_s: float = 0.0, mode: str = "fast", entry_s=None, on_cluster=None) -> pd.DataFrame:
     """The simulator's per-request table for ``workload`` on an instance like the engine's.
 
     Requests reach the engine at ``entry_s`` (default: their ``arrival_s``; a replay's real send
     times can be given, aligned with the workload's rows) plus ``overhead_s``; latencies are
-    reported from the workload's own ``arrival_s``.
+    reported from the workload's own ``arrival_s``. ``on_cluster(cluster)`` is called before the run.
     """
     from servesim.sim import Cluster
 
@@ -49,7 +49,10 @@ def simulate(workload: pd.DataFrame, model: StepTimeModel, config: EngineConfig,
     wl["arrival_s"] = np.where(np.isnan(entry), wl["arrival_s"].to_numpy(float), entry) + overhead_s
     wl = wl.sort_values(["arrival_s", "request_id"], kind="stable").reset_index(drop=True)
     wl["model"] = cfg.model  # the engine serves every request with its one model
-    df = Cluster.uniform(1, cfg, model, mode=mode).run(wl).requests
+    cluster = Cluster.uniform(1, cfg, model, mode=mode)
+    if on_cluster is not None:
+        on_cluster(cluster)
+    df = cluster.run(wl).requests
     # report against the workload's own arrival times (overhead and lateness are latency)
     df["arrival_s"] = df["request_id"].map(orig).astype(float)
     df["ttft_s"] = df["first_token_s"] - df["arrival_s"]
@@ -367,3 +370,97 @@ def batch_agreement(replay_dir: str | Path, fit_json: str | Path) -> pd.DataFram
     out = pd.DataFrame({"stat": list(BATCH_STATS), "engine": [e[k] for k in BATCH_STATS], "sim": [m[k] for k in BATCH_STATS]})
     out["rel_diff"] = out["sim"] / out["engine"].where(out["engine"] != 0) - 1.0
     return out
+
+
+class _ForcedSteps(StepTimeModel):
+    """Step ``i`` (in call order) ends at ``ends[i]`` on the simulator's clock (``now``, set to its
+    kernel's clock before the run), as the engine's did; steps past the engine's take ``fallback``'s
+    time. Ends, not durations: a sum of durations drifts from the engine's step starts by rounding,
+    and a request entering at a step start must not miss it by a bit. Keeps every step's
+    aggregates, as `_RecordingStepTime` does."""
+
+    def __init__(self, ends: np.ndarray, fallback: StepTimeModel) -> None:
+        self.ends, self.fallback = np.asarray(ends, float), fallback
+        self.name, self.steps, self.now = f"forced({fallback.name})", [], None
+
+    def step_time(self, prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
+        if isinstance(prefill_tokens, np.ndarray) or isinstance(decode_seqs, np.ndarray):
+            raise TypeError("forced step times are taken one step at a time (simulate with mode='reference')")
+        i = len(self.steps)
+        self.steps.append((prefill_tokens, prefill_ctx, decode_seqs, decode_ctx))
+        if i < len(self.ends) and self.ends[i] > self.now():
+            return float(self.ends[i] - self.now())
+        return float(self.fallback.step_time(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx))
+
+
+#: how long before an engine step's start a request enters the step-by-step replay: far above the
+#: clock's rounding (a request entering exactly at a boundary could fall either side of it), far
+#: below any step
+ENTRY_LEAD_S = 1e-6
+
+#: a step is "the same batch" when these aggregates agree (the scheduled prompt tokens and the
+#: decoding sequences; with them the context sums agree unless the requests differ)
+STEP_KEYS = ("prefill_tokens", "decode_seqs", "prefill_ctx", "decode_ctx")
+
+
+def step_agreement(replay_dir: str | Path, fit_json: str | Path) -> tuple[pd.DataFrame, dict]:
+    """Issue 33 (b), step by step: the simulator's scheduler on the engine's own clock.
+
+    An in-process replay records every engine step (start, end, batch) and when each request joined
+    (``sends.parquet``: the driver adds a request between steps). The simulator replays the same
+    requests with each one entering just before the start of the first engine step after it joined
+    (`ENTRY_LEAD_S`), and with its i-th step forced to end when the engine's i-th did (at the next
+    step's start while the engine had work left, else at the step's end), so before every step both
+    schedulers see the same waiting requests at the same time for as long as their batches have agreed. Then step i
+    of each is compared (`STEP_KEYS`): ``same`` when all agree. After a first difference the two
+    states differ and later steps may or may not fall back in step; the share counts them all.
+
+    Returns (per step: step, engine_* / sim_* of `STEP_KEYS`, same, what: "" / "prompt tokens" /
+    "decoding sequences" / "contexts"; summary: steps_engine, steps_sim, same_share, first_difference
+    (step index or None), and the count of each kind of difference)."""
+    from servesim.engine.profile import load_fitted
+
+    d = Path(replay_dir)
+    summary = json.loads((d / "summary.json").read_text())
+    if not (d / "steps.parquet").exists():
+        raise ValueError(f"{d}: no steps.parquet (an in-process replay records its engine steps)")
+    st = pd.read_parquet(d / "steps.parquet").sort_values("step").reset_index(drop=True)
+    engine = pd.read_parquet(d / "requests.parquet")
+    sent = pd.read_parquet(d / "sends.parquet").set_index("request_id")["sent_s"]
+    start, end = st.start_s.to_numpy(float), st.end_s.to_numpy(float)
+    sent_s = engine["request_id"].map(sent).to_numpy(float)
+    finish = engine["finish_s"].to_numpy(float)
+    idx = np.searchsorted(start, sent_s, side="left")  # the first step that began after it joined
+    entry = np.where(idx < len(start), np.maximum(start[np.minimum(idx, len(start) - 1)] - ENTRY_LEAD_S, 0.0), sent_s)
+    # after step k the engine had work left iff a request that had joined was still unfinished
+    busy = ((sent_s[None, :] <= end[:, None]) & ~(finish[None, :] <= end[:, None] + 1e-12)).any(axis=1)
+    nxt = np.append(start[1:], np.inf)
+    ends = np.where(busy & np.isfinite(nxt), nxt, end)
+    config = EngineConfig(**{k: (tuple(v) if k == "extra_args" else v) for k, v in summary["engine"].items()})
+    forced = _ForcedSteps(ends, load_fitted(fit_json)[0])
+    wl = engine[["request_id", "arrival_s", "prompt_tokens", "output_tokens", "model", "region", "tier"]].copy()
+    wl["app"], wl["deadline_s"] = "default", np.nan
+
+    def clock(cluster):
+        forced.now = lambda: cluster.kernel.now
+
+    simulate(wl, forced, config, summary.get("kv_blocks") or config.kv_blocks, 0.0, mode="reference", entry_s=entry,
+             on_cluster=clock)
+    sim = pd.DataFrame(np.asarray(forced.steps, float).reshape(-1, 4), columns=["prefill_tokens", "prefill_ctx",
+                                                                                "decode_seqs", "decode_ctx"])
+    n = min(len(st), len(sim))
+    out = pd.DataFrame({"step": np.arange(n)})
+    for k in STEP_KEYS:
+        out[f"engine_{k}"] = st[k].to_numpy(float)[:n]
+        out[f"sim_{k}"] = sim[k].to_numpy(float)[:n]
+    eq = {k: out[f"engine_{k}"].to_numpy() == out[f"sim_{k}"].to_numpy() for k in STEP_KEYS}
+    out["same"] = np.logical_and.reduce(list(eq.values()))
+    out["what"] = np.select([~eq["prefill_tokens"], ~eq["decode_seqs"], ~out["same"].to_numpy()],
+                            ["prompt tokens", "decoding sequences", "contexts"], "")
+    diff = np.flatnonzero(~out["same"].to_numpy())
+    res = {"steps_engine": int(len(st)), "steps_sim": int(len(sim)),
+           "same_share": float(out["same"].mean()) if n else float("nan"),
+           "first_difference": int(diff[0]) if len(diff) else None,
+           **{f"differ_{w.replace(' ', '_')}": int((out["what"] == w).sum())
+              for w in ("prompt tokens", "decoding sequences", "contexts")}}
+    return out, res
