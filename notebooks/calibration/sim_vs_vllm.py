@@ -241,12 +241,15 @@ batches.pivot_table(index="stat", columns="load", values="rel_diff").round(3) if
 # both schedulers see the same waiting requests for as long as their batches have agreed; then
 # step i of each is compared. `same_share`: the steps whose prompt tokens, decoding sequences and
 # context sums all agree; `first_difference`: the first step that differs (later steps start from
-# different states); `differ_*`: what differed, by kind.
+# different states); `differ_*`: what differed, by kind; `*_max_abs_diff_s`: how far the requests'
+# TTFT and E2E in that forced replay are from the engine's (seconds): with every batch the same,
+# the step times are all that is left between the simulator and the engine.
 
 # %%
 sched = pd.DataFrame([{"load": x, **step_agreement(replay_dirs(f"load{x}")[0], fit_json)[1]} for x in loads]
                      if step_dirs else [], columns=["load", "steps_engine", "steps_sim", "same_share", "first_difference",
-                                                     "differ_prompt_tokens", "differ_decoding_sequences", "differ_contexts"])
+                                                     "differ_prompt_tokens", "differ_decoding_sequences", "differ_contexts",
+                                                     "ttft_s_max_abs_diff_s", "e2e_s_max_abs_diff_s"])
 sched
 
 # %% [markdown]
@@ -390,6 +393,7 @@ for x in loads:
     for r in sched[sched.load == x].itertuples():  # scheduling, step by step (in-process only)
         metrics[f"sched_same_share_load{x}"] = float(r.same_share)
         metrics[f"sched_first_difference_load{x}"] = None if pd.isna(r.first_difference) else int(r.first_difference)
+        metrics[f"sched_forced_e2e_max_abs_diff_s_load{x}"] = float(r.e2e_s_max_abs_diff_s)
     for k, key in named.items():  # the `steps` reading (in-process replays only)
         r = steps_cmp[(steps_cmp.load == x) & (steps_cmp.metric == key)]
         if len(r):

@@ -67,6 +67,7 @@ def test_in_process_replay_records_every_step_and_token(tmp_path, clock):
     table, res = step_agreement(tmp_path / "run", fit)
     assert res["steps_engine"] == len(steps) and (wl.prompt_tokens > cfg.max_num_batched_tokens).any()
     assert res["same_share"] == 1.0, table[~table.same].head()
+    assert res["e2e_s_max_abs_diff_s"] < 0.05  # then the latencies follow, up to the driver's gaps
 
 
 def test_in_process_profile_fits_measured_steps_of_every_regime(tmp_path):

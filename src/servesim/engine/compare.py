@@ -417,7 +417,9 @@ def step_agreement(replay_dir: str | Path, fit_json: str | Path) -> tuple[pd.Dat
 
     Returns (per step: step, engine_* / sim_* of `STEP_KEYS`, same, what: "" / "prompt tokens" /
     "decoding sequences" / "contexts"; summary: steps_engine, steps_sim, same_share, first_difference
-    (step index or None), and the count of each kind of difference)."""
+    (step index or None), the count of each kind of difference, and ttft_s / e2e_s_max_abs_diff_s:
+    how far the forced simulation's request latencies are from the engine's, in seconds, which with
+    every batch the same leaves the step times as the only source of the simulator's error)."""
     from servesim.engine.profile import load_fitted
 
     d = Path(replay_dir)
@@ -444,8 +446,8 @@ def step_agreement(replay_dir: str | Path, fit_json: str | Path) -> tuple[pd.Dat
     def clock(cluster):
         forced.now = lambda: cluster.kernel.now
 
-    simulate(wl, forced, config, summary.get("kv_blocks") or config.kv_blocks, 0.0, mode="reference", entry_s=entry,
-             on_cluster=clock)
+    sim_req = simulate(wl, forced, config, summary.get("kv_blocks") or config.kv_blocks, 0.0, mode="reference",
+                       entry_s=entry, on_cluster=clock)
     sim = pd.DataFrame(np.asarray(forced.steps, float).reshape(-1, 4), columns=["prefill_tokens", "prefill_ctx",
                                                                                 "decode_seqs", "decode_ctx"])
     n = min(len(st), len(sim))
@@ -463,4 +465,9 @@ def step_agreement(replay_dir: str | Path, fit_json: str | Path) -> tuple[pd.Dat
            "first_difference": int(diff[0]) if len(diff) else None,
            **{f"differ_{w.replace(' ', '_')}": int((out["what"] == w).sum())
               for w in ("prompt tokens", "decoding sequences", "contexts")}}
+    # with the same batches at the same times the requests' latencies must follow: what is left is
+    # the driver's gaps (a request joins between steps; its tokens are read at a step's end)
+    both = engine.merge(sim_req, on="request_id", suffixes=("_engine", "_sim"))
+    for m in ("ttft_s", "e2e_s"):
+        res[f"{m}_max_abs_diff_s"] = float((both[f"{m}_sim"] - both[f"{m}_engine"]).abs().max())
     return out, res
