@@ -66,7 +66,7 @@ import pandas as pd
 from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.analysis.runs import run_dir
 from servesim.engine.compare import (batch_agreement, compare_repeats, compare_run, simulate, step_agreement,
-                                     step_time_error, steps_fit_json)
+                                     step_noise_floor, step_time_error, steps_fit_json)
 from servesim.engine.profile import load_fitted, request_mix
 from servesim.engine.server import EngineConfig
 from servesim.metrics import summarize
@@ -181,7 +181,10 @@ shape_wide.round(4)
 # in-process`) drives vLLM's engine with no HTTP server or client and records every step's batch
 # (`steps.parquet`). `refit`: the fitted step model (`servesim.perf.fitted`) on a random half of the
 # load replays' steps, scored on the other half and on the held-out shapes; `profile`: the profile's
-# fit, the model the simulator above runs, on all of them. HTTP replays have no step records.
+# fit, the model the simulator above runs, on all of them. HTTP replays have no step records. The
+# engine's own noise beside them (`compare.step_noise_floor`): how far pure decode steps of one
+# batch size and nearly the same context scatter around their median; a model of the batch cannot
+# score far below it on single steps.
 
 # %%
 step_dirs = [d for x in loads for d in replay_dirs(f"load{x}") if (d / "steps.parquet").exists()]
@@ -189,6 +192,9 @@ shape_step_dirs = [d for n in shapes for d in replay_dirs(n) if (d / "steps.parq
 replay_mode = "in-process" if step_dirs else "http"
 steps_err = step_time_error(step_dirs, shape_step_dirs, fit_json, seed=seed) if step_dirs else pd.DataFrame(
     columns=["model", "scored_on", "regime", "n", "mape_pct", "median_ape_pct"])
+# the engine's own step-to-step noise: steps of one shape scatter this much around their median
+noise_floor = step_noise_floor(step_dirs) if step_dirs else float("nan")
+display(pd.Series({"same-shape decode steps, median deviation (%)": noise_floor}, name="engine noise").to_frame())
 steps_err.round(2)
 
 # %% [markdown]
@@ -368,6 +374,7 @@ metrics = {
     **{f"step_time_{m}_median_ape_pct[{o}]": float(v) for (m, o), v in
        steps_err[steps_err.regime == "all"].set_index(["model", "scored_on"]).median_ape_pct.items()},
     "max_abs_capacity_drift": float(np.nanmax(np.abs(drift.to_numpy()))) if drift.notna().any() else float("nan"),
+    "step_time_noise_floor_median_pct": noise_floor,
 }
 # metric names of this figure -> summary keys (servesim.metrics; TBT = per-request mean gap = TPOT)
 named = {"ttft_p50": "p50_ttft_s", "ttft_p90": "p90_ttft_s", "ttft_p99": "p99_ttft_s", "tbt_p50": "p50_tpot_s",

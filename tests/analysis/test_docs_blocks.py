@@ -100,6 +100,9 @@ def test_engine_fidelity_table_errors_with_spreads_and_the_verdict(tmp_path):
     assert last == ("The same worst error under the readings that take the host's speed out: speed-matched (each "
                     "replay simulated at its own measured prefill and decode speeds) 8.3 %.")
     assert "the same batch as the engine at 50.0 % of steps at the lowest" in docs_blocks.engine_fidelity(m)
+    assert "scatter" not in text
+    m.write_text(json.dumps({**d, "step_time_noise_floor_median_pct": 7.94}))
+    assert "held-out MAPE 6.5 % (steps of one shape scatter by a median 7.9 % on their own);" in docs_blocks.engine_fidelity(m)
     m.write_text(json.dumps({"capacity_rel_err": 0.0}))
     with pytest.raises(ValueError, match="ttft_p50_rel_err_load"):
         docs_blocks.engine_fidelity(m)

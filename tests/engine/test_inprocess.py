@@ -445,3 +445,22 @@ def test_step_agreement_finds_where_the_schedulers_part(tmp_path):
     (http / "summary.json").write_text("{}")
     with pytest.raises(ValueError, match="no steps.parquet"):
         step_agreement(http, fit)
+
+
+def test_step_noise_floor_is_the_scatter_of_same_shape_steps(tmp_path):
+    from servesim.engine.compare import step_noise_floor
+
+    rng = np.random.default_rng(0)
+    n = 400
+    ds = rng.choice([1, 4], n)
+    base = 0.005 + 0.001 * ds
+    took = base * (1 + rng.uniform(-0.2, 0.2, n))  # uniform scatter: a median 10 % off its shape's median
+    end = np.cumsum(took)
+    pd.DataFrame({"step": np.arange(n), "start_s": end - took, "end_s": end, "prefill_tokens": 0, "prefill_ctx": 0,
+                  "decode_seqs": ds, "decode_ctx": ds * 100, "scheduled_tokens": ds}).to_parquet(tmp_path / "steps.parquet")
+    assert step_noise_floor([tmp_path]) == pytest.approx(10.0, abs=1.5)
+    assert np.isnan(step_noise_floor([tmp_path], min_group=1000))  # no group large enough
+    st = pd.read_parquet(tmp_path / "steps.parquet")  # contexts spread: grouped by decile, the same scatter
+    st["decode_ctx"] = st.decode_seqs * rng.integers(50, 150, n)
+    st.to_parquet(tmp_path / "steps.parquet")
+    assert step_noise_floor([tmp_path]) == pytest.approx(10.0, abs=1.5)

@@ -298,6 +298,27 @@ def step_time_error(load_dirs, shape_dirs=(), fit_json: str | Path | None = None
     return pd.DataFrame(rows)
 
 
+def step_noise_floor(step_dirs, min_group: int = 10) -> float:
+    """The engine's own step-to-step noise, in % (NaN when no group is large enough): the median
+    relative deviation of pure decode steps from the median of their group, a group being one
+    replay's steps of one batch size within one decile of its context sum (``min_group`` steps or
+    more). No step-time model of the batch can score a median error far below it on single steps:
+    it is the host, not the batch (on the 2-core host 5-11 % per load)."""
+    devs = []
+    for d in step_dirs:
+        st = step_table(d)
+        dec = st[st.prefill_tokens == 0]
+        for _, grp in dec.groupby("decode_seqs"):
+            if len(grp) < 3 * min_group:
+                continue
+            bins = (pd.qcut(grp.decode_ctx, min(10, len(grp) // min_group), duplicates="drop")
+                    if grp.decode_ctx.nunique() > 1 else np.zeros(len(grp)))  # one context: one group
+            for _, x in grp.groupby(bins, observed=True):
+                if len(x) >= min_group:
+                    devs.append(np.abs(x.step_s.to_numpy(float) / float(x.step_s.median()) - 1.0))
+    return float(np.median(np.concatenate(devs)) * 100) if devs else float("nan")
+
+
 def steps_fit_json(step_dirs, fit_json: str | Path, out: str | Path, seed: int = 0) -> Path:
     """A fit.json for the simulator whose step model is `refit_on_steps`' (the engine's own step
     times) and whose frontend overhead is 0 (an in-process replay has none); the rest (engine,
