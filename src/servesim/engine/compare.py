@@ -157,6 +157,21 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
     return table, sim
 
 
+def _step_times(replay_dir: str | Path, fit_json: str | Path):
+    """(measured, predicted, prefill?) per recorded step of a replay, the prediction by
+    ``fit_json``'s model for the same batch; None without ``steps.parquet`` (an HTTP replay)."""
+    from servesim.engine.profile import load_fitted
+    from servesim.engine.records import step_table
+    from servesim.perf import measurements as M
+
+    if not (Path(replay_dir) / "steps.parquet").exists():
+        return None
+    steps = step_table(replay_dir)
+    model = load_fitted(fit_json)[0]
+    pred = np.asarray(model.step_time(*(steps[c].to_numpy(float) for c in M.AGGREGATES)), dtype=float)
+    return steps.step_s.to_numpy(float), pred, steps.prefill_tokens.to_numpy(float) > 0
+
+
 def replay_speed(replay_dir: str | Path, fit_json: str | Path) -> float:
     """How slow the engine stepped in one replay: its recorded steps' measured time over the
     profile's prediction for the same batches, summed over the steps (``steps.parquet``: in-process
@@ -165,18 +180,8 @@ def replay_speed(replay_dir: str | Path, fit_json: str | Path) -> float:
     workload differ in it when the host ran the engine at a different speed (the same small decode
     steps take 2.66 ms in one and 2.92 in another), which moves every latency of that replay the
     same way."""
-    from servesim.engine.profile import load_fitted
-    from servesim.engine.records import step_table
-    from servesim.perf import measurements as M
-
-    if not (Path(replay_dir) / "steps.parquet").exists():
-        return float("nan")
-    steps = step_table(replay_dir)
-    if steps.empty:
-        return float("nan")
-    model = load_fitted(fit_json)[0]
-    pred = np.asarray(model.step_time(*(steps[c].to_numpy(float) for c in M.AGGREGATES)), dtype=float)
-    return float(steps.step_s.to_numpy(float).sum() / pred.sum())
+    t = _step_times(replay_dir, fit_json)
+    return float("nan") if t is None or not len(t[0]) else float(t[0].sum() / t[1].sum())
 
 
 def regime_speeds(replay_dir: str | Path, fit_json: str | Path) -> tuple[float, float]:
@@ -184,17 +189,10 @@ def regime_speeds(replay_dir: str | Path, fit_json: str | Path) -> tuple[float, 
     decode), each NaN without such steps. They differ: on the quick engine the decode steps ran
     8-18 % over the profile where the prefill steps ran within about 5 % of it (a decode step reads
     the whole KV and weights for a few tokens, and slows more when the host's memory is shared)."""
-    from servesim.engine.profile import load_fitted
-    from servesim.engine.records import step_table
-    from servesim.perf import measurements as M
-
-    if not (Path(replay_dir) / "steps.parquet").exists():
+    t = _step_times(replay_dir, fit_json)
+    if t is None:
         return float("nan"), float("nan")
-    steps = step_table(replay_dir)
-    model = load_fitted(fit_json)[0]
-    pred = np.asarray(model.step_time(*(steps[c].to_numpy(float) for c in M.AGGREGATES)), dtype=float)
-    took = steps.step_s.to_numpy(float)
-    pre = steps.prefill_tokens.to_numpy(float) > 0
+    took, pred, pre = t
     return tuple(float(took[k].sum() / pred[k].sum()) if k.any() else float("nan") for k in (pre, ~pre))
 
 
