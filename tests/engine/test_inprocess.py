@@ -418,21 +418,8 @@ def test_step_agreement_finds_where_the_schedulers_part(tmp_path):
     wl = schema.make(np.array([0.0, 0.0, 0.0]), np.array([10, 20, 30]), np.array([3, 3, 3]))
     clock = Clock()
     eng = FakeEngine(clock, step_s=0.01)
-    eng.engine_core.engine_core.scheduler = OneAtATimeScheduler(eng)
+    eng.engine_core.engine_core.scheduler = OneAtATimeScheduler(eng)  # its step runs this scheduler's batch
 
-    def step():  # the fake engine's step with this scheduler's batch: unscheduled prompts wait
-        so = eng.engine_core.engine_core.scheduler.schedule()
-        clock.t += eng.step_s
-        outs = []
-        for eid, n in so.num_scheduled_tokens.items():
-            r = eng.reqs[eid]
-            r["computed"] += n
-            r["emitted"] += 1
-            r["done"] = r["emitted"] >= r["out"]
-            outs.append(SimpleNamespace(request_id=r["ext"], finished=r["done"], outputs=[SimpleNamespace(token_ids=[7])]))
-        return outs
-
-    eng.step = step
     cfg = EngineConfig(max_num_seqs=32, max_num_batched_tokens=512, block_size=16, kv_blocks=256)
     fit = _replay_files(tmp_path, wl, eng, clock, cfg)
     table, res = step_agreement(tmp_path, fit)
