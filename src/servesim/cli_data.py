@@ -81,6 +81,22 @@ def _claims(args) -> int:
     return 0
 
 
+def _fresh_or_raise(args, root: Path, paper: str, figure: str | None = None) -> list[str]:
+    """The full-scale jobs still to run for ``paper`` (or one ``figure`` of it) in this checkout;
+    an error when there are some and --allow-stale was not given."""
+    from servesim.analysis import snapshot
+    from servesim.errors import InputError
+
+    stale = [] if args.no_freshness_check else snapshot.stale_jobs(root, paper, figure)
+    if stale and not args.allow_stale:
+        what, run = (f"results/full/{paper}/{figure}", "run it at full scale") if figure else \
+            (f"results/full/{paper}", f"run `snakemake --cores N full_{paper}`")
+        raise InputError(f"{what} is not up to date with this checkout ({len(stale)} job(s) would run: "
+                         f"{', '.join(stale[:5])}{' ...' if len(stale) > 5 else ''}); {run} first, "
+                         "or --allow-stale to publish them marked as such")
+    return stale
+
+
 def _snapshot(args) -> int:
     from servesim.analysis import snapshot
     from servesim.errors import InputError
@@ -95,21 +111,14 @@ def _snapshot(args) -> int:
             raise InputError("--figure re-publishes figures of one paper: give exactly one --paper")
         p = args.paper[0]
         for f in args.figure:
-            stale = [] if args.no_freshness_check else snapshot.stale_jobs(root, p, f)
-            if stale and not args.allow_stale:
-                raise InputError(f"results/full/{p}/{f} is not up to date with this checkout ({len(stale)} job(s) "
-                                 f"would run: {', '.join(stale[:5])}); run it at full scale first")
+            _fresh_or_raise(args, root, p, f)
         try:
             st = snapshot.remake(root, p, args.figure)
         except snapshot.SnapshotError as exc:
             raise InputError(str(exc)) from None
         print(f"re-published {p}: {', '.join(args.figure)} at {st['remade'][args.figure[0]]['commit']}")
     for p in (args.paper or []) if not args.figure else []:  # whole papers
-        stale = [] if args.no_freshness_check else snapshot.stale_jobs(root, p)
-        if stale and not args.allow_stale:
-            raise InputError(f"results/full/{p} is not up to date with this checkout ({len(stale)} job(s) would run: "
-                             f"{', '.join(stale[:5])}{' ...' if len(stale) > 5 else ''}); run "
-                             f"`snakemake --cores N full_{p}` first, or --allow-stale to publish them marked as such")
+        stale = _fresh_or_raise(args, root, p)
         try:
             st = snapshot.publish(root, p, stale=stale)
         except snapshot.SnapshotError as exc:

@@ -154,8 +154,9 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
         raise ValueError(f"replay_mode={replay_mode!r}: one of {REPLAY_MODES}")
     if replay_mode == "in-process" and model is None:
         raise ValueError("replay_mode='in-process' starts its own engine: give model, not url")
-    if clock != "wall" and replay_mode != "in-process":
-        raise ValueError(f"clock={clock!r}: only in process (an HTTP replay runs on the wall clock)")
+    from servesim.engine.inprocess import check_clock
+
+    check_clock(clock, cpus, replay_mode == "in-process")
     for name in shapes:  # before a server starts
         _check_shape(name)
     out = Path(out_dir)

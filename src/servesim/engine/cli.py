@@ -161,13 +161,11 @@ def _cmd_replay(a) -> int:
 
 
 def _check_clock(clock: str, cpus, in_process: bool, flag: str) -> None:
-    """``--clock`` (`inprocess.CLOCKS`): ``engine`` only in process and on one pinned core."""
+    """``--clock`` (`inprocess.check_clock`): ``engine`` only with ``flag`` and on one pinned core."""
     from servesim.engine.inprocess import check_clock
 
-    if clock != "wall" and not in_process:
-        raise InputError(f"--clock {clock}: only with {flag} (an HTTP replay runs on the wall clock)")
     try:
-        check_clock(clock, cpus)
+        check_clock(clock, cpus, in_process, how=flag)
     except ValueError as exc:
         raise InputError(f"--clock {clock}: {exc}") from None
 

@@ -108,6 +108,17 @@ class _Scaled(StepTimeModel):
             if isinstance(prefill_tokens, np.ndarray) else t * (self.prefill if prefill_tokens > 0 else self.decode)
 
 
+def _replay(d: Path) -> tuple[dict, pd.DataFrame, EngineConfig, int | None, pd.DataFrame]:
+    """A replay folder read for simulating it: (summary, the engine's request table, the engine's
+    configuration, the KV blocks it really had, the workload to give the simulator)."""
+    summary = json.loads((d / "summary.json").read_text())
+    engine = pd.read_parquet(d / "requests.parquet")
+    config = EngineConfig(**{k: (tuple(v) if k == "extra_args" else v) for k, v in summary["engine"].items()})
+    wl = engine[["request_id", "arrival_s", "prompt_tokens", "output_tokens", "model", "region", "tier"]].copy()
+    wl["app"], wl["deadline_s"] = "default", np.nan
+    return summary, engine, config, summary.get("kv_blocks") or config.kv_blocks, wl
+
+
 def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhead: bool = True,
                 arrivals: str = "scheduled", label: str = "", coalesced="keep",
                 speed: tuple[float, float] = (1.0, 1.0)) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -124,11 +135,7 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
 
     readings = _readings(coalesced)
     d = Path(replay_dir)
-    summary = json.loads((d / "summary.json").read_text())
-    engine = pd.read_parquet(d / "requests.parquet")
-    eng_cfg = summary["engine"]
-    config = EngineConfig(**{k: (tuple(v) if k == "extra_args" else v) for k, v in eng_cfg.items()})
-    kv_blocks = summary.get("kv_blocks") or config.kv_blocks
+    summary, engine, config, kv_blocks, wl = _replay(d)
     if kv_blocks is None:
         raise ValueError(f"{d / 'summary.json'}: no kv_blocks recorded; cannot size the simulated KV cache")
     model, overhead = load_fitted(fit_json)
@@ -136,9 +143,6 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
         model = _Scaled(model, *speed)
     if summary.get("replay") == "in-process":  # no HTTP front end before the engine
         overhead = 0.0
-    wl = engine[["request_id", "arrival_s", "prompt_tokens", "output_tokens", "model", "region", "tier"]].copy()
-    wl["app"] = "default"
-    wl["deadline_s"] = np.nan
     entry = None
     if arrivals == "sent":
         sends = pd.read_parquet(d / "sends.parquet").set_index("request_id")["sent_s"]
@@ -374,15 +378,11 @@ def batch_agreement(replay_dir: str | Path, fit_json: str | Path) -> pd.DataFram
     from servesim.engine.profile import load_fitted
 
     d = Path(replay_dir)
-    summary = json.loads((d / "summary.json").read_text())
+    _, _, config, kv_blocks, wl = _replay(d)
     eng_steps = pd.read_parquet(d / "steps.parquet")
-    engine = pd.read_parquet(d / "requests.parquet")
-    config = EngineConfig(**{k: (tuple(v) if k == "extra_args" else v) for k, v in summary["engine"].items()})
     model, _ = load_fitted(fit_json)
     rec = _RecordingStepTime(model)
-    wl = engine[["request_id", "arrival_s", "prompt_tokens", "output_tokens", "model", "region", "tier"]].copy()
-    wl["app"], wl["deadline_s"] = "default", np.nan
-    simulate(wl, rec, config, summary.get("kv_blocks") or config.kv_blocks, 0.0, mode="reference")
+    simulate(wl, rec, config, kv_blocks, 0.0, mode="reference")
     sim = np.asarray(rec.steps, float).reshape(-1, 4)
     e = _batch_stats(eng_steps.prefill_tokens.to_numpy(float), eng_steps.decode_seqs.to_numpy(float))
     m = _batch_stats(sim[:, 0], sim[:, 2])
@@ -391,25 +391,21 @@ def batch_agreement(replay_dir: str | Path, fit_json: str | Path) -> pd.DataFram
     return out
 
 
-class _ForcedSteps(StepTimeModel):
-    """Step ``i`` (in call order) ends at ``ends[i]`` on the simulator's clock (``now``, set to its
-    kernel's clock before the run), as the engine's did; steps past the engine's take ``fallback``'s
-    time. Ends, not durations: a sum of durations drifts from the engine's step starts by rounding,
-    and a request entering at a step start must not miss it by a bit. Keeps every step's
-    aggregates, as `_RecordingStepTime` does."""
+class _ForcedSteps(_RecordingStepTime):
+    """A `_RecordingStepTime` whose step ``i`` (in call order) ends at ``ends[i]`` on the
+    simulator's clock (``now``, set to its kernel's clock before the run), as the engine's did;
+    steps past the engine's take the inner model's time. Ends, not durations: a sum of durations
+    drifts from the engine's step starts by rounding, and a request entering at a step start must
+    not miss it by a bit."""
 
     def __init__(self, ends: np.ndarray, fallback: StepTimeModel) -> None:
-        self.ends, self.fallback = np.asarray(ends, float), fallback
-        self.name, self.steps, self.now = f"forced({fallback.name})", [], None
+        super().__init__(fallback)
+        self.ends, self.now, self.name = np.asarray(ends, float), None, f"forced({fallback.name})"
 
     def step_time(self, prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
-        if isinstance(prefill_tokens, np.ndarray) or isinstance(decode_seqs, np.ndarray):
-            raise TypeError("forced step times are taken one step at a time (simulate with mode='reference')")
         i = len(self.steps)
-        self.steps.append((prefill_tokens, prefill_ctx, decode_seqs, decode_ctx))
-        if i < len(self.ends) and self.ends[i] > self.now():
-            return float(self.ends[i] - self.now())
-        return float(self.fallback.step_time(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx))
+        t = super().step_time(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
+        return float(self.ends[i] - self.now()) if i < len(self.ends) and self.ends[i] > self.now() else float(t)
 
 
 #: how long before an engine step's start a request enters the step-by-step replay: far above the
@@ -442,31 +438,28 @@ def step_agreement(replay_dir: str | Path, fit_json: str | Path) -> tuple[pd.Dat
     from servesim.engine.profile import load_fitted
 
     d = Path(replay_dir)
-    summary = json.loads((d / "summary.json").read_text())
     if not (d / "steps.parquet").exists():
         raise ValueError(f"{d}: no steps.parquet (an in-process replay records its engine steps)")
+    _, engine, config, kv_blocks, wl = _replay(d)
     st = pd.read_parquet(d / "steps.parquet").sort_values("step").reset_index(drop=True)
-    engine = pd.read_parquet(d / "requests.parquet")
     sent = pd.read_parquet(d / "sends.parquet").set_index("request_id")["sent_s"]
     start, end = st.start_s.to_numpy(float), st.end_s.to_numpy(float)
     sent_s = engine["request_id"].map(sent).to_numpy(float)
     finish = engine["finish_s"].to_numpy(float)
     idx = np.searchsorted(start, sent_s, side="left")  # the first step that began after it joined
     entry = np.where(idx < len(start), np.maximum(start[np.minimum(idx, len(start) - 1)] - ENTRY_LEAD_S, 0.0), sent_s)
-    # after step k the engine had work left iff a request that had joined was still unfinished
-    busy = ((sent_s[None, :] <= end[:, None]) & ~(finish[None, :] <= end[:, None] + 1e-12)).any(axis=1)
+    # after step k the engine had work left iff more requests had joined than finished by its end
+    # (a request finishes after it joins; an unfinished one, NaN, sorts last and never counts)
+    joined = np.searchsorted(np.sort(sent_s), end, side="right")
+    finished = np.searchsorted(np.sort(finish), end + 1e-12, side="right")
     nxt = np.append(start[1:], np.inf)
-    ends = np.where(busy & np.isfinite(nxt), nxt, end)
-    config = EngineConfig(**{k: (tuple(v) if k == "extra_args" else v) for k, v in summary["engine"].items()})
+    ends = np.where((joined > finished) & np.isfinite(nxt), nxt, end)
     forced = _ForcedSteps(ends, load_fitted(fit_json)[0])
-    wl = engine[["request_id", "arrival_s", "prompt_tokens", "output_tokens", "model", "region", "tier"]].copy()
-    wl["app"], wl["deadline_s"] = "default", np.nan
 
     def clock(cluster):
         forced.now = lambda: cluster.kernel.now
 
-    sim_req = simulate(wl, forced, config, summary.get("kv_blocks") or config.kv_blocks, 0.0, mode="reference",
-                       entry_s=entry, on_cluster=clock)
+    sim_req = simulate(wl, forced, config, kv_blocks, 0.0, mode="reference", entry_s=entry, on_cluster=clock)
     sim = pd.DataFrame(np.asarray(forced.steps, float).reshape(-1, 4), columns=["prefill_tokens", "prefill_ctx",
                                                                                 "decode_seqs", "decode_ctx"])
     n = min(len(st), len(sim))

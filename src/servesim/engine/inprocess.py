@@ -67,13 +67,13 @@ class EngineClock:
     """The engine's own time: the CPU time of its process (every thread), plus the idle gaps it skips.
 
     Why: pinned to one core, a process's CPU time advances with its wall time while it computes,
-    and stops while another process holds the core. On a shared 2-core host the wall clock also
-    counts the other work's time slices, so the same arrivals meet the engine's steps at different
-    points from one replay to the next (batch composition is what moved the repeats' latencies, the
-    engine's speed only 0.3-4.8 %). Under this clock a request joins when the engine's own elapsed
-    work reaches its arrival, and an idle engine jumps to the next arrival (no real sleep), so a
-    replay measures the engine, not the host's other load. Needs a one-core pin (several cores'
-    CPU time would run ahead of the engine's time)."""
+    and stops while another process holds the core. The wall clock also counts the other work's
+    time slices, which stretch the engine's steps and move the same arrivals to other steps. Under
+    this clock a request joins when the engine's own elapsed work reaches its arrival, and an idle
+    engine jumps to the next arrival (no real sleep), so another process on the engine's core
+    disturbs a replay far less. It does not take out the host's own speed (a VM's neighbours slow
+    the core's work itself: `benchmarks/host_speed.py`). Needs a one-core pin (several cores' CPU
+    time would run ahead of the engine's time)."""
 
     def __init__(self) -> None:
         self._offset = -time.process_time()
@@ -85,10 +85,14 @@ class EngineClock:
         self._offset += max(float(dt), 0.0)
 
 
-def check_clock(name: str, cpus=None) -> None:
-    """A clock ``name`` (`CLOCKS`) that an engine pinned to ``cpus`` can keep, or a clear error."""
+def check_clock(name: str, cpus=None, in_process: bool = True, how: str = "in process") -> None:
+    """A clock ``name`` (`CLOCKS`) that an engine pinned to ``cpus`` can keep, or a clear error
+    (an HTTP replay, ``in_process`` false, runs on the wall clock only; ``how`` says what makes a
+    run in-process, e.g. a command-line flag)."""
     if name not in CLOCKS:
         raise ValueError(f"clock {name!r}: one of {', '.join(CLOCKS)}")
+    if name != "wall" and not in_process:
+        raise ValueError(f"clock {name!r}: only with {how} (an HTTP replay runs on the wall clock)")
     if name == "engine" and (cpus is None or len(cpus) != 1):
         raise ValueError(f"clock 'engine' needs the engine pinned to one core (cpus={cpus!r}, e.g. --cpus last): "
                          "the CPU time of several cores runs ahead of the engine's own time")
@@ -391,8 +395,7 @@ def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, para
         wl.to_parquet(live / "workload.parquet", index=False)
         drive(engine, wl, opts, sampling=sampling, clock=clock, sleep=sleep)[1].to_parquet(live / "steps.parquet", index=False)
     # no API server in front of this engine: its frontend overhead is none by construction
-    write_profile(spec["out"], steps, lone, 0.0, plan, {**meta, "clock": spec.get("clock", "wall")}, capacity,
-                  harness="in-process",
+    write_profile(spec["out"], steps, lone, 0.0, plan, meta, capacity, harness="in-process",
                   wall_s=time.perf_counter() - t0, live_dir=live)
 
 
@@ -422,8 +425,8 @@ def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opt
         return params(row.output_tokens)
 
     if profile is not None:
-        profile["meta"] = {**(profile.get("meta") or {}), "startup_s": startup}
-        _profile(engine, config, opts, {**profile, "clock": clock}, params, sampling, clock=tick, sleep=sleep)
+        profile["meta"] = {**(profile.get("meta") or {}), "startup_s": startup, "clock": clock}
+        _profile(engine, config, opts, profile, params, sampling, clock=tick, sleep=sleep)
     if warmup and jobs:  # a fresh engine's first steps pay one-off costs
         warm = schema.make(np.zeros(warmup), np.full(warmup, 16), np.full(warmup, 4))
         warm["request_id"] = 10**12 + np.arange(warmup)  # apart from any workload id
