@@ -361,3 +361,34 @@ def test_run_calibration_restarts_a_server_lost_mid_profile_once(tmp_path, monke
     assert fit["server_restarts"] == 1 and fit["server_restart_reason"] == "lost mid-profile: SIGTERM from outside"
     assert (tmp_path / "server.log.lost1").read_text() == "start 1\n"
     assert (tmp_path / "server.log").read_text() == "start 2\n"
+
+
+@pytest.mark.parametrize("status,body,lost", [
+    (200, 'data: {"error": {"message": "EngineCore encountered an issue.", "type": "InternalServerError", "code": 500}}\n\n', True),
+    (500, "Internal Server Error", True),
+    (400, '{"error": "prompt too long"}', False),
+    (200, 'data: {"error": {"message": "bad sampling params", "type": "BadRequestError", "code": 400}}\n\n', False),
+])
+def test_profile_reads_an_engine_failure_in_the_answer_as_a_lost_server(monkeypatch, status, body, lost):
+    """A group-wide SIGTERM can reach vLLM's engine core before its API process: the stream then
+    carries the engine's error instead of the connection dropping. That is a lost server (the
+    calibration restarts it); a client-side error (4xx, a bad-request event) is not."""
+    import asyncio
+
+    import httpx
+
+    import servesim.engine.profile as P
+    from servesim.engine.client import ReplayOptions
+    from servesim.engine.server import ServerLostError
+
+    transport = httpx.MockTransport(lambda request: httpx.Response(status, text=body))
+
+    async def sweep(url, *a):
+        async with httpx.AsyncClient(transport=transport) as client:
+            await P._complete(client, url, [3, 4], 1, ReplayOptions(), 0.0)
+
+    monkeypatch.setattr(P, "sweep_async", sweep)
+    with pytest.raises(ServerLostError if lost else RuntimeError) as err:
+        P.profile_engine("http://engine", "unused")
+    assert isinstance(err.value, ServerLostError) == lost
+    assert "profiling" in str(err.value)

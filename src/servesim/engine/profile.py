@@ -113,6 +113,18 @@ class _Meter:
             await asyncio.sleep(0.02)
 
 
+class _EngineFailed(RuntimeError):
+    """The server answered, but with a server-side failure (HTTP 5xx, or an error event in the
+    stream such as "EngineCore encountered an issue"): its engine is gone even if the API process
+    still answers, which is the same loss as a refused connection."""
+
+
+def _check_stream_line(line: str) -> None:
+    if line.startswith("data:") and '"error"' in line:
+        server_side = '"code": 500' in line or "InternalServerError" in line or "EngineCore" in line
+        raise (_EngineFailed if server_side else RuntimeError)(f"profiling request failed: {line[:300]}")
+
+
 async def _complete(client, url, ids, n_out, opts, t0) -> float:
     """Send one streaming request, wait for its end; return the client-side TTFT."""
     body = {"model": opts.model_name, "prompt": ids, "max_tokens": n_out, "min_tokens": n_out,
@@ -120,11 +132,11 @@ async def _complete(client, url, ids, n_out, opts, t0) -> float:
     first = float("nan")
     async with client.stream("POST", url + "/v1/completions", json=body) as resp:
         if resp.status_code != 200:
-            raise RuntimeError(f"profiling request failed: HTTP {resp.status_code}: "
-                               f"{(await resp.aread()).decode(errors='replace')[:300]}")
+            raise (_EngineFailed if resp.status_code >= 500 else RuntimeError)(
+                f"profiling request failed: HTTP {resp.status_code}: "
+                f"{(await resp.aread()).decode(errors='replace')[:300]}")
         async for line in resp.aiter_lines():
-            if line.startswith("data:") and '"error"' in line:
-                raise RuntimeError(f"profiling request failed: {line[:300]}")
+            _check_stream_line(line)
             if first != first and line.startswith("data:") and '"text"' in line:
                 first = time.perf_counter() - t0
     return first
@@ -284,7 +296,9 @@ def profile_engine(url: str, out_dir: str | Path, *, plan: SweepPlan = SweepPlan
     t0 = time.perf_counter()
     try:
         steps, lone, overhead = asyncio.run(sweep_async(url, plan, opts, max_num_seqs, max_num_batched_tokens))
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, _EngineFailed) as exc:
+        # a group-wide SIGTERM may reach the engine core before the API process: then the stream
+        # carries the engine's error instead of the connection dropping (seen in CI)
         from servesim.engine.server import ServerLostError
 
         raise ServerLostError(f"profiling lost the server at {url} ({type(exc).__name__}: {exc}); "
