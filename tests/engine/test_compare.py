@@ -373,7 +373,6 @@ def test_profile_reads_an_engine_failure_in_the_answer_as_a_lost_server(monkeypa
     """A group-wide SIGTERM can reach vLLM's engine core before its API process: the stream then
     carries the engine's error instead of the connection dropping. That is a lost server (the
     calibration restarts it); a client-side error (4xx, a bad-request event) is not."""
-    import asyncio
 
     import httpx
 
