@@ -145,6 +145,11 @@ metrics = {
     "heuristic_alpha_vs_static_16gpus": a_h / osch.value(df, "alpha", plan="static", cluster_gpus=ref_gpus),
     "heuristic_iterations_16gpus": osch.value(df, "iterations", plan="heuristic", cluster_gpus=ref_gpus),
     "exhaustive_partitions_16gpus": osch.value(df, "iterations", plan="exhaustive", cluster_gpus=ref_gpus),
+    # how Alg. 1 moved (20e's diagnosis): the share of its iterations with U empty (every replica
+    # saturated at α*·λ: the pseudo-code's swap needs U, its split applies to U) and the share whose
+    # only moves were merges; older runs' cases.csv lack the columns (NaN)
+    **{f"heuristic_{c}_16gpus": (osch.value(df, c, plan="heuristic", cluster_gpus=ref_gpus) if c in df else float("nan"))
+       for c in ("u_empty_iter_pct", "merge_only_iter_pct")},
 }
 for g in sizes:
     metrics[f"heuristic_runtime_s_{g}gpus"] = osch.value(df, "seconds", plan="heuristic", cluster_gpus=g)

@@ -434,3 +434,28 @@ def test_a_lone_saturated_replica_is_split_not_stuck(monkeypatch):
     for seed in range(3):
         r = S.heuristic(S.Evaluator(Linear(), np.array([50.0]), 8), "opt-30b", seed=seed)
         assert sorted(s.gpus for s in r.deployment) == [4, 4]
+
+
+def test_trace_records_how_alg1_moved_and_a_saturated_start_only_merges(monkeypatch):
+    """Every iteration records |O|, |U| and the moves applied. From a start where the α* assignment
+    saturates every replica (one type, identical replicas), U is empty, so the pseudo-code's swap and
+    split cannot fire and merge is the only move: move_shares says so (20e's diagnosis reads it)."""
+
+    class Linear:  # identical per-GPU capacity: at α* every replica is full
+        def matrix(self, shapes):
+            n = np.array([[s.gpus * 10.0] for s in shapes])
+            return n, n
+
+    monkeypatch.setattr(S, "uniform_sizes", lambda model, gpus: [1] * gpus)  # eight 1-GPU replicas
+    r = S.heuristic(S.Evaluator(Linear(), np.array([50.0]), 8), "opt-30b", seed=0)
+    its = [t for t in r.trace if t["iter"] > 0]
+    assert its and all(t["saturated"] + t["underused"] >= 1 for t in its)
+    assert its[0]["underused"] == 0 and its[0]["saturated"] == 8
+    assert its[0]["moves"]["swap"] == its[0]["moves"]["split"] == 0 and its[0]["moves"]["merge"] > 0
+    shares = r.move_shares()
+    assert shares["u_empty_iter_pct"] > 0 and shares["merge_only_iter_pct"] > 0
+    assert all(0 <= v <= 100 for v in shares.values())
+    # iterations that applied no move at all (a lone O replica too small to split) are not merge-only
+    assert shares["merge_only_iter_pct"] <= 100 - 100 * sum(sum(t["moves"].values()) == 0 for t in its) / len(its) + 1e-9
+    # no iterations (the exhaustive search): NaN, not 0
+    assert all(np.isnan(v) for v in S.exhaustive(_ev(4, lam=(3.0, 5.0)), "opt-30b").move_shares().values())

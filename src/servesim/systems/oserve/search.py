@@ -113,6 +113,17 @@ class SearchResult:
     seconds: float
     trace: list = field(default_factory=list)
 
+    def move_shares(self) -> dict[str, float]:
+        """Of Alg. 1's iterations (the trace after its start): the % whose U set was empty (every
+        replica saturated, so the pseudo-code's swap and split cannot fire) and the % whose only
+        applied moves were merges; NaN without iterations (the exhaustive search, a kept plan)."""
+        its = [t for t in self.trace if t["iter"] > 0 and "moves" in t]
+        if not its:
+            return {"u_empty_iter_pct": float("nan"), "merge_only_iter_pct": float("nan")}
+        merge_only = [t for t in its if t["moves"]["merge"] > 0 and t["moves"]["swap"] == t["moves"]["split"] == 0]
+        return {"u_empty_iter_pct": 100.0 * sum(t["underused"] == 0 for t in its) / len(its),
+                "merge_only_iter_pct": 100.0 * len(merge_only) / len(its)}
+
     @property
     def converged_at(self) -> int:
         """The last iteration whose candidate was accepted (0: the start was never improved)."""
@@ -181,6 +192,7 @@ def heuristic(ev: Evaluator, model: str, seed: int = 0, patience: int = 20, max_
         size = dict(enumerate(s.gpus for s in shapes))
         O, U = list(val.saturated), list(val.underused)
         nxt = len(size)
+        moves = {"merge": 0, "swap": 0, "split": 0}  # applied this iteration (the trace's record)
         for r in O:
             if r not in size:
                 continue
@@ -191,15 +203,18 @@ def heuristic(ev: Evaluator, model: str, seed: int = 0, patience: int = 20, max_
                     a = int(rng.integers(dmin, size[r] - dmin + 1))
                     size[nxt], size[r] = size[r] - a, a
                     nxt += 1
+                    moves["split"] += 1
             elif rng.random() < 0.5:
                 if alive_o:
                     o = alive_o[rng.integers(len(alive_o))]
                     size[r] += size.pop(o)
+                    moves["merge"] += 1
             elif alive_u:
                 u = alive_u[rng.integers(len(alive_u))]
                 delta = int(rng.integers(1, size[u] - dmin + 1))
                 size[r] += delta
                 size[u] -= delta
+                moves["swap"] += 1
         for r in U:
             if r not in size:
                 continue
@@ -209,11 +224,13 @@ def heuristic(ev: Evaluator, model: str, seed: int = 0, patience: int = 20, max_
                     a = int(rng.integers(dmin, size[r] - dmin + 1))
                     size[nxt], size[r] = size[r] - a, a
                     nxt += 1
+                    moves["split"] += 1
             elif alive_o and size[r] > dmin:
                 o = alive_o[rng.integers(len(alive_o))]
                 delta = int(rng.integers(1, size[r] - dmin + 1))
                 size[o] += delta
                 size[r] -= delta
+                moves["swap"] += 1
         sizes = sorted(size.values())
         cand = best_strategies(ev, model, sizes)
         ok = cand is not None and ev.key(cand[1]) > ev.key(val)
@@ -222,7 +239,8 @@ def heuristic(ev: Evaluator, model: str, seed: int = 0, patience: int = 20, max_
         else:
             stale += 1
         trace.append({"iter": it, "sizes": sizes, "deployment": [s.label() for s in cand[0]] if cand else None,
-                      "key": list(ev.key(cand[1])) if cand else None, "accepted": ok})
+                      "key": list(ev.key(cand[1])) if cand else None, "accepted": ok,
+                      "saturated": len(O), "underused": len(U), "moves": moves})
     return SearchResult(cur[0], cur[1], it, ev.evaluations, time.perf_counter() - t0, trace)
 
 
@@ -271,7 +289,7 @@ def best_homogeneous(ev: Evaluator, model: str) -> SearchResult:
 # ---------------------------------------------------------------- command line
 MODES = ("heuristic", "exhaustive", "both")
 CASE_FIELDS = ("case", "plan", "deployment", "dp", "gpus", "alpha", "phi", "iterations", "converged_at", "evaluations", "seconds",
-               "serve_rate_rps", "requests", "unrouted", "completed", "mean_e2e_s", "p90_e2e_s", "p99_e2e_s", "throughput_rps")
+               "u_empty_iter_pct", "merge_only_iter_pct", "serve_rate_rps", "requests", "unrouted", "completed", "mean_e2e_s", "p90_e2e_s", "p99_e2e_s", "throughput_rps")
 
 
 def _parse_mix(s: str) -> tuple[str | None, np.ndarray]:
@@ -355,7 +373,7 @@ def _row(case: str, plan: str, r: SearchResult, served: dict | None, rate: float
     d = r.to_dict()
     row = {"case": case, "plan": plan, "deployment": " + ".join(d["deployment"]), "dp": d["dp"], "gpus": sum(s.gpus for s in r.deployment),
            "alpha": d["alpha"], "phi": d["phi"], "iterations": d["iterations"], "converged_at": d["converged_at"],
-           "evaluations": d["evaluations"], "seconds": d["seconds"], "serve_rate_rps": rate}
+           "evaluations": d["evaluations"], "seconds": d["seconds"], **r.move_shares(), "serve_rate_rps": rate}
     row.update({k: (served or {}).get(k) for k in CASE_FIELDS if k not in row})
     return row
 
