@@ -32,6 +32,10 @@
 # epochs; μ-Serve on the same backbone and last layer) on a one-thread CPU budget: 2,000 first-turn
 # and 1,000 all-turn training pairs at 256 tokens (the paper: ~7.8 k pairs at 512; scale `paper` of
 # the run keeps that setting for a GPU). PiA needs Vicuna-13B / ChatGPT: NOT-REPRODUCIBLE.
+# A second reference, `knn_reference` (`servesim.systems.preserve.length_reference`): the median
+# length of the k most similar training prompts by MiniLM's sentence embedding, k chosen on the
+# training pairs; nothing is trained, so where it beats the constant and PreServe does not, the
+# prompts carry signal PreServe's training did not take up. No claim is judged on it.
 # A training-median constant is listed as a reference (what a predictor without signal scores), and
 # it is the claims' null: every measured claim is also checked with it in the place of the
 # predictor under test (`*_train_median*`, `*_median_vs_museve*` keys); a claim the constant passes
@@ -78,9 +82,12 @@ for ax, ls in zip(axes[0], sets):
     ax.legend(fontsize=7)
 ax = axes[0][-1]
 t = table.set_index(["label_set", "method"])
-for i, meth in enumerate(("preserve", "museve", "train_median")):
+# the two references beside the predictors: the constant, and the k nearest training prompts'
+# median (length_reference: what the prompts' text says about length at this size)
+meths = [x for x in ("preserve", "museve", "train_median", "knn_reference") if (sets[0], x) in t.index]
+for i, meth in enumerate(meths):
     vals = [t.loc[(sets[0], meth), f"acc{k}_pct"] for k in (25, 50, 100)]
-    ax.bar(np.arange(3) + 0.27 * (i - 1), vals, width=0.27, label=meth)
+    ax.bar(np.arange(3) + 0.2 * (i - (len(meths) - 1) / 2), vals, width=0.2, label=meth)
 ax.set_xticks(range(3), ["Acc-25", "Acc-50", "Acc-100"])
 ax.set(ylabel="%", title=f"accuracy, label set '{sets[0]}'")
 ax.legend(fontsize=7)
@@ -117,6 +124,8 @@ for ls in sets:
     metrics[f"response_median_test_tokens{suf}"] = float(y.median())
     metrics[f"spearman_preserve{suf}"] = float(pp.rank().corr(y.rank()))
     metrics[f"spearman_museve{suf}"] = float(pm.rank().corr(y.rank()))
+    if "pred_knn_reference" in p:
+        metrics[f"spearman_knn_reference{suf}"] = float(p.pred_knn_reference.astype(float).rank().corr(y.rank()))
     metrics[f"mae_preserve_median_shifted{suf}"] = float((pp - pp.median() + y.median() - y).abs().mean())
     metrics[f"museve_extreme_pred_pct{suf}"] = float(100.0 * pm.isin([pm.min(), pm.max()]).mean())
     metrics[f"museve_pred_min{suf}"], metrics[f"museve_pred_max{suf}"] = float(pm.min()), float(pm.max())

@@ -34,6 +34,7 @@ import pandas as pd
 
 from .encoder import ENCODER_NAME
 from .length_data import MAX_LABEL, LengthDataError, SynonymReplacer, oversample, sharegpt_pairs, split
+from .length_reference import choose_k, knn_predict
 
 PREDICTION_COLUMNS = ("label_set", "conv_id", "turn", "prompt_tokens", "output_tokens", "pred_preserve", "pred_museve")
 
@@ -208,10 +209,25 @@ def run_label_set(label_set: str, s: Table2Settings):
                  "n_train_original": len(train), "n_val": 0, "epochs_run": 0, "n_test": len(test), "n_split_train": n_split[0],
                  "n_split_test": n_split[1], "train_s": 0.0, "latency_ms": 0.0, "mode": "constant",
                  "encoder": "", "reading": f"constant {med:g} tokens (reference, not a paper method)"})
+    # reference: the k most similar training prompts' median length (length_reference: does the
+    # text carry length signal at this size?), on the encoder's own mean-pooled sentence embedding
+    t0 = time.perf_counter()
+    emb = LengthPredictor(LengthSettings(mode="frozen", max_len=s.max_len, pooling="mean", seed=s.seed))
+    e_train, e_test = emb.encode_cls(train["prompt"].tolist()).numpy(), emb.encode_cls(texts).numpy()
+    k, loo = choose_k(e_train, train["output_tokens"].to_numpy())
+    preds["knn_reference"] = knn_predict(e_train, train["output_tokens"].to_numpy(), e_test, k)
+    rows.append({"label_set": label_set, "method": "knn_reference", **length_metrics(actual, preds["knn_reference"]),
+                 "n_train": len(train), "n_train_original": len(train), "n_val": 0, "epochs_run": 0, "n_test": len(test),
+                 "n_split_train": n_split[0], "n_split_test": n_split[1], "train_s": time.perf_counter() - t0,
+                 "latency_ms": 0.0, "mode": "reference", "encoder": ENCODER_NAME,
+                 "reading": f"median length of the {k} most similar training prompts (mean-pooled embeddings, cosine; "
+                            f"k by leave-one-out on the training pairs): a reference, not a paper method"})
     pred_df = pd.DataFrame({"label_set": label_set, "conv_id": test["conv_id"], "turn": test["turn"],
                             "prompt_tokens": test["prompt_tokens"], "output_tokens": actual,
-                            "pred_preserve": preds["preserve"], "pred_museve": preds["museve"]})
+                            "pred_preserve": preds["preserve"], "pred_museve": preds["museve"],
+                            "pred_knn_reference": preds["knn_reference"]})
     info = {"augmented_copies": int(plan["extra"].sum()), "loss_history": lp.loss_history,
+            "knn_reference_k": k, "knn_reference_loo_mae": {str(kk): v for kk, v in loo.items()},
             "val_history": lp.val_history, "best_epoch": lp.best_epoch,
             "bucket_plan": plan[["bucket", "count", "extra"]].to_dict("list")}
     return rows, pred_df, info
@@ -225,6 +241,10 @@ def metrics(table: pd.DataFrame, s: Table2Settings) -> dict:
         suf = "" if ls == "first" else f"_{ls}"
         t = table[table["label_set"] == ls].set_index("method")
         m[f"mae_train_median{suf}"] = float(t.loc["train_median", "mae"])
+        if "knn_reference" in t.index:  # (tables written before the reference existed lack it)
+            m[f"mae_knn_reference{suf}"] = float(t.loc["knn_reference", "mae"])
+            for k in (25, 50, 100):
+                m[f"acc{k}_knn_reference_pct{suf}"] = float(t.loc["knn_reference", f"acc{k}_pct"])
         for w in ("preserve", "museve"):
             m[f"mae_{w}{suf}"] = float(t.loc[w, "mae"])
             for k in (25, 50, 100):
