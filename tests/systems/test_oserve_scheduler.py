@@ -422,8 +422,9 @@ def test_best_uniform_start_is_never_worse_than_static():
 
 
 def test_a_lone_saturated_replica_is_split_not_stuck(monkeypatch):
-    """Alg. 1 merges only within O and swaps only with U; when every replica is saturated (U empty,
-    a homogeneous workload) and one is left, neither applies: our search splits it instead."""
+    """Alg. 1 merges only within O and swaps only with U; when every replica is saturated (U empty:
+    the "alpha" reading of O / U on a homogeneous workload) and one is left, neither applies: our
+    search splits it instead."""
 
     class Linear:  # capacity grows linearly with GPUs except one size: 4-GPU replicas are the best per GPU
         def matrix(self, shapes):
@@ -432,7 +433,7 @@ def test_a_lone_saturated_replica_is_split_not_stuck(monkeypatch):
 
     monkeypatch.setattr(S, "uniform_sizes", lambda model, gpus: [gpus])  # start from one 8-GPU replica
     for seed in range(3):
-        r = S.heuristic(S.Evaluator(Linear(), np.array([50.0]), 8), "opt-30b", seed=seed)
+        r = S.heuristic(S.Evaluator(Linear(), np.array([50.0]), 8, classify="alpha"), "opt-30b", seed=seed)
         assert sorted(s.gpus for s in r.deployment) == [4, 4]
 
 
@@ -447,7 +448,7 @@ def test_trace_records_how_alg1_moved_and_a_saturated_start_only_merges(monkeypa
             return n, n
 
     monkeypatch.setattr(S, "uniform_sizes", lambda model, gpus: [1] * gpus)  # eight 1-GPU replicas
-    r = S.heuristic(S.Evaluator(Linear(), np.array([50.0]), 8), "opt-30b", seed=0)
+    r = S.heuristic(S.Evaluator(Linear(), np.array([50.0]), 8, classify="alpha"), "opt-30b", seed=0)
     its = [t for t in r.trace if t["iter"] > 0]
     assert its and all(t["saturated"] + t["underused"] >= 1 for t in its)
     assert its[0]["underused"] == 0 and its[0]["saturated"] == 8
@@ -459,3 +460,29 @@ def test_trace_records_how_alg1_moved_and_a_saturated_start_only_merges(monkeypa
     assert shares["merge_only_iter_pct"] <= 100 - 100 * sum(sum(t["moves"].values()) == 0 for t in its) / len(its) + 1e-9
     # no iterations (the exhaustive search): NaN, not 0
     assert all(np.isnan(v) for v in S.exhaustive(_ev(4, lam=(3.0, 5.0)), "opt-30b").move_shares().values())
+
+
+def test_flow_sets_are_the_pseudo_codes_flow_assignment_at_lambda(monkeypatch):
+    """The default O / U (classify="flow"): from the max flow at λ itself. Where λ fits with room,
+    a replica the flow leaves with slack is in U, so splits and swaps fire; on the same start the
+    α* reading saturates every replica and only merges (the test above)."""
+    from servesim.systems.oserve.objective import flow_sets
+
+    n = np.array([[10.0], [10.0], [10.0]])
+    O, U = flow_sets([15.0], n, n)  # 15 requests on three replicas of 10: at most one can be full
+    assert len(O) <= 1 and len(O) + len(U) == 3 and set(O).isdisjoint(U)
+    assert flow_sets([40.0], n, n) == ((0, 1, 2), ())  # overloaded: every replica is full
+
+    class Linear:
+        def matrix(self, shapes):
+            n = np.array([[s.gpus * 10.0] for s in shapes])
+            return n, n
+
+    monkeypatch.setattr(S, "uniform_sizes", lambda model, gpus: [2] * (gpus // 2))  # four 2-GPU replicas
+    r = S.heuristic(S.Evaluator(Linear(), np.array([50.0]), 8), "opt-30b", seed=0)
+    its = [t for t in r.trace if t["iter"] > 0]
+    assert its[0]["underused"] > 0 and its[0]["saturated"] + its[0]["underused"] == 4
+    assert any(t["moves"]["split"] + t["moves"]["swap"] > 0 for t in its)
+    assert r.move_shares()["u_empty_iter_pct"] < 100
+    with pytest.raises(ValueError, match="classify"):
+        S.Evaluator(Linear(), np.array([50.0]), 8, classify="bogus")

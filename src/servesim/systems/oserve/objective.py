@@ -36,6 +36,10 @@ import numpy as np
 from scipy.optimize import linprog
 
 OBJECTIVES = ("phi-alpha", "alpha", "phi-alpha-xnode")
+#: where Alg. 1's O / U sets come from: the max flow at λ (the pseudo-code's flow_assignment, the
+#: default) or the α*·λ assignment (the earlier reading: it saturates every replica that can take
+#: the bottleneck, so U is empty and Alg. 1 can only merge)
+CLASSIFY = ("flow", "alpha")
 SHARES = ("vertex", "balanced")
 XNODE_PENALTY = 0.1  # [R] w: a request through a cross-node pipeline counts as 0.9 of one in the tie-break
 SAT_TOL = 1e-6
@@ -87,7 +91,23 @@ def _rows(n):
 
 def phi(lam, n, e=None) -> float:
     """Φ: the max flow of C1-C3 (same value as ``flow.max_flow``)."""
+    return _max_flow(*_check(lam, n, e))[1]
+
+
+def flow_sets(lam, n, e=None) -> tuple[tuple, tuple]:
+    """Alg. 1's O / U as its pseudo-code defines them: from the flow network's assignment at λ
+    itself (``L({d_r}, {s_r})`` returns the max flow), O = the replicas whose flow reaches their
+    capacity, U = the rest. When λ is routable the max flow has many optima; this is HiGHS's
+    vertex (deterministic). The "alpha" reading takes them from the α*·λ assignment instead
+    (``FlowValue.saturated``), where every replica that can take the bottleneck fills up."""
     lam, n, e = _check(lam, n, e)
+    load = _rows(n) @ _max_flow(lam, n, e)[0].ravel()
+    sat = tuple(k for k in range(n.shape[0]) if load[k] >= 1 - SAT_TOL)
+    return sat, tuple(k for k in range(n.shape[0]) if k not in sat)
+
+
+def _max_flow(lam, n, e) -> tuple[np.ndarray, float]:
+    """The C1-C3 max-flow assignment x (K x J, HiGHS's optimal vertex) and its value Φ."""
     K, J = n.shape
     C1 = np.zeros((J, K * J))
     for j in range(J):
@@ -96,7 +116,7 @@ def phi(lam, n, e=None) -> float:
                 bounds=list(zip(np.zeros(K * J), e.ravel())), method="highs")
     if r.status != 0:
         raise RuntimeError(f"flow LP: {r.message}")
-    return float(-r.fun)
+    return np.maximum(r.x.reshape(K, J), 0.0), float(-r.fun)
 
 
 def evaluate(lam, n, e=None) -> FlowValue:

@@ -70,7 +70,7 @@ from . import llumnix as LL
 from . import predictor as PR
 from . import serving as SV
 from . import switching as SW
-from .objective import OBJECTIVES, SHARES, balanced_fractions, evaluate
+from .objective import CLASSIFY, OBJECTIVES, SHARES, balanced_fractions, evaluate
 from .profiler import METHODS, CapacityProfiler, pools_from_frame, saturated_rate
 from .replica import BACKENDS, DEFAULT_BACKEND, GPU, Shape, instance_config, kv_tokens, step_model, strategies
 from .search import INITS, Evaluator, exhaustive, heuristic, place
@@ -112,10 +112,11 @@ class Planner:
 
     def __init__(self, prof: CapacityProfiler, model: str, gpus: int, *, search: str = "heuristic", seed: int = 0,
                  max_pp: int = 8, round_frac: float = 0.02, init: str = "memory-min", objective: str = "phi-alpha",
-                 shares: str = "vertex"):
+                 shares: str = "vertex", classify: str = "flow"):
         self.prof, self.model, self.gpus, self.search, self.seed, self.init = prof, model, gpus, search, seed, init
         self.objective = objective  # objective.OBJECTIVES: the paper's flow value or a latency-aware reading
         self.shares = shares  # objective.SHARES: the α* LP's own solution, or the balanced optimal one
+        self.classify = classify  # objective.CLASSIFY: where Alg. 1's O / U sets come from
         self.max_pp, self.round_frac = max_pp, round_frac
         self.cache: dict = {}
         self.search_s = 0.0
@@ -141,7 +142,7 @@ class Planner:
             p = self.cache[key]
             return Plan(p.shapes, p.fractions, p.alpha, True)
         t0 = time.perf_counter()
-        ev = Evaluator(self.prof, lam_r, self.gpus, self.objective, max_pp=self.max_pp)
+        ev = Evaluator(self.prof, lam_r, self.gpus, self.objective, max_pp=self.max_pp, classify=self.classify)
         r = heuristic(ev, self.model, self.seed, init=self.init) if self.search == "heuristic" else exhaustive(ev, self.model)
         best = (r.deployment, r.value)
         if incumbent is not None:
@@ -421,7 +422,7 @@ def run(a: argparse.Namespace) -> int:
     prof = CapacityProfiler(a.model, pools, backend=a.backend, n_requests=a.n_requests, seed=a.seed,
                             cache_dir=a.cache_dir or DEFAULT_CACHE, method=a.capacity)
     planner = Planner(prof, a.model, a.gpus, search=a.search, seed=a.seed, max_pp=a.max_pp, init=a.search_init,
-                      objective=a.objective, shares=a.flow_shares)
+                      objective=a.objective, shares=a.flow_shares, classify=a.classify)
     if not planner.homogeneous_options:
         raise InputError(f"{a.model} has no homogeneous deployment on {a.gpus} GPUs")
     # The load: the busiest span at `load` x what vLLM static's deployment sustains there. Static's
@@ -522,7 +523,7 @@ def run(a: argparse.Namespace) -> int:
            "static_deployment": ref.label(), "sizing": sizing, "static_capacity_busiest_span": cap, "load_basis": a.load_basis,
            "static_capacity_busiest_span_closed": cap_closed, "busiest_span": busiest, "types": list(G.TYPES),
            "type_method": a.types, "weighted_routing": a.weighted_routing, "route_new": a.route_new,
-           "predictor": a.predictor, "predictor_source": lam_source, "history": hist_reading, "search": a.search, "search_init": a.search_init, "objective": a.objective, "flow_shares": a.flow_shares, "minute_stride": a.minute_stride,
+           "predictor": a.predictor, "predictor_source": lam_source, "history": hist_reading, "search": a.search, "search_init": a.search_init, "objective": a.objective, "classify": a.classify, "flow_shares": a.flow_shares, "minute_stride": a.minute_stride,
            "n_spans": n_spans, "n_requests": len(wl), "period_edges_s": edges.tolist(), "restart_s": a.restart_s,
            "rrmse_pred_pct": float(np.nanmean(PR.rrmse(counts[1:], lam_hat[1:]))) if n_spans > 1 else np.nan,
            "plan_s": plan_s, "searches": planner.searches, "search_s": planner.search_s, "profile_runs": prof.runs,
@@ -581,6 +582,9 @@ def main(argv=None) -> int:
     ap.add_argument("--search", choices=("heuristic", "exhaustive"), default="heuristic")
     ap.add_argument("--search-init", choices=INITS, default="memory-min",
                     help="Alg. 1's start: §4.3's memory minimum or the best uniform deployment (App. E)")
+    ap.add_argument("--classify", choices=CLASSIFY, default="flow",
+                    help="Alg. 1's O / U sets from the max flow at the span's forecast (flow: the pseudo-code's) "
+                         "or from the alpha* assignment (alpha: a reading; it leaves U empty, so Alg. 1 only merges)")
     ap.add_argument("--objective", choices=OBJECTIVES, default="phi-alpha",
                     help="OServe's deployment objective: the paper's flow value (phi-alpha) or the latency-aware "
                          "phi-alpha-xnode (cross-node pipeline hand-offs discounted; objective.py)")

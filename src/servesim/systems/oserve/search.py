@@ -15,9 +15,10 @@ for the new GPU counts is searched exhaustively (combinations of each size's val
 accept only on a strict improvement; stop after ``patience`` (20) iterations without one or at
 ``max_iter`` (200). A step that makes a GPU count with no valid strategy is rejected. One addition
 [R]: a replica of O for which neither merge nor swap can apply (no other replica in O, none in U
-with GPUs to give) is split instead. O / U come from the α* assignment, where a homogeneous
-workload saturates every replica (U = ∅): as written, Alg. 1 could then only merge, down to one
-replica that no op can change, whatever the split would gain.
+with GPUs to give) is split instead. O / U (``Evaluator.classify``): "flow" (default, the
+pseudo-code's own: from the max-flow assignment at λ, ``objective.flow_sets``) or "alpha" (a
+reading: from the α*·λ assignment, which fills every replica that can take the bottleneck type, so
+U is empty and the only move left is merge: measured on Fig 16's searches, ``move_shares``).
 
 CLI (``python -m servesim.systems.oserve.search``, one job of workflow/runs/oserve.yaml): profiles
 every shape once, then per case (a --mix, each span of a --trace, or one --lengths type) runs the
@@ -40,7 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .objective import OBJECTIVES, XNODE_PENALTY, FlowValue, evaluate
+from .objective import CLASSIFY, OBJECTIVES, XNODE_PENALTY, FlowValue, evaluate, flow_sets
 from .profiler import CapacityProfiler
 from .replica import BACKENDS, DEFAULT_BACKEND, GPUS_PER_NODE, Shape, min_gpus, strategies
 
@@ -79,12 +80,15 @@ class Evaluator:
     objective: str = "phi-alpha"
     max_pp: int = 8  # deepest pipeline considered (a node's width; Table 3's deepest is PP4)
     xnode_penalty: float = XNODE_PENALTY  # objective "phi-alpha-xnode" only
+    classify: str = "flow"  # Alg. 1's O / U: objective.CLASSIFY
     evaluations: int = 0
     _memo: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective={self.objective!r}: one of {OBJECTIVES}")
+        if self.classify not in CLASSIFY:
+            raise ValueError(f"classify={self.classify!r}: one of {CLASSIFY}")
         self.lam = np.asarray(self.lam, float)
 
     def __call__(self, shapes) -> tuple[tuple[Shape, ...], FlowValue] | None:
@@ -99,6 +103,13 @@ class Evaluator:
             self._memo[placed] = dataclasses.replace(v, cross_share=cross / tot if tot > 0 else 0.0)
             self.evaluations += 1
         return placed, self._memo[placed]
+
+    def sets(self, placed, v: FlowValue) -> tuple[list, list]:
+        """Alg. 1's (O, U) for a scored deployment (``classify``)."""
+        if self.classify == "alpha":
+            return list(v.saturated), list(v.underused)
+        O, U = flow_sets(self.lam, *self.profiler.matrix(placed))
+        return list(O), list(U)
 
     def key(self, v: FlowValue) -> tuple:
         return v.key(self.objective, self.xnode_penalty)
@@ -190,7 +201,7 @@ def heuristic(ev: Evaluator, model: str, seed: int = 0, patience: int = 20, max_
         it += 1
         shapes, val = cur
         size = dict(enumerate(s.gpus for s in shapes))
-        O, U = list(val.saturated), list(val.underused)
+        O, U = ev.sets(shapes, val)
         nxt = len(size)
         moves = {"merge": 0, "swap": 0, "split": 0}  # applied this iteration (the trace's record)
         for r in O:
@@ -397,7 +408,7 @@ def run(a) -> int:
             for cross in ((False, True) if s.pp > 1 and a.gpus > GPUS_PER_NODE else (False,)):
                 prof.capacity(Shape(s.tp, s.pp, cross))
         summ = {"model": a.model, "gpus": a.gpus, "types": types, "type_method": None if a.lengths else a.types,
-                "objective": a.objective, "mode": a.mode, "max_pp": a.max_pp,
+                "objective": a.objective, "classify": a.classify, "mode": a.mode, "max_pp": a.max_pp,
                 "seed": a.seed, "init": a.init, "profile_seed": a.profile_seed, "backend": a.backend, "n_requests": a.n_requests, "rate_rps": a.rate,
                 "span_s": prof.span_s, "patience": a.patience, "max_iter": a.max_iter, "serve_load": a.serve_load,
                 "serve_minutes": a.serve_minutes, "profile_seconds": time.perf_counter() - t0, "profile_runs": prof.runs,
@@ -412,15 +423,15 @@ def run(a) -> int:
             res = {}
             for mode in modes:  # a fresh evaluator per search: none reuses another's LPs
                 if mode == "exhaustive":
-                    res[mode] = exhaustive(Evaluator(prof, lam, a.gpus, a.objective, a.max_pp), a.model)
+                    res[mode] = exhaustive(Evaluator(prof, lam, a.gpus, a.objective, a.max_pp, classify=a.classify), a.model)
                     continue
                 for init in a.init:
                     plan = plan_name(init)
-                    res[plan] = heuristic(Evaluator(prof, lam, a.gpus, a.objective, a.max_pp), a.model, a.seed, a.patience, a.max_iter, init)
+                    res[plan] = heuristic(Evaluator(prof, lam, a.gpus, a.objective, a.max_pp, classify=a.classify), a.model, a.seed, a.patience, a.max_iter, init)
                     traces[name if plan == "heuristic" else f"{name}:{plan}"] = res[plan].trace
-            res["static"] = best_homogeneous(Evaluator(prof, lam, a.gpus, a.objective, a.max_pp), a.model)
+            res["static"] = best_homogeneous(Evaluator(prof, lam, a.gpus, a.objective, a.max_pp, classify=a.classify), a.model)
             if a.trace and prev is not None:  # App. G: the previous span's plan kept, routed for this span's λ
-                kept = Evaluator(prof, lam, a.gpus, a.objective, a.max_pp)(list(prev))
+                kept = Evaluator(prof, lam, a.gpus, a.objective, a.max_pp, classify=a.classify)(list(prev))
                 res["previous"] = SearchResult(kept[0], kept[1], 0, 1, 0.0)
             prev = res["heuristic"].deployment if "heuristic" in res else None
             case = {"name": name, "mix": mix.tolist(), "lam_per_span": lam.tolist(), **{k: r.to_dict() for k, r in res.items()}}
@@ -461,6 +472,9 @@ def main(argv=None) -> int:
                     help="how requests are typed: k-means on the lengths (§5.1, as the online runs) or the "
                          "median split (quadrant, a reading)")
     ap.add_argument("--objective", choices=OBJECTIVES, default="phi-alpha")
+    ap.add_argument("--classify", choices=CLASSIFY, default="flow",
+                    help="Alg. 1's O / U from the max flow at the case's lambda (flow: the pseudo-code's) or "
+                         "from the alpha* assignment (alpha: a reading; it leaves U empty)")
     ap.add_argument("--mode", choices=MODES, default="both")
     ap.add_argument("--seed", type=int, default=0, help="Alg. 1's RNG (and the served workload's)")
     ap.add_argument("--profile-seed", type=int, default=0, help="the profiler's request sampling")
