@@ -463,9 +463,9 @@ def test_trace_records_how_alg1_moved_and_a_saturated_start_only_merges(monkeypa
 
 
 def test_flow_sets_are_the_pseudo_codes_flow_assignment_at_lambda(monkeypatch):
-    """The default O / U (classify="flow"): from the max flow at λ itself. Where λ fits with room,
-    a replica the flow leaves with slack is in U, so splits and swaps fire; on the same start the
-    α* reading saturates every replica and only merges (the test above)."""
+    """The reading classify="flow": O / U from the max flow at λ itself. Where λ fits with room, a
+    replica the flow leaves with slack is in U, so splits and swaps fire; on the same start the
+    default α* reading saturates every replica and only merges (the test above)."""
     from servesim.systems.oserve.objective import flow_sets
 
     n = np.array([[10.0], [10.0], [10.0]])
@@ -479,9 +479,10 @@ def test_flow_sets_are_the_pseudo_codes_flow_assignment_at_lambda(monkeypatch):
             return n, n
 
     monkeypatch.setattr(S, "uniform_sizes", lambda model, gpus: [2] * (gpus // 2))  # four 2-GPU replicas
-    r = S.heuristic(S.Evaluator(Linear(), np.array([50.0]), 8), "opt-30b", seed=0)
+    r = S.heuristic(S.Evaluator(Linear(), np.array([50.0]), 8, classify="flow"), "opt-30b", seed=0)
     its = [t for t in r.trace if t["iter"] > 0]
     assert its[0]["underused"] > 0 and its[0]["saturated"] + its[0]["underused"] == 4
+    assert S.Evaluator(Linear(), np.array([50.0]), 8).classify == "alpha"  # the default
     assert any(t["moves"]["split"] + t["moves"]["swap"] > 0 for t in its)
     assert r.move_shares()["u_empty_iter_pct"] < 100
     with pytest.raises(ValueError, match="classify"):

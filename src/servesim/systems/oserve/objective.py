@@ -36,10 +36,10 @@ import numpy as np
 from scipy.optimize import linprog
 
 OBJECTIVES = ("phi-alpha", "alpha", "phi-alpha-xnode")
-#: where Alg. 1's O / U sets come from: the max flow at λ (the pseudo-code's flow_assignment, the
-#: default) or the α*·λ assignment (the earlier reading: it saturates every replica that can take
-#: the bottleneck, so U is empty and Alg. 1 can only merge)
-CLASSIFY = ("flow", "alpha")
+#: where Alg. 1's O / U sets come from (search.py's docstring): the α*·λ assignment the objective
+#: ranks (the default; it saturates every replica that can take the bottleneck, so U is empty and
+#: Alg. 1 can only merge) or the max flow at λ itself (the pseudo-code's words)
+CLASSIFY = ("alpha", "flow")
 SHARES = ("vertex", "balanced")
 XNODE_PENALTY = 0.1  # [R] w: a request through a cross-node pipeline counts as 0.9 of one in the tie-break
 SAT_TOL = 1e-6

@@ -112,7 +112,7 @@ class Planner:
 
     def __init__(self, prof: CapacityProfiler, model: str, gpus: int, *, search: str = "heuristic", seed: int = 0,
                  max_pp: int = 8, round_frac: float = 0.02, init: str = "memory-min", objective: str = "phi-alpha",
-                 shares: str = "vertex", classify: str = "flow"):
+                 shares: str = "vertex", classify: str = "alpha"):
         self.prof, self.model, self.gpus, self.search, self.seed, self.init = prof, model, gpus, search, seed, init
         self.objective = objective  # objective.OBJECTIVES: the paper's flow value or a latency-aware reading
         self.shares = shares  # objective.SHARES: the α* LP's own solution, or the balanced optimal one
@@ -582,9 +582,10 @@ def main(argv=None) -> int:
     ap.add_argument("--search", choices=("heuristic", "exhaustive"), default="heuristic")
     ap.add_argument("--search-init", choices=INITS, default="memory-min",
                     help="Alg. 1's start: §4.3's memory minimum or the best uniform deployment (App. E)")
-    ap.add_argument("--classify", choices=CLASSIFY, default="flow",
-                    help="Alg. 1's O / U sets from the max flow at the span's forecast (flow: the pseudo-code's) "
-                         "or from the alpha* assignment (alpha: a reading; it leaves U empty, so Alg. 1 only merges)")
+    ap.add_argument("--classify", choices=CLASSIFY, default="alpha",
+                    help="Alg. 1's O / U sets from the alpha* assignment the objective ranks (alpha; U is then "
+                         "empty, so Alg. 1 only merges) or from the max flow at the span's forecast (flow: the "
+                         "pseudo-code's words; search.py's docstring)")
     ap.add_argument("--objective", choices=OBJECTIVES, default="phi-alpha",
                     help="OServe's deployment objective: the paper's flow value (phi-alpha) or the latency-aware "
                          "phi-alpha-xnode (cross-node pipeline hand-offs discounted; objective.py)")

@@ -15,10 +15,14 @@ for the new GPU counts is searched exhaustively (combinations of each size's val
 accept only on a strict improvement; stop after ``patience`` (20) iterations without one or at
 ``max_iter`` (200). A step that makes a GPU count with no valid strategy is rejected. One addition
 [R]: a replica of O for which neither merge nor swap can apply (no other replica in O, none in U
-with GPUs to give) is split instead. O / U (``Evaluator.classify``): "flow" (default, the
-pseudo-code's own: from the max-flow assignment at λ, ``objective.flow_sets``) or "alpha" (a
-reading: from the α*·λ assignment, which fills every replica that can take the bottleneck type, so
-U is empty and the only move left is merge: measured on Fig 16's searches, ``move_shares``).
+with GPUs to give) is split instead. O / U (``Evaluator.classify``) come from the flow network's
+assignment, and which one is a reading [A]: "alpha" (default) takes the assignment the objective
+ranks, α*·λ (once Φ reaches Σλ the spec's evaluation L is the α* problem), which fills every
+replica that can take the bottleneck type, so U is empty and the only move left is merge
+(measured on Fig 16's searches, ``move_shares``); "flow" takes the pseudo-code's words literally,
+the max flow at λ itself (``objective.flow_sets``), which once λ fits is an arbitrary optimal
+vertex: some replicas full, others with slack, so splits and swaps fire (on the quick online run
+it splits OPT-30B's 8 GPUs into 5-6 replicas and OServe's P99 falls far behind vLLM static's).
 
 CLI (``python -m servesim.systems.oserve.search``, one job of workflow/runs/oserve.yaml): profiles
 every shape once, then per case (a --mix, each span of a --trace, or one --lengths type) runs the
@@ -80,7 +84,7 @@ class Evaluator:
     objective: str = "phi-alpha"
     max_pp: int = 8  # deepest pipeline considered (a node's width; Table 3's deepest is PP4)
     xnode_penalty: float = XNODE_PENALTY  # objective "phi-alpha-xnode" only
-    classify: str = "flow"  # Alg. 1's O / U: objective.CLASSIFY
+    classify: str = "alpha"  # Alg. 1's O / U: objective.CLASSIFY
     evaluations: int = 0
     _memo: dict = field(default_factory=dict)
 
@@ -472,9 +476,9 @@ def main(argv=None) -> int:
                     help="how requests are typed: k-means on the lengths (§5.1, as the online runs) or the "
                          "median split (quadrant, a reading)")
     ap.add_argument("--objective", choices=OBJECTIVES, default="phi-alpha")
-    ap.add_argument("--classify", choices=CLASSIFY, default="flow",
-                    help="Alg. 1's O / U from the max flow at the case's lambda (flow: the pseudo-code's) or "
-                         "from the alpha* assignment (alpha: a reading; it leaves U empty)")
+    ap.add_argument("--classify", choices=CLASSIFY, default="alpha",
+                    help="Alg. 1's O / U from the alpha* assignment the objective ranks (alpha; it leaves U "
+                         "empty) or from the max flow at the case's lambda (flow: the pseudo-code's words)")
     ap.add_argument("--mode", choices=MODES, default="both")
     ap.add_argument("--seed", type=int, default=0, help="Alg. 1's RNG (and the served workload's)")
     ap.add_argument("--profile-seed", type=int, default=0, help="the profiler's request sampling")
