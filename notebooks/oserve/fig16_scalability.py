@@ -147,8 +147,8 @@ metrics = {
     "exhaustive_partitions_16gpus": osch.value(df, "iterations", plan="exhaustive", cluster_gpus=ref_gpus),
     # how Alg. 1 moved (20e's diagnosis): the share of its iterations with U empty (every replica
     # saturated at α*·λ: the pseudo-code's swap needs U, its split applies to U) and the share whose
-    # only moves were merges; older runs' cases.csv lack the columns (NaN)
-    **{f"heuristic_{c}_16gpus": (osch.value(df, c, plan="heuristic", cluster_gpus=ref_gpus) if c in df else float("nan"))
+    # only moves were merges
+    **{f"heuristic_{c}_16gpus": osch.value(df, c, plan="heuristic", cluster_gpus=ref_gpus)
        for c in ("u_empty_iter_pct", "merge_only_iter_pct")},
 }
 for g in sizes:

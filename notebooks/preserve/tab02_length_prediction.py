@@ -84,7 +84,7 @@ ax = axes[0][-1]
 t = table.set_index(["label_set", "method"])
 # the two references beside the predictors: the constant, and the k nearest training prompts'
 # median (length_reference: what the prompts' text says about length at this size)
-meths = [x for x in ("preserve", "museve", "train_median", "knn_reference") if (sets[0], x) in t.index]
+meths = ("preserve", "museve", "train_median", "knn_reference")
 for i, meth in enumerate(meths):
     vals = [t.loc[(sets[0], meth), f"acc{k}_pct"] for k in (25, 50, 100)]
     ax.bar(np.arange(3) + 0.2 * (i - (len(meths) - 1) / 2), vals, width=0.2, label=meth)
@@ -124,8 +124,7 @@ for ls in sets:
     metrics[f"response_median_test_tokens{suf}"] = float(y.median())
     metrics[f"spearman_preserve{suf}"] = float(pp.rank().corr(y.rank()))
     metrics[f"spearman_museve{suf}"] = float(pm.rank().corr(y.rank()))
-    if "pred_knn_reference" in p:
-        metrics[f"spearman_knn_reference{suf}"] = float(p.pred_knn_reference.astype(float).rank().corr(y.rank()))
+    metrics[f"spearman_knn_reference{suf}"] = float(p.pred_knn_reference.astype(float).rank().corr(y.rank()))
     metrics[f"mae_preserve_median_shifted{suf}"] = float((pp - pp.median() + y.median() - y).abs().mean())
     metrics[f"museve_extreme_pred_pct{suf}"] = float(100.0 * pm.isin([pm.min(), pm.max()]).mean())
     metrics[f"museve_pred_min{suf}"], metrics[f"museve_pred_max{suf}"] = float(pm.min()), float(pm.max())

@@ -368,6 +368,7 @@ def test_run_calibration_restarts_a_server_lost_mid_profile_once(tmp_path, monke
     (500, "Internal Server Error", True),
     (400, '{"error": "prompt too long"}', False),
     (200, 'data: {"error": {"message": "bad sampling params", "type": "BadRequestError", "code": 400}}\n\n', False),
+    (200, 'data: {"error":{"message":"engine dead","type":"InternalServerError","code":503}}\n\n', True),
 ])
 def test_profile_reads_an_engine_failure_in_the_answer_as_a_lost_server(monkeypatch, status, body, lost):
     """A group-wide SIGTERM can reach vLLM's engine core before its API process: the stream then

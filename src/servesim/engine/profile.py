@@ -119,10 +119,20 @@ class _EngineFailed(RuntimeError):
     still answers, which is the same loss as a refused connection."""
 
 
+def _failure(code, text: str) -> RuntimeError:
+    """A failed profiling request: the server's side (a 5xx code) is `_EngineFailed`."""
+    server_side = isinstance(code, int) and code >= 500
+    return (_EngineFailed if server_side else RuntimeError)(f"profiling request failed: {text[:300]}")
+
+
 def _check_stream_line(line: str) -> None:
+    """Raise on an error event in the stream (OpenAI's ``{"error": {..., "code": N}}``)."""
     if line.startswith("data:") and '"error"' in line:
-        server_side = '"code": 500' in line or "InternalServerError" in line or "EngineCore" in line
-        raise (_EngineFailed if server_side else RuntimeError)(f"profiling request failed: {line[:300]}")
+        try:
+            err = json.loads(line[len("data:"):])["error"]
+        except (ValueError, KeyError, TypeError):
+            err = None
+        raise _failure(err.get("code") if isinstance(err, dict) else None, line)
 
 
 async def _complete(client, url, ids, n_out, opts, t0) -> float:
@@ -132,9 +142,7 @@ async def _complete(client, url, ids, n_out, opts, t0) -> float:
     first = float("nan")
     async with client.stream("POST", url + "/v1/completions", json=body) as resp:
         if resp.status_code != 200:
-            raise (_EngineFailed if resp.status_code >= 500 else RuntimeError)(
-                f"profiling request failed: HTTP {resp.status_code}: "
-                f"{(await resp.aread()).decode(errors='replace')[:300]}")
+            raise _failure(resp.status_code, f"HTTP {resp.status_code}: {(await resp.aread()).decode(errors='replace')}")
         async for line in resp.aiter_lines():
             _check_stream_line(line)
             if first != first and line.startswith("data:") and '"text"' in line:

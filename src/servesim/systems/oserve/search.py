@@ -424,18 +424,22 @@ def run(a) -> int:
         table, traces, prev = [], {}, None
         for ci, (name, mix) in enumerate(cases):
             lam = mix * a.rate * prof.span_s
+
+            def fresh() -> Evaluator:  # a fresh evaluator per search: none reuses another's LPs
+                return Evaluator(prof, lam, a.gpus, a.objective, a.max_pp, classify=a.classify)
+
             res = {}
-            for mode in modes:  # a fresh evaluator per search: none reuses another's LPs
+            for mode in modes:
                 if mode == "exhaustive":
-                    res[mode] = exhaustive(Evaluator(prof, lam, a.gpus, a.objective, a.max_pp, classify=a.classify), a.model)
+                    res[mode] = exhaustive(fresh(), a.model)
                     continue
                 for init in a.init:
                     plan = plan_name(init)
-                    res[plan] = heuristic(Evaluator(prof, lam, a.gpus, a.objective, a.max_pp, classify=a.classify), a.model, a.seed, a.patience, a.max_iter, init)
+                    res[plan] = heuristic(fresh(), a.model, a.seed, a.patience, a.max_iter, init)
                     traces[name if plan == "heuristic" else f"{name}:{plan}"] = res[plan].trace
-            res["static"] = best_homogeneous(Evaluator(prof, lam, a.gpus, a.objective, a.max_pp, classify=a.classify), a.model)
+            res["static"] = best_homogeneous(fresh(), a.model)
             if a.trace and prev is not None:  # App. G: the previous span's plan kept, routed for this span's λ
-                kept = Evaluator(prof, lam, a.gpus, a.objective, a.max_pp, classify=a.classify)(list(prev))
+                kept = fresh()(list(prev))
                 res["previous"] = SearchResult(kept[0], kept[1], 0, 1, 0.0)
             prev = res["heuristic"].deployment if "heuristic" in res else None
             case = {"name": name, "mix": mix.tolist(), "lam_per_span": lam.tolist(), **{k: r.to_dict() for k, r in res.items()}}

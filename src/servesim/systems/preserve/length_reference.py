@@ -1,9 +1,9 @@
 """A reference for Table 2 that asks the data, not the paper: does a prompt's text say anything
 about its response length at the pairs and tokens a scale trains on?
 
-``knn_median``: the median length of the k training prompts most similar to a test prompt, by
+``knn_predict``: the median length of the k training prompts most similar to a test prompt, by
 cosine similarity of MiniLM-L6's mean-pooled sentence embeddings (all-MiniLM-L6-v2 was trained for
-exactly that similarity), k chosen by leave-one-out MAE on the training pairs alone (the test split
+exactly that similarity), k chosen by leave-one-out MAE on the training pairs alone (``choose_k``) (the test split
 is never read to choose it). No weights are trained, so it cannot under-train: where it beats the
 training median and PreServe's predictor does not, the prompts carry length signal that PreServe's
 training did not take up; where it ties the median too, the data at that size carry none. It is

@@ -202,26 +202,27 @@ def run_label_set(label_set: str, s: Table2Settings):
                      "n_test": len(test), "n_split_train": n_split[0], "n_split_test": n_split[1],
                      "train_s": lp.train_s[w] + (aug_s if w == "preserve" else 0.0),
                      "latency_ms": lp.latency_ms[w], "mode": s.mode, "encoder": ENCODER_NAME, "reading": desc})
-    # reference: the training median for every request (what a predictor without signal scores)
+    def reference(method: str, pred, train_s: float, mode: str, encoder: str, reading: str) -> dict:
+        """A reference row (not a paper method): fitted on the whole training split, no epochs."""
+        return {"label_set": label_set, "method": method, **length_metrics(actual, pred), "n_train": len(train),
+                "n_train_original": len(train), "n_val": 0, "epochs_run": 0, "n_test": len(test),
+                "n_split_train": n_split[0], "n_split_test": n_split[1], "train_s": train_s, "latency_ms": 0.0,
+                "mode": mode, "encoder": encoder, "reading": reading}
+
+    # the training median for every request (what a predictor without signal scores)
     med = float(np.median(train["output_tokens"]))
-    rows.append({"label_set": label_set, "method": "train_median",
-                 **length_metrics(actual, np.full(actual.size, med)), "n_train": len(train),
-                 "n_train_original": len(train), "n_val": 0, "epochs_run": 0, "n_test": len(test), "n_split_train": n_split[0],
-                 "n_split_test": n_split[1], "train_s": 0.0, "latency_ms": 0.0, "mode": "constant",
-                 "encoder": "", "reading": f"constant {med:g} tokens (reference, not a paper method)"})
-    # reference: the k most similar training prompts' median length (length_reference: does the
-    # text carry length signal at this size?), on the encoder's own mean-pooled sentence embedding
+    rows.append(reference("train_median", np.full(actual.size, med), 0.0, "constant", "",
+                          f"constant {med:g} tokens (reference, not a paper method)"))
+    # the k most similar training prompts' median length (length_reference: does the text carry
+    # length signal at this size?), on the encoder's own mean-pooled sentence embedding
     t0 = time.perf_counter()
     emb = LengthPredictor(LengthSettings(mode="frozen", max_len=s.max_len, pooling="mean", seed=s.seed))
     e_train, e_test = emb.encode_cls(train["prompt"].tolist()).numpy(), emb.encode_cls(texts).numpy()
     k, loo = choose_k(e_train, train["output_tokens"].to_numpy())
     preds["knn_reference"] = knn_predict(e_train, train["output_tokens"].to_numpy(), e_test, k)
-    rows.append({"label_set": label_set, "method": "knn_reference", **length_metrics(actual, preds["knn_reference"]),
-                 "n_train": len(train), "n_train_original": len(train), "n_val": 0, "epochs_run": 0, "n_test": len(test),
-                 "n_split_train": n_split[0], "n_split_test": n_split[1], "train_s": time.perf_counter() - t0,
-                 "latency_ms": 0.0, "mode": "reference", "encoder": ENCODER_NAME,
-                 "reading": f"median length of the {k} most similar training prompts (mean-pooled embeddings, cosine; "
-                            f"k by leave-one-out on the training pairs): a reference, not a paper method"})
+    rows.append(reference("knn_reference", preds["knn_reference"], time.perf_counter() - t0, "reference", ENCODER_NAME,
+                          f"median length of the {k} most similar training prompts (mean-pooled embeddings, cosine; "
+                          f"k by leave-one-out on the training pairs): a reference, not a paper method"))
     pred_df = pd.DataFrame({"label_set": label_set, "conv_id": test["conv_id"], "turn": test["turn"],
                             "prompt_tokens": test["prompt_tokens"], "output_tokens": actual,
                             "pred_preserve": preds["preserve"], "pred_museve": preds["museve"],
@@ -241,14 +242,11 @@ def metrics(table: pd.DataFrame, s: Table2Settings) -> dict:
         suf = "" if ls == "first" else f"_{ls}"
         t = table[table["label_set"] == ls].set_index("method")
         m[f"mae_train_median{suf}"] = float(t.loc["train_median", "mae"])
-        if "knn_reference" in t.index:  # (tables written before the reference existed lack it)
-            m[f"mae_knn_reference{suf}"] = float(t.loc["knn_reference", "mae"])
-            for k in (25, 50, 100):
-                m[f"acc{k}_knn_reference_pct{suf}"] = float(t.loc["knn_reference", f"acc{k}_pct"])
-        for w in ("preserve", "museve"):
+        for w in ("preserve", "museve", "knn_reference"):
             m[f"mae_{w}{suf}"] = float(t.loc[w, "mae"])
             for k in (25, 50, 100):
                 m[f"acc{k}_{w}_pct{suf}"] = float(t.loc[w, f"acc{k}_pct"])
+        for w in ("preserve", "museve"):  # the predictors (the reference is not timed)
             m[f"predict_latency_ms_{w}{suf}"] = float(t.loc[w, "latency_ms"])
         p, b = t.loc["preserve"], t.loc["museve"]
         m[f"mae_improvement_vs_museve_pct{suf}"] = 100.0 * (1.0 - p["mae"] / b["mae"])
