@@ -27,6 +27,10 @@
 # (memory-minimum pure TP); "ours (best-uniform start)" from App. E's reading (the best uniform one).
 # Request types: the search runs draw each type's lengths from the k-means split of the Azure 2023
 # pool, as the paper (§5.1) and our online runs (`search.py --types`, default `kmeans`).
+# Alg. 1 draws its moves from a seeded RNG, and the paper reports one run: each span is searched with
+# several seeds (`search-seeds` in the runs); "ours" is the first seed's draw, the shaded band the
+# range over the seeds, and the allocation metrics are also summarised over them
+# (`<key>__seed_mean`, `__seed_min`, `__seed_max`), which is what the claims judge.
 #
 # | quantity | paper |
 # |---|---|
@@ -46,6 +50,7 @@ import pandas as pd
 
 from servesim.analysis import oserve_scheduler as osch
 from servesim.analysis.outputs import FigureOutputs, apply_style
+from servesim.metrics import seed_band
 from servesim.systems.oserve import paper_inputs
 
 apply_style()
@@ -72,12 +77,16 @@ table = pd.DataFrame([{"trace": tr, "span": sp, "paper": paper_row(paper[tr][sp]
 table
 
 # %%
+# Alg. 1's seeds (--search-seeds): the range of DP over its draws, per span (shaded)
+seed_dp = pd.concat([d[d.plan == "heuristic"] for _, d in osch.by_seed(df)]).groupby(["trace", "span"]).dp.agg(["min", "max"])
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
 for ax, tr in zip(axes, ("T1", "T2")):
     t = table[table.trace == tr]
     x = np.arange(len(t))
     ax.plot(x, t.paper_dp, "s--", label="paper (OPT-66B, 16 GPUs)")
     ax.plot(x, t.ours_dp, "o-", label=f"ours ({df.model.iloc[0]}, {df.cluster_gpus.iloc[0]} GPUs)")
+    band = seed_dp.reindex(pd.MultiIndex.from_arrays([t.trace, t.span]))
+    ax.fill_between(x, band["min"], band["max"], color="C1", alpha=0.15, lw=0, label="ours, range over Alg. 1's seeds")
     ax.plot(x, t.ours_best_uniform_dp, "d:", label="ours, best-uniform start")
     ax.set_xticks(x, t.span)
     ax.set_ylim(0, max(6, np.nanmax(t.ours_dp.to_numpy(float)) + 1) if t.ours_dp.notna().any() else 6)
@@ -105,27 +114,40 @@ def switch_gain(case, plan="heuristic"):
     return float((1 - new / kept) * 100) if np.isfinite(new) and np.isfinite(kept) and kept > 0 else float("nan")
 
 
+def draw_metrics(d) -> dict:
+    """The allocation metrics of one draw of Alg. 1 (its plans under their base names, osch.by_seed)."""
+    o, st = (d[d.plan == p].set_index(["trace", "span"]) for p in ("heuristic", "static"))
+    m = {
+        "dp_mean_all_spans": float(o.dp.mean()) if len(o) else float("nan"),
+        **{f"dp_mean_{tr.lower()}": float(np.nanmean([dp(tr, s, o) for s in spans])) if (tr, "P1") in o.index else float("nan")
+           for tr in ("T1", "T2")},
+        "heterogeneous_span_frac": float(np.mean([len(set(x.split(" + "))) > 1 for x in o.deployment])) if len(o) else float("nan"),
+        "alpha_gain_vs_static_mean": float((o.alpha / st.alpha.reindex(o.index)).mean() - 1) if len(o) else float("nan"),
+    }
+    m.update({f"dp_{tr.lower()}_{s.lower()}": dp(tr, s, o) for tr in ("T1", "T2") for s in spans})
+    return m
+
+
 gains = np.array([switch_gain(f"{tr}-{s}") for tr in ("T1", "T2") for s in spans[1:]])
-have = table[table.ours_dp.notna()]
 paper_ok = all(sum(t * p * c for t, p, c in paper[tr][sp]) == 16 for tr in ("T1", "T2") for sp in paper[tr])
 metrics = {
     "model": str(df.model.iloc[0]), "gpus": int(df.cluster_gpus.iloc[0]),
     "paper_rows_sum_16": bool(paper_ok),
     "ours_rows_use_all_gpus": bool((df.gpus == df.cluster_gpus).all()),
-    "dp_mean_all_spans": float(have.ours_dp.mean()) if len(have) else float("nan"),
-    "dp_mean_t1": float(np.nanmean([dp("T1", s) for s in spans])) if ("T1", "P1") in ours.index else float("nan"),
-    "dp_mean_t2": float(np.nanmean([dp("T2", s) for s in spans])) if ("T2", "P1") in ours.index else float("nan"),
-    "heterogeneous_span_frac": float(np.mean([len(set(d.split(" + "))) > 1 for d in ours.deployment])) if len(ours) else float("nan"),
-    "alpha_gain_vs_static_mean": float(have.alpha_vs_static.mean() - 1) if len(have) else float("nan"),
+    **draw_metrics(df),
     "dp_mean_all_spans_best_uniform": float(table.ours_best_uniform_dp.mean()) if table.ours_best_uniform_dp.notna().any() else float("nan"),
     "alpha_best_uniform_vs_ours_mean": float(np.mean([ours_bu.loc[i, "alpha"] / ours.loc[i, "alpha"] for i in ours.index if i in ours_bu.index]))
     if len(ours_bu) else float("nan"),
     "merge_latency_gain_pct_t1_p2": switch_gain("T1-P2"),
     "switch_latency_gain_pct_mean": float(np.nanmean(gains)) if np.isfinite(gains).any() else float("nan"),
 }
-for tr in ("T1", "T2"):
-    for s in spans:
-        metrics[f"dp_{tr.lower()}_{s.lower()}"] = dp(tr, s)
+# The bare keys are the first seed's draw (every run's --seed); Alg. 1 is randomised and the paper
+# reports one run of it, so the runs repeat the search with --search-seeds seeds and the allocation
+# metrics are also summarised over them (<key>__seed_min / __seed_max / __seed_mean). The switch
+# gains stay on the first seed: its "previous" plan is that seed's.
+draws = osch.by_seed(df)
+metrics.update(seed_band([draw_metrics(d) for _, d in draws]))
+metrics["search_seeds"] = [s for s, _ in draws]
 # the planner's null (workflow/claims/oserve.yaml): the best single homogeneous deployment of each
 # span (vLLM's) in Alg. 1's place
 st_dp = [dp(tr, s, static) for tr in ("T1", "T2") for s in spans if (tr, s) in ours.index]

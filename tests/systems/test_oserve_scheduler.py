@@ -487,3 +487,31 @@ def test_flow_sets_are_the_pseudo_codes_flow_assignment_at_lambda(monkeypatch):
     assert r.move_shares()["u_empty_iter_pct"] < 100
     with pytest.raises(ValueError, match="classify"):
         S.Evaluator(Linear(), np.array([50.0]), 8, classify="bogus")
+
+
+def test_search_seeds_add_draws_without_moving_the_first(tmp_path, monkeypatch):
+    """--search-seeds N: the first seed's rows are those of a one-seed run (the serving rate comes
+    from them), each later seed's plan is Alg. 1's with that seed (plan 'heuristic@seed<k>'), and
+    osch.by_seed gives every draw under the base plan names."""
+    import pandas as pd
+
+    from servesim.analysis import oserve_scheduler as osch
+
+    _small_pool(monkeypatch)
+    base = ["--model", "opt-30b", "--gpus", "4", "--mix", "1,1,1,1", "--mode", "both", "--n-requests", "40", "--max-pp", "2",
+            "--serve-load", "0.5", "--serve-minutes", "0.2", "--cache-dir", str(tmp_path / "c")]
+    for name, extra in (("one", []), ("three", ["--search-seeds", "3"]), ("s2", ["--seed", "2"])):
+        assert S.main(base + extra + ["-o", str(tmp_path / name)]) == 0
+    one, three, s2 = (pd.read_csv(tmp_path / n / "cases.csv").drop(columns="seconds") for n in ("one", "three", "s2"))
+    assert list(three.plan) == ["heuristic", "heuristic@seed1", "heuristic@seed2", "exhaustive", "static"]
+    assert list(three.search_seed.fillna(-1)) == [0, 1, 2, -1, -1]
+    pd.testing.assert_frame_equal(three[~three.plan.str.contains("@")].reset_index(drop=True), one)
+    # the third draw is the search a --seed 2 run makes (its workload differs: compare the plan)
+    cols = ["deployment", "alpha", "iterations"]
+    assert three.loc[three.plan == "heuristic@seed2", cols].values.tolist() == s2.loc[s2.plan == "heuristic", cols].values.tolist()
+    draws = osch.by_seed(three)
+    assert [s for s, _ in draws] == [0, 1, 2]
+    for s, d in draws:
+        assert sorted(d.plan) == ["exhaustive", "heuristic", "static"]
+        assert d.loc[d.plan == "heuristic", "search_seed"].item() == s
+    assert S.main(base + ["--search-seeds", "0", "-o", str(tmp_path / "bad")]) == 2

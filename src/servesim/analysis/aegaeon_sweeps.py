@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..metrics.bounds import BOUND_SUFFIX, combine, with_censoring
+from ..metrics.bounds import BOUND_SUFFIX, with_censoring
 from ..metrics.slo import GOODPUT_READINGS, goodput_x
+from ..metrics.spread import seed_band
 from ..systems.aegaeon import muxserve
 from ..systems.aegaeon.slo import GOODPUT_LINE as LINE
 from .outputs import project_root
@@ -139,29 +140,10 @@ def censored_metrics(gp: pd.DataFrame, metrics_of) -> dict:
 
 def seed_metrics(points: pd.DataFrame, by: list[str], reading: str, metrics_of) -> dict:
     """``metrics_of`` on each seed's sweep alone (curves, goodput under ``reading``), summarised over
-    the seeds as ``<key>__seed_min`` / ``__seed_max`` / ``__seed_mean`` (numeric keys only). An
-    ordering judged on the band compares one side's ``__seed_max`` with the other's ``__seed_min``:
-    it holds only if every seed agrees. A summary of values the grid censors in some seed carries
-    their bound (``<key>__seed_mean__bound``; min, max and mean keep a bound's direction)."""
-    per = [censored_metrics(goodput(curves(g, by), by, reading), metrics_of)
-           for _, g in points.groupby("repeat", sort=True)]
-    out: dict[str, float | str] = {}
-    for key in (per[0] if per else {}):
-        if key.endswith(BOUND_SUFFIX):
-            continue
-        vals = [p[key] for p in per]
-        if not all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in vals):
-            continue
-        v = np.asarray(vals, float)
-        finite = v[np.isfinite(v)]
-        lo, hi, mean = ((float(finite.min()), float(finite.max()), float(finite.mean())) if finite.size == v.size
-                        else (float("nan"),) * 3)   # a seed without the value: no band
-        out.update({f"{key}__seed_min": lo, f"{key}__seed_max": hi, f"{key}__seed_mean": mean})
-        b = combine(p.get(f"{key}{BOUND_SUFFIX}") for p in per)
-        if b and finite.size == v.size:
-            out.update({f"{key}__seed_{s}{BOUND_SUFFIX}": b for s in ("min", "max", "mean")})
-    out["seeds"] = len(per)
-    return out
+    the seeds by ``metrics.seed_band`` (``<key>__seed_min`` / ``__seed_max`` / ``__seed_mean``; a
+    value the grid censors in some seed passes its bound on)."""
+    return seed_band([censored_metrics(goodput(curves(g, by), by, reading), metrics_of)
+                      for _, g in points.groupby("repeat", sort=True)])
 
 
 def plot(ax, cur: pd.DataFrame, gp: pd.DataFrame | None = None, systems=("aegaeon", "sllm", "sllm_plus", "muxserve"),

@@ -2,7 +2,9 @@
 workflow/runs/oserve.yaml) for the notebooks of Fig 16, Table 3 and App. J.
 
 ``load(patterns, scale, root)``: every matching run's cases.csv (one row per case x plan: heuristic,
-exhaustive, static) with the run's name, model and GPU count, in declaration order.
+exhaustive, static; with ``--search-seeds`` also ``heuristic@seed<k>``) with the run's name, model
+and GPU count, in declaration order. ``by_seed``: one frame per Alg. 1 search seed, for metrics
+summarised over the seeds (``metrics.seed_band``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ import json
 import numpy as np
 import pandas as pd
 
+from ..systems.oserve.search import SEED_TAG
 from . import runs as runs_api
+
+__all__ = ["SEED_TAG", "by_seed", "load", "replica_label", "summaries", "table3_row", "value"]
 
 
 def load(patterns, scale: str, root=None) -> pd.DataFrame:
@@ -29,6 +34,20 @@ def load(patterns, scale: str, root=None) -> pd.DataFrame:
 def summaries(patterns, scale: str, root=None) -> dict[str, dict]:
     return {r.name: json.loads((runs_api.run_dir("oserve", r.name, scale, root) / "summary.json").read_text())
             for r in runs_api.select("oserve", patterns, scale, root)}
+
+
+def by_seed(df: pd.DataFrame) -> list[tuple[int, pd.DataFrame]]:
+    """One frame per Alg. 1 search seed (cases.csv's ``search_seed``): that seed's rows under the
+    base plan names ('heuristic@seed1' -> 'heuristic'), the other seeds' rows dropped, the
+    seedless plans (exhaustive, static, previous) as they are. So the metrics of one draw of the
+    search are computed by the same code on every seed."""
+    seeded = df.search_seed.notna()
+    base = df.plan.str.split(SEED_TAG).str[0]
+    out = []
+    for s in sorted(df.loc[seeded, "search_seed"].unique()):
+        keep = ~seeded | (df.search_seed == s)
+        out.append((int(s), df[keep].assign(plan=base[keep])))
+    return out
 
 
 def value(df: pd.DataFrame, column: str, **where) -> float:

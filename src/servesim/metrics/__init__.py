@@ -41,7 +41,7 @@ from .instance_hours import (
 )
 from .latency import LATENCY_METRICS, PERCENTILES, percentile, stats
 from .slo import COMPLETION_DEADLINE_TIERS, SLO
-from .spread import flatten, spread
+from .spread import flatten, seed_band, spread
 from .summary import SCHEMA_VERSION, block_keys, summarize
 
 __all__ = [
@@ -49,5 +49,5 @@ __all__ = [
     "LATENCY_METRICS", "MAX_SAMPLE_S", "PERCENTILES", "SCHEMA_VERSION", "SLO", "authors_binned_max", "authors_ticks",
     "billed_authors_bins", "billed_authors_hours", "billed_binned_max_hours", "billed_count", "billed_events",
     "billed_hours", "billed_instance_hours", "binned_max", "binned_max_by", "binned_max_hours", "block_keys", "count_at",
-    "flatten", "instance_hours", "instance_hours_readings", "percentile", "spread", "stats", "step_integral_hours", "summarize",
+    "flatten", "instance_hours", "instance_hours_readings", "percentile", "seed_band", "spread", "stats", "step_integral_hours", "summarize",
 ]

@@ -44,3 +44,35 @@ def spread(runs: Sequence[Mapping], keys: Sequence[str] | None = None) -> dict[s
 
 def _number(v) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and v == v
+
+
+SEED_STATS = ("min", "max", "mean")
+
+
+def seed_band(per_seed: Sequence[Mapping]) -> dict:
+    """Metrics computed on each seed alone (flat dicts, one per seed), summarised over the seeds as
+    ``<key>__seed_min`` / ``__seed_max`` / ``__seed_mean`` for every key numeric (not bool) in all
+    of them; NaN for the three when a seed's value is not finite (no band without every seed). A
+    key with a bound (``<key>__bound``, :mod:`.bounds`) in some seed passes it on to its summaries
+    (min, max and mean keep a bound's direction). ``seeds``: how many. An ordering judged on the
+    band compares one side's ``__seed_max`` with the other's ``__seed_min``: it holds only if every
+    seed agrees."""
+    from .bounds import BOUND_SUFFIX, combine
+
+    out: dict = {}
+    for key in (per_seed[0] if per_seed else {}):
+        if key.endswith(BOUND_SUFFIX):
+            continue
+        vals = [p.get(key) for p in per_seed]
+        if not all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in vals):
+            continue
+        v = np.asarray(vals, float)
+        finite = v[np.isfinite(v)]
+        band = ((float(finite.min()), float(finite.max()), float(finite.mean())) if finite.size == v.size
+                else (float("nan"),) * 3)
+        out.update({f"{key}__seed_{s}": x for s, x in zip(SEED_STATS, band)})
+        b = combine(p.get(f"{key}{BOUND_SUFFIX}") for p in per_seed)
+        if b and finite.size == v.size:
+            out.update({f"{key}__seed_{s}{BOUND_SUFFIX}": b for s in SEED_STATS})
+    out["seeds"] = len(per_seed)
+    return out

@@ -31,6 +31,12 @@ heuristic and/or the exhaustive search and the best homogeneous deployment (vLLM
 row per case x plan), capacities.csv (n_kj / e_kj) and traces.json (Alg. 1's iterations). With
 --trace each span after the first also has plan "previous": the previous span's heuristic plan kept
 (App. G's comparison of a span's switch against staying).
+
+Alg. 1 is randomised and the paper reports one run of it. ``--search-seeds N`` runs it with the
+seeds ``--seed`` .. ``--seed`` + N - 1 from each start: the first is plan "heuristic" (or
+"heuristic-<init>"), the others "heuristic@seed<k>", each served on the same workload at the same
+rate (the first seed's plans set the reference capacity, so the first seed's rows do not depend on
+N). The notebooks summarise a claim over the seeds (``metrics.seed_band``), not on one draw.
 """
 
 from __future__ import annotations
@@ -303,7 +309,7 @@ def best_homogeneous(ev: Evaluator, model: str) -> SearchResult:
 
 # ---------------------------------------------------------------- command line
 MODES = ("heuristic", "exhaustive", "both")
-CASE_FIELDS = ("case", "plan", "deployment", "dp", "gpus", "alpha", "phi", "iterations", "converged_at", "evaluations", "seconds",
+CASE_FIELDS = ("case", "plan", "search_seed", "deployment", "dp", "gpus", "alpha", "phi", "iterations", "converged_at", "evaluations", "seconds",
                "u_empty_iter_pct", "merge_only_iter_pct", "serve_rate_rps", "requests", "unrouted", "completed", "mean_e2e_s", "p90_e2e_s", "p99_e2e_s", "throughput_rps")
 
 
@@ -374,19 +380,27 @@ def check_options(a) -> None:
         raise InputError("--patience, --max-iter and --max-pp must be >= 1 and --n-requests >= 10")
     if not (0 <= a.serve_load < 5) or not (a.serve_minutes > 0):
         raise InputError(f"--serve-load {a.serve_load} must be in [0, 5) and --serve-minutes > 0")
+    if a.search_seeds < 1:
+        raise InputError(f"--search-seeds {a.search_seeds}: need >= 1")
     if len(set(a.init)) != len(a.init):
         raise InputError(f"--init {' '.join(a.init)}: a start is named twice")
     if a.trace and a.trace not in ("T1", "T2"):
         raise InputError(f"--trace {a.trace!r}: T1 or T2")
 
 
-def plan_name(init: str) -> str:
-    return "heuristic" if init == "memory-min" else f"heuristic-{init}"
+SEED_TAG = "@seed"
 
 
-def _row(case: str, plan: str, r: SearchResult, served: dict | None, rate: float | None) -> dict:
+def plan_name(init: str, seed: int | None = None) -> str:
+    """'heuristic' (memory-min) or 'heuristic-<init>'; with ``seed`` (a seed after the first),
+    '<that>@seed<seed>'."""
+    base = "heuristic" if init == "memory-min" else f"heuristic-{init}"
+    return base if seed is None else f"{base}{SEED_TAG}{seed}"
+
+
+def _row(case: str, plan: str, r: SearchResult, served: dict | None, rate: float | None, seed: int | None) -> dict:
     d = r.to_dict()
-    row = {"case": case, "plan": plan, "deployment": " + ".join(d["deployment"]), "dp": d["dp"], "gpus": sum(s.gpus for s in r.deployment),
+    row = {"case": case, "plan": plan, "search_seed": seed, "deployment": " + ".join(d["deployment"]), "dp": d["dp"], "gpus": sum(s.gpus for s in r.deployment),
            "alpha": d["alpha"], "phi": d["phi"], "iterations": d["iterations"], "converged_at": d["converged_at"],
            "evaluations": d["evaluations"], "seconds": d["seconds"], **r.move_shares(), "serve_rate_rps": rate}
     row.update({k: (served or {}).get(k) for k in CASE_FIELDS if k not in row})
@@ -413,7 +427,7 @@ def run(a) -> int:
                 prof.capacity(Shape(s.tp, s.pp, cross))
         summ = {"model": a.model, "gpus": a.gpus, "types": types, "type_method": None if a.lengths else a.types,
                 "objective": a.objective, "classify": a.classify, "mode": a.mode, "max_pp": a.max_pp,
-                "seed": a.seed, "init": a.init, "profile_seed": a.profile_seed, "backend": a.backend, "n_requests": a.n_requests, "rate_rps": a.rate,
+                "seed": a.seed, "search_seeds": a.search_seeds, "init": a.init, "profile_seed": a.profile_seed, "backend": a.backend, "n_requests": a.n_requests, "rate_rps": a.rate,
                 "span_s": prof.span_s, "patience": a.patience, "max_iter": a.max_iter, "serve_load": a.serve_load,
                 "serve_minutes": a.serve_minutes, "profile_seconds": time.perf_counter() - t0, "profile_runs": prof.runs,
                 "profile_cache_hits": prof.hits, "cases": []}
@@ -428,15 +442,17 @@ def run(a) -> int:
             def fresh() -> Evaluator:  # a fresh evaluator per search: none reuses another's LPs
                 return Evaluator(prof, lam, a.gpus, a.objective, a.max_pp, classify=a.classify)
 
-            res = {}
+            res, seeds = {}, {}   # seeds: the Alg. 1 plans' search seeds
             for mode in modes:
                 if mode == "exhaustive":
                     res[mode] = exhaustive(fresh(), a.model)
                     continue
                 for init in a.init:
-                    plan = plan_name(init)
-                    res[plan] = heuristic(fresh(), a.model, a.seed, a.patience, a.max_iter, init)
-                    traces[name if plan == "heuristic" else f"{name}:{plan}"] = res[plan].trace
+                    for k in range(a.search_seeds):
+                        seed = a.seed + k
+                        plan = plan_name(init, seed if k else None)
+                        res[plan], seeds[plan] = heuristic(fresh(), a.model, seed, a.patience, a.max_iter, init), seed
+                        traces[name if plan == "heuristic" else f"{name}:{plan}"] = res[plan].trace
             res["static"] = best_homogeneous(fresh(), a.model)
             if a.trace and prev is not None:  # App. G: the previous span's plan kept, routed for this span's λ
                 kept = fresh()(list(prev))
@@ -448,7 +464,7 @@ def run(a) -> int:
                 case["time_ratio"] = res["heuristic"].seconds / res["exhaustive"].seconds if res["exhaustive"].seconds > 0 else None
             served, rate = {}, None
             if a.serve_load > 0:
-                ref = max(r.value.alpha_served for r in res.values())
+                ref = max(r.value.alpha_served for k, r in res.items() if SEED_TAG not in k)
                 rate = a.serve_load * ref * float(lam.sum()) / prof.span_s
                 wl, typ = mix_workload(pools, mix, rate, a.serve_minutes, a.seed * 1000 + ci, a.model)
                 for k, r in res.items():
@@ -457,7 +473,7 @@ def run(a) -> int:
                 case["serve"] = {"rate_rps": rate, **served}
             summ["cases"].append(case)
             for k, r in res.items():
-                table.append(_row(name, k, r, served.get(k), rate))
+                table.append(_row(name, k, r, served.get(k), rate, seeds.get(k)))
                 print(f"{name} {k}: {' + '.join(s.label() for s in r.deployment)}  alpha*={r.value.alpha:.4f}  {r.seconds:.2f}s  "
                       f"{r.evaluations} evaluations" + (f"  P99 {served[k]['p99_e2e_s']:.2f}s" if k in served else ""), flush=True)
         pd.DataFrame(table, columns=list(CASE_FIELDS)).to_csv(tmp / "cases.csv", index=False)
@@ -485,6 +501,9 @@ def main(argv=None) -> int:
                          "empty) or from the max flow at the case's lambda (flow: the pseudo-code's words)")
     ap.add_argument("--mode", choices=MODES, default="both")
     ap.add_argument("--seed", type=int, default=0, help="Alg. 1's RNG (and the served workload's)")
+    ap.add_argument("--search-seeds", type=int, default=1,
+                    help="run Alg. 1 with this many seeds (--seed, --seed + 1, ...) from each start; the "
+                         "later seeds' plans are 'heuristic@seed<k>' (the module docstring)")
     ap.add_argument("--profile-seed", type=int, default=0, help="the profiler's request sampling")
     ap.add_argument("--init", choices=INITS, nargs="+", default=["memory-min"],
                     help="Alg. 1's start(s) (see heuristic()); each is its own plan: 'heuristic' (memory-min), 'heuristic-<init>'")
