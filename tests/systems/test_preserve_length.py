@@ -270,3 +270,35 @@ def test_table2_cli_knows_paper_scale():
     with pytest.raises(SystemExit) as e:   # argparse accepts 'paper'; --help exits 0 before running
         main(["--scale", "paper", "--help"])
     assert e.value.code == 0
+
+
+def test_natural_reading_is_the_regressor_on_the_plain_split_and_moves_no_other_row(tiny_encoder, monkeypatch):
+    """Table 2's `natural` reading adds row preserve_natural: PreServe's regressor trained on the
+    training pairs as they are (no oversampled copies); the paper's rows are the same with or
+    without it."""
+    from servesim.systems.preserve import table2 as T
+
+    texts, labels = _toy_data(80)
+    pairs = pd.DataFrame({"prompt": texts, "response": texts, "prompt_tokens": [len(t.split()) for t in texts],
+                          "output_tokens": labels.astype(int), "conv_id": [f"c{i}" for i in range(80)], "turn": 0})
+    monkeypatch.setattr(T, "sharegpt_pairs", lambda mode, n=None: pairs)
+    monkeypatch.setattr(T, "make_replacer", lambda lp: None)   # the toy vocabulary has no whole words
+    base = T.Table2Settings(mode="frozen", max_conversations=None, max_train=None, max_test=None, max_len=32,
+                            epochs=3, batch_size=8, label_sets=("first",))
+    rows0, pred0, _ = T.run_label_set("first", base)
+    rows1, pred1, info = T.run_label_set("first", replace(base, readings=("natural",)))
+    assert [r["method"] for r in rows1] == ["preserve", "museve", "preserve_natural", "train_median", "knn_reference"]
+    strip = lambda rows: [{k: v for k, v in r.items() if k not in ("train_s", "latency_ms")} for r in rows]  # noqa: E731
+    assert strip(rows0) == strip([r for r in rows1 if r["method"] != "preserve_natural"])
+    pd.testing.assert_frame_equal(pred0, pred1.drop(columns="pred_preserve_natural"))
+    nat = next(r for r in rows1 if r["method"] == "preserve_natural")
+    assert nat["n_train"] == nat["n_train_original"] == len(T.split(pairs, base.train_fraction, base.seed)[0])
+    # the same predictor, fitted by hand on the plain split, predicts the same
+    train, test = T.split(pairs, base.train_fraction, base.seed)
+    ls = LengthSettings(mode="frozen", n_prompt=base.n_prompt, max_len=32, epochs=3, batch_size=8, lr=base.lr,
+                        head_lr=base.head_lr, seed=base.seed)
+    hand = LengthPredictor(ls).fit(train["prompt"].tolist(), train["output_tokens"].to_numpy(), "preserve")
+    np.testing.assert_allclose(pred1["pred_preserve_natural"], hand.predict(test["prompt"].tolist(), "preserve"))
+    assert len(info["natural"]["loss_history"]) == 3
+    with pytest.raises(LengthDataError, match="readings"):
+        replace(base, readings=("oversampled",))

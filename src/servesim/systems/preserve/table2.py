@@ -8,6 +8,11 @@ Readings (each named in the outputs):
 * PreServe's training split is oversampled (20 equal-width buckets on [0, 4096), mu = 0.25) with
   15 % of each copy's words replaced by embedding-space neighbours; mu-Serve trains on the
   plain split with class weights, as in its own code;
+* reading ``natural`` (``Table2Settings.readings``; row ``preserve_natural``): the same regressor,
+  path and stopping rule trained on the plain split, no oversampling and no synonyms. Oversampling
+  raises the long buckets' weight in an L1 fit whose test split keeps the natural distribution,
+  so this row asks whether the paper's augmentation or the model is what keeps PreServe's MAE
+  from beating a constant (issue 31); not a paper method;
 * quick scale trains on a subsample with the encoder frozen (cached [CLS] states, heads only:
   no prompt tuning, an ablation); full scale is the paper's method (20 soft-prompt tokens, last
   layer + head trained, early stopping on a held-out 10 %) on 2,000 / 1,000 training pairs at 256
@@ -39,6 +44,9 @@ from .length_reference import choose_k, knn_predict
 PREDICTION_COLUMNS = ("label_set", "conv_id", "turn", "prompt_tokens", "output_tokens", "pred_preserve", "pred_museve")
 
 
+READINGS = ("natural",)
+
+
 @dataclass(frozen=True)
 class Table2Settings:
     mode: str                          # prompt_tuning | frozen (see length_predictor)
@@ -66,6 +74,7 @@ class Table2Settings:
     val_fraction: float = 0.0
     patience: int = 2
     museve_recipe: str = "paper"       # mu-Serve's own schedule | last_layer (length_predictor)
+    readings: tuple[str, ...] = ()     # extra rows beside the paper's methods: READINGS (module docstring)
     seed: int = 0
 
     def __post_init__(self):
@@ -85,6 +94,9 @@ class Table2Settings:
         bad = [x for x in self.label_sets if x not in ("first", "all")]
         if bad or not self.label_sets:
             raise LengthDataError(f"Table2Settings: label_sets={self.label_sets!r}; each must be 'first' or 'all'")
+        bad = [x for x in self.readings if x not in READINGS]
+        if bad:
+            raise LengthDataError(f"Table2Settings: readings={self.readings!r}; each must be one of {READINGS}")
 
     def caps(self, label_set: str) -> tuple[int | None, int | None]:
         """(max_train, max_test) of one label set."""
@@ -98,7 +110,7 @@ SCALES = {
     # quick: frozen encoder (an ablation), ~300 first-turn and ~300 all-turn training pairs, 64 tokens
     # (few epochs: on ~300 samples the 49 k-parameter head overfits the frozen features)
     "quick": Table2Settings(mode="frozen", max_conversations=1500, max_train=300, max_test=130, max_len=64,
-                            epochs=30, batch_size=64),
+                            epochs=30, batch_size=64, readings=("natural",)),
     # full: the paper's method (prompt tuning: 20 soft tokens + last layer + head for PreServe, the
     # same backbone, last layer and budget for mu-Serve) within the issue's CPU budget (<= 60 min,
     # one thread). Measured (length batching, one thread, 192 random training prompts, 1 epoch), CPU
@@ -117,9 +129,11 @@ SCALES = {
     # loss falling); ~4 min per epoch on the first-turn set, so up to ~50 min for PreServe. mu-Serve
     # follows its own code's schedule (3 epochs with the whole encoder unfrozen, ~1.2x PreServe's
     # per-sample cost without the prompt, then 3 head-only epochs on cached states): ~12 min.
+    # The `natural` reading trains PreServe's regressor once more on the plain split (~70 % of its
+    # oversampled cost: ~20 min more).
     "full": Table2Settings(mode="prompt_tuning", max_conversations=None, max_train=2000, max_test=2000, max_len=256,
                            epochs=10, batch_size=16, batching="length", max_train_all=1000, max_test_all=1000,
-                           val_fraction=0.1, patience=2),
+                           val_fraction=0.1, patience=2, readings=("natural",)),
     # paper: §4.2/§5.2.2's setting on every recoverable first-turn pair (7.8 k train, 512 tokens; the
     # all-turn set capped at the first-turn set's size): hours on one CPU thread, for a GPU or a long run
     "paper": Table2Settings(mode="prompt_tuning", max_conversations=None, max_train=7800, max_test=3300,
@@ -164,10 +178,10 @@ def run_label_set(label_set: str, s: Table2Settings):
     n_split = (len(train), len(test))
     max_train, max_test = s.caps(label_set)
     train, test = _cap(train, max_train, s.seed + 1), _cap(test, max_test, s.seed + 2)
-    lp = LengthPredictor(LengthSettings(mode=s.mode, n_prompt=s.n_prompt, max_len=s.max_len, epochs=s.epochs,
-                                        batch_size=s.batch_size, lr=s.lr, head_lr=s.head_lr, pooling=s.pooling,
-                                        batching=s.batching, museve_recipe=s.museve_recipe, patience=s.patience,
-                                        seed=s.seed))
+    ls_settings = LengthSettings(mode=s.mode, n_prompt=s.n_prompt, max_len=s.max_len, epochs=s.epochs,
+                                 batch_size=s.batch_size, lr=s.lr, head_lr=s.head_lr, pooling=s.pooling,
+                                 batching=s.batching, museve_recipe=s.museve_recipe, patience=s.patience, seed=s.seed)
+    lp = LengthPredictor(ls_settings)
     fit, val = holdout(train, s.val_fraction, s.seed + 3)
     vt, vy = (val["prompt"].tolist(), val["output_tokens"].to_numpy()) if len(val) else (None, None)
     t0 = time.perf_counter()
@@ -181,9 +195,11 @@ def run_label_set(label_set: str, s: Table2Settings):
     path = "frozen encoder, heads only (quick-scale ablation, no prompt tuning)" if s.mode == "frozen" else \
         f"{s.n_prompt} soft-prompt tokens + last layer + head"
     path += f", {s.pooling} pooling, {s.max_len} tokens"
-    stop = (f"early stopping on {len(val)} held-out pairs (patience {s.patience}, at most {s.epochs} epochs; "
-            f"kept epoch {lp.best_epoch.get('preserve', -1) + 1} of {len(lp.loss_history['preserve'])})"
-            if len(val) and s.mode != "frozen" else f"{len(lp.loss_history['preserve'])} epochs")
+
+    def stop(p: LengthPredictor) -> str:
+        return (f"early stopping on {len(val)} held-out pairs (patience {s.patience}, at most {s.epochs} epochs; "
+                f"kept epoch {p.best_epoch.get('preserve', -1) + 1} of {len(p.loss_history['preserve'])})"
+                if len(val) and s.mode != "frozen" else f"{len(p.loss_history['preserve'])} epochs")
     if s.mode == "frozen":
         museve_path = "heads only"
     elif s.museve_recipe == "paper":
@@ -191,17 +207,27 @@ def run_label_set(label_set: str, s: Table2Settings):
                        f"epochs, then frozen, head at lr {lp.s.museve_lr[1]:g} for {lp.s.museve_epochs[1]}")
     else:
         museve_path = "last layer + head at PreServe's rates and epochs"
+    # (row name, the predictor, the model it trained, training pairs, extra seconds, reading)
+    trained = [("preserve", lp, "preserve", len(aug), aug_s,
+                f"regressor, L1, oversampled mu={s.mu} + {s.synonym_fraction:.0%} synonyms; {path}; {stop(lp)}"),
+               ("museve", lp, "museve", len(fit), 0.0,
+                f"5-bucket classifier (train 25/50/75/99th pct edges), bucket median, NLL with "
+                f"inverse-frequency class weights; {museve_path}")]
+    if "natural" in s.readings:  # the same regressor on the plain split (module docstring)
+        nat = LengthPredictor(ls_settings).fit(fit["prompt"].tolist(), fit["output_tokens"].to_numpy(), "preserve", vt, vy)
+        preds["preserve_natural"] = nat.predict(texts, "preserve")
+        trained.append(("preserve_natural", nat, "preserve", len(fit), 0.0,
+                        f"reading natural: PreServe's regressor on the plain split (no oversampling, no synonyms); "
+                        f"{path}; {stop(nat)}; not a paper method"))
     rows = []
-    for w, desc in (("preserve", f"regressor, L1, oversampled mu={s.mu} + {s.synonym_fraction:.0%} synonyms; {path}; "
-                                 f"{stop}"),
-                    ("museve", f"5-bucket classifier (train 25/50/75/99th pct edges), bucket median, NLL with "
-                               f"inverse-frequency class weights; {museve_path}")):
+    for w, p, model, n_train, extra_s, desc in trained:
         rows.append({"label_set": label_set, "method": w, **length_metrics(actual, preds[w]),
-                     "n_train": len(aug) if w == "preserve" else len(fit), "n_train_original": len(fit),
-                     "n_val": len(val), "epochs_run": len(lp.loss_history[w]),
+                     "n_train": n_train, "n_train_original": len(fit),
+                     "n_val": len(val), "epochs_run": len(p.loss_history[model]),
                      "n_test": len(test), "n_split_train": n_split[0], "n_split_test": n_split[1],
-                     "train_s": lp.train_s[w] + (aug_s if w == "preserve" else 0.0),
-                     "latency_ms": lp.latency_ms[w], "mode": s.mode, "encoder": ENCODER_NAME, "reading": desc})
+                     "train_s": p.train_s[model] + extra_s,
+                     "latency_ms": p.latency_ms[model], "mode": s.mode, "encoder": ENCODER_NAME, "reading": desc})
+
     def reference(method: str, pred, train_s: float, mode: str, encoder: str, reading: str) -> dict:
         """A reference row (not a paper method): fitted on the whole training split, no epochs."""
         return {"label_set": label_set, "method": method, **length_metrics(actual, pred), "n_train": len(train),
@@ -225,12 +251,13 @@ def run_label_set(label_set: str, s: Table2Settings):
                           f"k by leave-one-out on the training pairs): a reference, not a paper method"))
     pred_df = pd.DataFrame({"label_set": label_set, "conv_id": test["conv_id"], "turn": test["turn"],
                             "prompt_tokens": test["prompt_tokens"], "output_tokens": actual,
-                            "pred_preserve": preds["preserve"], "pred_museve": preds["museve"],
-                            "pred_knn_reference": preds["knn_reference"]})
+                            **{f"pred_{w}": v for w, v in preds.items()}})
     info = {"augmented_copies": int(plan["extra"].sum()), "loss_history": lp.loss_history,
             "knn_reference_k": k, "knn_reference_loo_mae": {str(kk): v for kk, v in loo.items()},
             "val_history": lp.val_history, "best_epoch": lp.best_epoch,
-            "bucket_plan": plan[["bucket", "count", "extra"]].to_dict("list")}
+            "bucket_plan": plan[["bucket", "count", "extra"]].to_dict("list"),
+            **({"natural": {"loss_history": nat.loss_history["preserve"], "val_history": nat.val_history["preserve"],
+                            "best_epoch": nat.best_epoch.get("preserve")}} if "natural" in s.readings else {})}
     return rows, pred_df, info
 
 
@@ -242,7 +269,7 @@ def metrics(table: pd.DataFrame, s: Table2Settings) -> dict:
         suf = "" if ls == "first" else f"_{ls}"
         t = table[table["label_set"] == ls].set_index("method")
         m[f"mae_train_median{suf}"] = float(t.loc["train_median", "mae"])
-        for w in ("preserve", "museve", "knn_reference"):
+        for w in ("preserve", "museve", "knn_reference", *(f"preserve_{r}" for r in s.readings)):
             m[f"mae_{w}{suf}"] = float(t.loc[w, "mae"])
             for k in (25, 50, 100):
                 m[f"acc{k}_{w}_pct{suf}"] = float(t.loc[w, f"acc{k}_pct"])
@@ -318,6 +345,7 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int)
     ap.add_argument("--pooling", choices=("cls", "mean"))
     ap.add_argument("--label-sets", help="comma-separated: first,all")
+    ap.add_argument("--readings", help=f"comma-separated extra rows ({', '.join(READINGS)}), or 'none' (default: the scale's)")
     return run_command(_cli, ap.parse_args(argv), "preserve table2")
 
 
@@ -333,6 +361,8 @@ def _cli(a) -> int:
         if bad or not sets:
             raise LengthDataError(f"--label-sets {a.label_sets!r}: each must be 'first' or 'all'")
         over["label_sets"] = sets
+    if a.readings:
+        over["readings"] = () if a.readings.strip() == "none" else tuple(x.strip() for x in a.readings.split(","))
     with staged_output_dir(a.out, command="preserve table2", force=a.force) as tmp:
         table, m = run(a.scale, tmp, **over)
     with pd.option_context("display.width", 200):
