@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from .bounds import BOUND_SUFFIX, combine
+
 
 def flatten(summary: Mapping, prefix: str = "") -> dict:
     """Nested summary -> ``{"all.p95_ttft_s": 1.2, ...}`` (dotted paths to every leaf)."""
@@ -42,8 +44,13 @@ def spread(runs: Sequence[Mapping], keys: Sequence[str] | None = None) -> dict[s
     return out
 
 
+def _numeric(v) -> bool:
+    """A number, not a bool (NaN included)."""
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
 def _number(v) -> bool:
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and v == v
+    return _numeric(v) and v == v
 
 
 SEED_STATS = ("min", "max", "mean")
@@ -57,14 +64,12 @@ def seed_band(per_seed: Sequence[Mapping]) -> dict:
     (min, max and mean keep a bound's direction). ``seeds``: how many. An ordering judged on the
     band compares one side's ``__seed_max`` with the other's ``__seed_min``: it holds only if every
     seed agrees."""
-    from .bounds import BOUND_SUFFIX, combine
-
     out: dict = {}
     for key in (per_seed[0] if per_seed else {}):
         if key.endswith(BOUND_SUFFIX):
             continue
         vals = [p.get(key) for p in per_seed]
-        if not all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in vals):
+        if not all(map(_numeric, vals)):
             continue
         v = np.asarray(vals, float)
         finite = v[np.isfinite(v)]
