@@ -50,7 +50,6 @@ import pandas as pd
 
 from servesim.analysis import oserve_scheduler as osch
 from servesim.analysis.outputs import FigureOutputs, apply_style
-from servesim.metrics import seed_band
 
 apply_style()
 df = osch.load("appj/homogeneous", scale, root)
@@ -98,14 +97,12 @@ def draw_metrics(df) -> dict:
 # The bare keys are the first seed's draw (the run's --seed); Alg. 1 is randomised and the paper
 # reports one run of it, so the run repeats the search with --search-seeds seeds and the metrics are
 # also summarised over them (<key>__seed_min / __seed_max / __seed_mean).
-draws = osch.by_seed(df)
 metrics = {
     "model": str(df.model.iloc[0]), "gpus": int(df.cluster_gpus.iloc[0]),
     "deployment_oserve": str(df.loc[df.plan == "heuristic", "deployment"].iloc[0]),
     "deployment_static": str(df.loc[df.plan == "static", "deployment"].iloc[0]),
     **draw_metrics(df),
-    **seed_band([draw_metrics(d) for _, d in draws]),
-    "search_seeds": [s for s, _ in draws],
+    **osch.over_seeds(df, draw_metrics),
 }
 out = FigureOutputs("oserve", "appj_homogeneous", scale=scale, root=root)
 out.save_figure(fig)

@@ -63,7 +63,6 @@ import pandas as pd
 
 from servesim.analysis import oserve_scheduler as osch
 from servesim.analysis.outputs import FigureOutputs, apply_style
-from servesim.metrics import seed_band
 
 apply_style()
 df = osch.load("fig16/*", scale, root)
@@ -99,7 +98,7 @@ ax.set_title(f"(b) search time, {ref_gpus} GPUs (paper: ≤ 12 s vs ≈ 50 s)", 
 ax = axes[1][0]
 sizes = sorted(df.cluster_gpus.unique())
 w = 0.2
-seed_rows = pd.concat([d for _, d in osch.by_seed(df)])
+seed_rows = osch.all_draws(df)
 for i, plan in enumerate(("heuristic", "heuristic-best-uniform", "exhaustive", "static")):
     ys = [osch.value(df, "p99_e2e_s", plan=plan, cluster_gpus=g) for g in sizes]
     # Alg. 1's plans: the bar is the first seed's draw, the whisker the range over the seeds
@@ -117,7 +116,7 @@ for plan, mk in (*PLANS, ("static", "^:")):
     ax.plot(d.cluster_gpus, d.alpha, mk, label=plan)
 # Alg. 1's seeds (--search-seeds): the band of α* over its draws, per start
 for plan, color in (("heuristic", "C0"), ("heuristic-best-uniform", "C1")):
-    band = pd.concat([d[d.plan == plan] for _, d in osch.by_seed(df)]).groupby("cluster_gpus").alpha.agg(["min", "max"])
+    band = seed_rows[seed_rows.plan == plan].groupby("cluster_gpus").alpha.agg(["min", "max"])
     if len(band):
         ax.fill_between(band.index, band["min"], band["max"], color=color, alpha=0.15, lw=0)
 ax.set_xlabel("GPUs")
@@ -178,10 +177,7 @@ def search_metrics(df) -> dict:
 # depend on the draw are also summarised over them (<key>__seed_min / __seed_max / __seed_mean).
 SEEDED = ("alpha_gap_heuristic", "p99_gap_heuristic", "alpha_gap_best_uniform", "p99_gap_best_uniform",
           "heuristic_alpha_vs_static", "heuristic_iterations", "heuristic_u_empty", "heuristic_merge_only")
-metrics = search_metrics(df)
-draws = osch.by_seed(df)
-metrics.update(seed_band([{k: v for k, v in search_metrics(d).items() if k.startswith(SEEDED)} for _, d in draws]))
-metrics["search_seeds"] = [s for s, _ in draws]
+metrics = {**search_metrics(df), **osch.over_seeds(df, search_metrics, SEEDED)}
 out = FigureOutputs("oserve", "fig16_scalability", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(df)

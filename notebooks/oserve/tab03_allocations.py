@@ -50,7 +50,6 @@ import pandas as pd
 
 from servesim.analysis import oserve_scheduler as osch
 from servesim.analysis.outputs import FigureOutputs, apply_style
-from servesim.metrics import seed_band
 from servesim.systems.oserve import paper_inputs
 
 apply_style()
@@ -78,7 +77,7 @@ table
 
 # %%
 # Alg. 1's seeds (--search-seeds): the range of DP over its draws, per span (shaded)
-seed_dp = pd.concat([d[d.plan == "heuristic"] for _, d in osch.by_seed(df)]).groupby(["trace", "span"]).dp.agg(["min", "max"])
+seed_dp = osch.all_draws(df).query("plan == 'heuristic'").groupby(["trace", "span"]).dp.agg(["min", "max"])
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
 for ax, tr in zip(axes, ("T1", "T2")):
     t = table[table.trace == tr]
@@ -145,9 +144,7 @@ metrics = {
 # reports one run of it, so the runs repeat the search with --search-seeds seeds and the allocation
 # metrics are also summarised over them (<key>__seed_min / __seed_max / __seed_mean). The switch
 # gains stay on the first seed: its "previous" plan is that seed's.
-draws = osch.by_seed(df)
-metrics.update(seed_band([draw_metrics(d) for _, d in draws]))
-metrics["search_seeds"] = [s for s, _ in draws]
+metrics.update(osch.over_seeds(df, draw_metrics))
 # the planner's null (workflow/claims/oserve.yaml): the best single homogeneous deployment of each
 # span (vLLM's) in Alg. 1's place
 st_dp = [dp(tr, s, static) for tr in ("T1", "T2") for s in spans if (tr, s) in ours.index]

@@ -514,4 +514,8 @@ def test_search_seeds_add_draws_without_moving_the_first(tmp_path, monkeypatch):
     for s, d in draws:
         assert sorted(d.plan) == ["exhaustive", "heuristic", "static"]
         assert d.loc[d.plan == "heuristic", "search_seed"].item() == s
+    band = osch.over_seeds(three, lambda d: {"a": osch.value(d, "alpha", plan="heuristic")})
+    heur = three[three.plan.str.startswith("heuristic")]
+    assert band["search_seeds"] == [0, 1, 2] and band["a__seed_max"] == heur.alpha.max()
+    assert len(osch.all_draws(three)) == 3 * 3
     assert S.main(base + ["--search-seeds", "0", "-o", str(tmp_path / "bad")]) == 2

@@ -14,10 +14,11 @@ import json
 import numpy as np
 import pandas as pd
 
+from ..metrics.spread import seed_band
 from ..systems.oserve.search import SEED_TAG
 from . import runs as runs_api
 
-__all__ = ["SEED_TAG", "by_seed", "load", "replica_label", "summaries", "table3_row", "value"]
+__all__ = ["SEED_TAG", "all_draws", "by_seed", "load", "over_seeds", "replica_label", "summaries", "table3_row", "value"]
 
 
 def load(patterns, scale: str, root=None) -> pd.DataFrame:
@@ -48,6 +49,22 @@ def by_seed(df: pd.DataFrame) -> list[tuple[int, pd.DataFrame]]:
         keep = ~seeded | (df.search_seed == s)
         out.append((int(s), df[keep].assign(plan=base[keep])))
     return out
+
+
+def all_draws(df: pd.DataFrame) -> pd.DataFrame:
+    """Every draw's rows under the base plan names, stacked (``search_seed`` tells them apart): the
+    frame a figure's seed band is drawn from."""
+    return pd.concat([d for _, d in by_seed(df)])
+
+
+def over_seeds(df: pd.DataFrame, metrics_of, keys: tuple[str, ...] | None = None) -> dict:
+    """``metrics_of`` on each draw (:func:`by_seed`), summarised by ``metrics.seed_band``, plus
+    ``search_seeds`` (the seeds); ``keys``: only the metrics whose names start with one of them."""
+    draws = by_seed(df)
+    per = [metrics_of(d) for _, d in draws]
+    if keys:
+        per = [{k: v for k, v in m.items() if k.startswith(keys)} for m in per]
+    return {**seed_band(per), "search_seeds": [s for s, _ in draws]}
 
 
 def value(df: pd.DataFrame, column: str, **where) -> float:
