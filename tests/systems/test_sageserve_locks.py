@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 
 from servesim.fleet.control import Scale
 from servesim.forecast import MovingAverage
@@ -92,3 +93,27 @@ def test_lt_u_code_lock_after_a_scale_up():
                        config=SageServeConfig.paper(), forecaster=MovingAverage, offset_min=60, max_instances={KEY: 20})
     w = View(active=5, util=0.8)
     assert _at(p, w, 0.0) == [Scale("m", "east", 1)] and _at(p, w, 15.0) == [Scale("m", "east", 1)]
+
+
+def test_oracle_forecast_reads_the_coming_hours_true_demand():
+    """forecast_mode="oracle" (a diagnostic reading): the plan's forecast is the demand that will
+    arrive in the next hour, so the ILP sizes for the hour's real peak; a rolling forecaster (a
+    moving average here) sees only the past and misses a ramp."""
+    demand = np.concatenate([np.full(120, 300.0), np.linspace(300.0, 1200.0, 60), np.full(60, 1200.0)])
+
+    def plan(mode):
+        a = LongTermScaler(mode="lt_i", demand={KEY: demand}, theta={"m": 100.0},
+                           config=SageServeConfig.code(forecast_mode=mode, forecast_lo_min=0), forecaster=MovingAverage,
+                           offset_min=120, max_instances={KEY: 20})
+        _at(a, View(active=3, util=0.5), 0.0)
+        return a.plans[KEY]
+
+    oracle, rolling = plan("oracle"), plan("rolling")
+    np.testing.assert_array_equal(oracle.forecast, demand[120:180])
+    assert oracle.target == 12 and rolling.target == 3   # the ramp's peak, 1,200 tokens/min, vs the past's 300
+    # past the trace's end the last minute is held (as the in-sample reading pads)
+    a = LongTermScaler(mode="lt_i", demand={KEY: demand}, theta={"m": 100.0},
+                       config=SageServeConfig.code(forecast_mode="oracle"), offset_min=0)
+    assert np.array_equal(a._forecast(KEY, 220), np.concatenate([demand[220:], np.full(40, 1200.0)]))
+    with pytest.raises(Exception, match="forecast_mode"):
+        SageServeConfig.code(forecast_mode="psychic")

@@ -16,6 +16,7 @@ TIER_POLICIES = ("fcfs", "edf", "pf", "dpa")
 TIER_CHOICES = ("none",) + TIER_POLICIES
 #: instance step-time sources (see instance_models.py)
 HARDWARE_CHOICES = ("default", "a100-80gb", "h100-80gb")
+FORECAST_MODES = ("rolling", "insample", "oracle")
 
 
 class ConfigError(InputError):
@@ -73,7 +74,8 @@ class SageServeConfig:
                                           # that reached the endpoint in the last 60 s, NIW releases included
     # --- forecasting and ILP (J §5, §6.3) ---
     lt_interval_s: float = 3600.0
-    forecast_mode: str = "rolling"        # "rolling" (paper text) | "insample" (code)
+    forecast_mode: str = "rolling"        # "rolling" (paper text) | "insample" (code) | "oracle" (the coming
+                                          # hour's true demand: a diagnostic reading, no forecaster has it)
     forecast_window_min: int = 60
     forecast_lo_min: int = 0              # code: max over [t+20, t+60] min
     forecast_hi_min: int = 60
@@ -138,7 +140,7 @@ class SageServeConfig:
             bad("epsilon", "must be in (0, 1]")
         for k, allowed in (("niw_release_rule", ("paper", "code")), ("niw_release_route", ("endpoint", "global")),
                            ("lt_scale_down", ("deferred", "immediate")),
-                           ("forecast_mode", ("rolling", "insample")), ("niw_buffer_rule", ("load", "max_prompt")),
+                           ("forecast_mode", FORECAST_MODES), ("niw_buffer_rule", ("load", "max_prompt")),
                            ("theta_source", ("measured", "code")),
                            ("tier_policy", TIER_CHOICES), ("engine_policy", ("orca", "vllm-v1")),
                            ("lt_ua_observed", ("offered", "endpoint")), ("hardware", HARDWARE_CHOICES)):

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...fleet.run import write_partial
-from .config import SageServeConfig
+from .config import FORECAST_MODES, SageServeConfig
 from .instance_models import instance_model_source
 from .strategies import RUN_STRATEGIES, run_strategy, summarise
 
@@ -111,6 +111,9 @@ def _add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--reactive-count-starting", action="store_true",
                     help="Reactive's KV utilisation counts starting instances as empty memory "
                          "(SageServeConfig.reactive_count_starting)")
+    ap.add_argument("--forecast-mode", default=None, choices=FORECAST_MODES,
+                    help="the LT strategies' hourly forecast (SageServeConfig.forecast_mode; oracle: the coming "
+                         "hour's true demand, a diagnostic reading)")
     ap.add_argument("-o", "--out", required=True, help="output folder (written in full or not at all)")
     ap.add_argument("--force", action="store_true",
                     help="replace a non-empty output folder that holds no servesim results marker")
@@ -199,7 +202,7 @@ def check_options(a: argparse.Namespace) -> None:
 #: command-line option (argparse dest) -> the SageServeConfig field it overrides
 CONFIG_FLAGS = {"hardware": "hardware", "lt_ua_threshold": "lt_ua_up_ratio", "scaling_interval": "reactive_interval_s",
                 "theta_headroom": "theta_headroom", "tier_policy": "tier_policy", "engine": "engine_policy",
-                "dpa_tau_n": "dpa_tau_n_s", "dpa_tau_p": "dpa_tau_p_s"}
+                "dpa_tau_n": "dpa_tau_n_s", "dpa_tau_p": "dpa_tau_p_s", "forecast_mode": "forecast_mode"}
 
 
 def run(a: argparse.Namespace) -> int:
@@ -266,6 +269,7 @@ def _run_into(a: argparse.Namespace, out: Path) -> int:
              fifth_model=a.fifth_model, lt_ua_up_ratio=cfg.lt_ua_up_ratio, lt_ua_observed=cfg.lt_ua_observed,
              reactive_interval_s=cfg.reactive_interval_s, lt_ua_window_s=cfg.lt_ua_window_s,
              niw_chunk_tokens=cfg.niw_chunk_tokens, reactive_count_starting=cfg.reactive_count_starting,
+             forecast_mode=cfg.forecast_mode,
              gpu_hours=8.0 * s["instance_hours"]["billed"],
              instance_models={m: instance_model_source(m, cfg.hardware) for m in p["models"]})
     if actor:
