@@ -49,12 +49,18 @@
 # **exact** billed integral (`instance_hours_exact_<s>`, `savings_pct_exact_<s>`). Reactive's
 # churn makes its bin maxima well above its mean, so the binned and exact readings differ most for it. θ: the paper's (one instance's
 # measured saturation throughput, `SageServeConfig.theta_headroom = 1.0`).
+#
+# **Reading `oracle`** (runs `<strategy>_oracle`, dotted lines): the LT strategies with
+# their hourly ILP sized on the coming hour's true demand instead of ARIMA's forecast. No forecaster
+# has that; it measures what the forecast's lag costs in instance-hours (the claims' diagnoses cite it). Not
+# the paper's system: no claim is judged on it.
 
 # %% tags=["parameters"]
 scale = "quick"
 root = None
 seed = 0
 strategies = ["reactive", "lt_i", "lt_u", "lt_ua", "chiron"]
+oracle_strategies = ["lt_i_oracle", "lt_u_oracle", "lt_ua_oracle"]  # reading `oracle` (below)
 bin_s = 900.0
 model = "llama-2-70b"  # the figure's model (summed over the regions of the run)
 
@@ -79,7 +85,7 @@ ih_all = {r: {} for r in IH_READINGS}  # the same over all the run's models
 held = {}  # the claims' null fleets (servesim.systems.sageserve.nulls), the figure's model
 
 
-for s in strategies:
+for s in strategies + oracle_strategies:
     summ[s] = json.loads((base[s] / "summary.json").read_text())
     h = pd.read_parquet(base[s] / "instance_hours.parquet")
     ts = pd.read_parquet(base[s] / "timeseries.parquet")
@@ -113,8 +119,10 @@ pd.DataFrame({s: {"instance_hours": d["instance_hours"]["billed"], "ttft_p95": d
 # %%
 fig, ax = plt.subplots()
 names = {"reactive": "Reactive", "lt_i": "LT-I", "lt_u": "LT-U", "lt_ua": "LT-UA", "chiron": "Chiron"}
+names |= {f"{s}_oracle": f"{names[s]} (oracle)" for s in ("lt_i", "lt_u", "lt_ua")}
 for s, g in data.groupby("strategy", sort=False):
-    ax.step(g["hour"], g["instances"], where="post", label=f"{names.get(s, s)} ({ih['authors'][s]:.1f} inst-h)")
+    ax.step(g["hour"], g["instances"], where="post", ls=":" if s in oracle_strategies else "-", lw=0.9,
+            label=f"{names.get(s, s)} ({ih['authors'][s]:.1f} inst-h)")
 ax.set(xlabel="Time (h, trace hours)", ylabel=f"{model} instances (sum over regions)")
 ax.legend()
 
@@ -124,14 +132,14 @@ ax.legend()
 tags = {r: ("" if r == "authors" else f"_{r}") for r in IH_READINGS}
 metrics = {}
 for r, tag in tags.items():
-    metrics.update({f"instance_hours{tag}_{s}": ih[r][s] for s in strategies})  # the figure's model, all regions
-    metrics.update({f"instance_hours_all_models{tag}_{s}": ih_all[r][s] for s in strategies})
+    metrics.update({f"instance_hours{tag}_{s}": ih[r][s] for s in ih[r]})  # the figure's model, all regions
+    metrics.update({f"instance_hours_all_models{tag}_{s}": ih_all[r][s] for s in ih_all[r]})
 metrics["instance_hours_reading"] = "authors"
 metrics["model"] = model
 metrics["regions"] = ",".join(sorted(summ[strategies[0]]["preset_regions"]))
 metrics["engine_policy"] = summ[strategies[0]].get("engine_policy")
 for r, tag in tags.items():
-    for s in ("lt_i", "lt_u", "lt_ua"):
+    for s in ("lt_i", "lt_u", "lt_ua", *oracle_strategies):
         if s in ih[r] and "reactive" in ih[r]:
             metrics[f"savings_pct{tag}_{s}"] = 100.0 * (1.0 - ih[r][s] / ih[r]["reactive"])
     metrics[f"savings_pct_best{tag}"] = max(metrics[f"savings_pct{tag}_{s}"] for s in ("lt_i", "lt_u", "lt_ua"))
