@@ -117,14 +117,15 @@ pd.DataFrame({s: {"instance_hours": d["instance_hours"]["billed"], "ttft_p95": d
     **{f"instance_hours_{r}_{model}": pd.Series(ih[r]) for r in IH_READINGS})
 
 # %%
-fig, ax = plt.subplots()
+fig, ax = plt.subplots(figsize=(7.5, 3.6))
 names = {"reactive": "Reactive", "lt_i": "LT-I", "lt_u": "LT-U", "lt_ua": "LT-UA", "chiron": "Chiron"}
 names |= {f"{s}_oracle": f"{names[s]} (oracle)" for s in ("lt_i", "lt_u", "lt_ua")}
 for s, g in data.groupby("strategy", sort=False):
     ax.step(g["hour"], g["instances"], where="post", ls=":" if s in oracle_strategies else "-", lw=0.9,
             label=f"{names.get(s, s)} ({ih['authors'][s]:.1f} inst-h)")
 ax.set(xlabel="Time (h, trace hours)", ylabel=f"{model} instances (sum over regions)")
-ax.legend()
+ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))  # outside: the lines fill the plot
+fig.tight_layout()
 
 # %%
 # the authors' reading under the plain keys, the other two readings beside it (`_<reading>` after
