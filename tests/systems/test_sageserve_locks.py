@@ -115,5 +115,13 @@ def test_oracle_forecast_reads_the_coming_hours_true_demand():
     a = LongTermScaler(mode="lt_i", demand={KEY: demand}, theta={"m": 100.0},
                        config=SageServeConfig.code(forecast_mode="oracle"), offset_min=0)
     assert np.array_equal(a._forecast(KEY, 220), np.concatenate([demand[220:], np.full(40, 1200.0)]))
+    # the code's in-sample reading takes the same hour of ARIMA's one-step predictions, held past the end too
+    from servesim.forecast import insample_one_step
+
+    a = LongTermScaler(mode="lt_i", demand={KEY: demand}, theta={"m": 100.0},
+                       config=SageServeConfig.code(forecast_mode="insample"), offset_min=0)
+    one = insample_one_step(demand)
+    np.testing.assert_array_equal(a._forecast(KEY, 100), one[100:160])
+    np.testing.assert_array_equal(a._forecast(KEY, 220), np.concatenate([one[220:], np.full(40, one[-1])]))
     with pytest.raises(Exception, match="forecast_mode"):
         SageServeConfig.code(forecast_mode="psychic")

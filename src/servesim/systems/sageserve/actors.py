@@ -76,14 +76,14 @@ class LongTermScaler:
         c = self.config
         y = self.demand[key]
         hi = c.forecast_hi_min
-        if c.forecast_mode == "oracle":  # the demand that will arrive (diagnostic: what a lag-free forecast buys)
-            f = y[minute:minute + hi]
-            return np.pad(f, (0, hi - f.size), mode="edge") if f.size else np.zeros(hi)
-        if c.forecast_mode == "insample":
-            if key not in self._insample:
-                self._insample[key] = insample_one_step(y)
-            f = self._insample[key][minute:minute + hi]
-            return np.pad(f, (0, hi - f.size), mode="edge") if f.size else np.zeros(hi)
+        if c.forecast_mode in ("oracle", "insample"):
+            if c.forecast_mode == "oracle":  # the demand that will arrive (diagnostic: what a lag-free forecast buys)
+                f = y[minute:minute + hi]
+            else:
+                if key not in self._insample:
+                    self._insample[key] = insample_one_step(y)
+                f = self._insample[key][minute:minute + hi]
+            return np.pad(f, (0, hi - f.size), mode="edge") if f.size else np.zeros(hi)  # past the trace: held
         w = c.forecast_window_min
         hist = y[max(0, minute - w):minute]
         if hist.size < 8 or not np.any(hist > 0):
