@@ -47,3 +47,30 @@ def test_table_marks_range_and_latency(tmp_path):
     assert "no SageServe part yet" in readings_doc.section(empty)
     readme.write_text("no markers\n")
     assert not readings_doc.update(readme, tmp_path)
+
+
+def test_forecast_rows_come_from_the_figures_metrics(tmp_path):
+    """With Figs 11 and 13a's metrics in the snapshot (ARIMA and oracle runs), the block adds one row
+    per (forecast, LT strategy) from them; without the oracle keys it adds none."""
+    import json
+
+    d = _data()
+    (tmp_path / readings_doc.DATA).parent.mkdir(parents=True)
+    d.to_csv(tmp_path / readings_doc.DATA, index=False)
+    assert "The forecast as a reading" not in readings_doc.section(tmp_path)
+    sav, lat = {"model": "llama-2-70b"}, {}
+    for k, (a, e, t) in {"lt_i": (40.0, 22.3, 1.28), "lt_u": (38.6, 19.5, 1.2), "lt_ua": (39.0, 19.9, 1.21),
+                         "lt_i_oracle": (28.3, 6.2, 0.7), "lt_u_oracle": (28.5, 5.9, 0.71),
+                         "lt_ua_oracle": (27.9, 6.4, 0.71)}.items():
+        sav |= {f"savings_pct_{k}": a, f"savings_pct_exact_{k}": e}
+        lat |= {f"ttft_p75_ratio_{k}_vs_reactive": t, f"e2e_p75_ratio_{k}_vs_reactive": t - 0.1}
+    for key, m in (("savings", sav), ("latency", lat)):
+        (tmp_path / readings_doc.FORECAST[key]).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / readings_doc.FORECAST[key]).write_text(json.dumps(m))
+    text = readings_doc.section(tmp_path)
+    assert "| ARIMA (the paper's) | LT-U | 38.6 % | 19.5 % | 1.20 | 1.10 |" in text
+    assert "| `oracle` | LT-UA | 27.9 % | 6.4 % | 0.71 | 0.61 |" in text
+    assert text.index("The forecast as a reading") < text.index(readings_doc.END)
+    del lat["ttft_p75_ratio_lt_u_oracle_vs_reactive"]  # a snapshot made before the oracle runs
+    (tmp_path / readings_doc.FORECAST["latency"]).write_text(json.dumps(lat))
+    assert "The forecast as a reading" not in readings_doc.section(tmp_path)
