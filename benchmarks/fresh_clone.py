@@ -94,11 +94,22 @@ def check_mirror(dest: Path, root: Path) -> None:
                          f"that one (e.g. {root.parent / 'fresh-clone'}) or set SERVESIM_DATA_MIRROR")
 
 
+#: the line the workflow prints at its end (servesim.analysis.benchmarks.slowest_summary)
+SCHEDULER_LINE = re.compile(r"Snakemake itself used (\d+) CPU s in (\d+) s of wall time")
+
+
 def scheduler_cpu_s(log: str) -> float | None:
     """The CPU seconds Snakemake's own process used, from the line its run prints at the end (the
     workflow's onsuccess), or None when the log has none."""
-    m = re.search(r"Snakemake itself used (\d+) CPU s", log)
+    m = SCHEDULER_LINE.search(log)
     return float(m.group(1)) if m else None
+
+
+def quick_target_wall_s(log: str) -> float | None:
+    """The quick target's own wall seconds (Snakemake's, from the same line): the first command's
+    time less this is the install's."""
+    m = SCHEDULER_LINE.search(log)
+    return float(m.group(2)) if m else None
 
 
 def main(argv=None) -> int:
@@ -131,7 +142,7 @@ def main(argv=None) -> int:
             if r["wall_s"] is not None and r["mtime"] >= t_quick]
     first = (a.dest / "fresh_clone_0.log").read_text()
     rec.update(quick_jobs=len(jobs), quick_job_wall_s=round(sum(r["wall_s"] for r in jobs), 1),
-               scheduler_cpu_s=scheduler_cpu_s(first),
+               scheduler_cpu_s=scheduler_cpu_s(first), quick_target_wall_s=quick_target_wall_s(first),
                pytest=pytest_counts((a.dest / "fresh_clone_1.log").read_text()), note=a.note)
     line = json.dumps(rec, sort_keys=True)
     print(line)

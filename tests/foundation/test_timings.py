@@ -128,8 +128,8 @@ def test_fresh_clone_reads_the_schedulers_cpu_from_the_runs_last_lines(project_r
     bench.parent.mkdir(parents=True)
     bench.write_text("s\th:m:s\n3.0\t0:00:03\n")
     log = "...\n" + slowest_summary(tmp_path / "results", scheduler=(123.4, 900.0)) + "\n"
-    assert fc.scheduler_cpu_s(log) == 123.0
-    assert fc.scheduler_cpu_s("no such line") is None
+    assert fc.scheduler_cpu_s(log) == 123.0 and fc.quick_target_wall_s(log) == 900.0
+    assert fc.scheduler_cpu_s("no such line") is None and fc.quick_target_wall_s("no such line") is None
 
 
 def test_write_page_writes_what_render_renders(project_root, tmp_path):

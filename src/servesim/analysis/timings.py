@@ -191,20 +191,22 @@ def render(root: str | Path, scale: str = "quick", n: int = 10, records: str | P
              "## A newcomer's two commands, in a fresh clone", "",
              "The README's quick-start commands run verbatim (install + quick target, then the tests). "
              "Wall seconds; `job s` is the quick target's summed job wall time (two jobs at a time), "
-             "`sched. CPU s` the CPU Snakemake's own process used meanwhile (blank: not recorded). "
+             "`target s` the quick target's own wall time (Snakemake's; the rest of the first command is the "
+             "install), `sched. CPU s` the CPU Snakemake's own process used meanwhile (blank: not recorded). "
              "`caches`: `cold` when the per-user caches (the OServe capacity profiles, vLLM's, matplotlib's, "
              "pip's) started empty, as on a new machine (`fresh_clone.py --cold`); `as found` when the clone "
              "shared them with earlier runs on the same machine, which saves the OServe profiling; blank: not "
              "recorded (a machine that had run the pipeline before).", "",
-             "| date | commit | caches | first command s | quick jobs | job s | sched. CPU s | test command s | passed | skipped | failed | note |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| date | commit | caches | first command s | target s | quick jobs | job s | sched. CPU s | test command s "
+             "| passed | skipped | failed | note |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in recs:
         cmds = r["commands"] + [{}] * (2 - len(r["commands"]))
         py = r.get("pytest") or {}
         note = r.get("note", "")
         mark = "†" if r.get("source") == "transcribed" else ""
         lines.append(f"| {r['date']} | `{r['commit'][:7]}`{mark} | {r.get('caches', '')} | {_fmt_s(cmds[0].get('wall_s'))} | "
-                     f"{r.get('quick_jobs', '')} | {_fmt_s(r.get('quick_job_wall_s'))} | {_fmt_s(r.get('scheduler_cpu_s'))} | "
+                     f"{_fmt_s(r.get('quick_target_wall_s'))} | {r.get('quick_jobs', '')} | {_fmt_s(r.get('quick_job_wall_s'))} | {_fmt_s(r.get('scheduler_cpu_s'))} | "
                      f"{_fmt_s(cmds[1].get('wall_s'))} | "
                      f"{py.get('passed', '')} | {py.get('skipped', '')} | {py.get('failed', '')} | {note} |")
     if any(r.get("source") == "transcribed" for r in recs):
