@@ -10,6 +10,7 @@ Figs 11 and 13a's own runs (the paper's θ) with ARIMA's forecast and with the `
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -66,8 +67,6 @@ def section(snapshot_dir: str | Path, commit: str | None = None) -> str:
 
 def _forecast_rows(snapshot_dir: Path) -> list[str]:
     """The forecast's rows (module docstring); none where the snapshot lacks the oracle runs."""
-    import json
-
     paths = {k: snapshot_dir / v for k, v in FORECAST.items()}
     if not all(p.exists() for p in paths.values()):
         return []

@@ -357,6 +357,7 @@ def read_predictions(path, label_set: str = "first") -> pd.DataFrame:
 
 def main(argv=None) -> int:
     from ...cli_errors import add_output_args, run_command
+    from .length_predictor import DEVICES  # the predictor's own list (it validates the choice again)
 
     ap = argparse.ArgumentParser(prog="python -m servesim.systems.preserve.table2", description="PreServe Table 2: response-length prediction on ShareGPT")
     ap.add_argument("--scale", default="quick", choices=sorted(SCALES))
@@ -366,7 +367,7 @@ def main(argv=None) -> int:
     ap.add_argument("--epochs", type=int)
     ap.add_argument("--pooling", choices=("cls", "mean"))
     ap.add_argument("--label-sets", help="comma-separated: first,all")
-    ap.add_argument("--device", choices=("cpu", "cuda"), help="where to train (default: the scale's, cpu)")
+    ap.add_argument("--device", choices=DEVICES, help="where to train (default: the scale's, cpu)")
     ap.add_argument("--pairs", metavar="DIR", help="train on pairs exported by length_data --export (no ShareGPT package)")
     ap.add_argument("--readings", help=f"comma-separated extra rows ({', '.join(READINGS)}), or 'none' (default: the scale's)")
     return run_command(_cli, ap.parse_args(argv), "preserve table2")
