@@ -39,7 +39,7 @@
 # backlog in the figures shows; the cap does not bind. NIW is held in the queue manager and released at < 60 % / < 50 %
 # utilisation (J §6.2); its TTFT counts from arrival (hold included) and, as a second number, from
 # release (the authors' code starts the clock there). The policy orders each instance's waiting
-# queue before every iteration (`servesim.systems.sageserve.niw_loop.tier_key`): FCFS = arrival
+# queue before every iteration (a queue order, `servesim.sim.queue_orders`): FCFS = arrival
 # (NIW behind IW until its 10-h bump, as the authors' queue key); EDF = TTFT deadline; PF = IW-F,
 # IW-N, NIW; DPA with **τ_n = 10 s, τ_p = 1 s** (our choice; the `dpa_taun1` run uses τ_n = 1 s).
 #

@@ -2,7 +2,6 @@ import pytest
 
 from servesim.systems.sageserve.config import ConfigError, SageServeConfig
 from servesim.systems.sageserve.niw import NIWQueueManager, NIWRequest
-from servesim.systems.sageserve.tiers import Waiting, order
 
 
 def test_paper_defaults_and_code_preset():
@@ -47,15 +46,29 @@ def test_queue_fifo_per_endpoint_expiry_and_bump():
 
 
 def test_tier_policies_order():
+    from servesim.sim import Req
+    from servesim.sim.queue_orders import TIER_RANK, get_order
+
     now = 100.0
-    w = [Waiting(1, "IW-N", 90.0, 150.0), Waiting(2, "IW-F", 95.0, 96.0),       # IW-F expired 4 s ago
-         Waiting(3, "IW-F", 99.5, 100.5), Waiting(4, "NIW", 10.0, 80000.0, 1),  # IW-F urgent
-         Waiting(5, "IW-N", 99.0, 100.8), Waiting(6, "IW-F", 20.0, 21.0)]       # IW-N urgent; IW-F severely expired
-    ids = lambda p, **kw: [x.request_id for x in order(p, w, now, **kw)]  # noqa: E731
+    # (id, tier, arrival, deadline); NIW request 4 arrived within its priority bump
+    rows = [(1, "IW-N", 90.0, 150.0), (2, "IW-F", 95.0, 96.0),       # IW-F expired 4 s ago
+            (3, "IW-F", 99.5, 100.5), (4, "NIW", 10.0, 80000.0),     # IW-F urgent
+            (5, "IW-N", 99.0, 100.8), (6, "IW-F", 20.0, 21.0)]       # IW-N urgent; IW-F severely expired
+    w = []
+    for i, tier, arrival, deadline in rows:
+        r = Req(i, arrival, 10, 10)
+        r.tier, r.deadline = TIER_RANK[tier], deadline
+        w.append(r)
+
+    def ids(p, **kw):
+        q = list(w)
+        get_order(p, niw_bump_s=36_000.0, **kw).sort(q, now)
+        return [r.idx for r in q]
+
     assert ids("fcfs") == [6, 1, 2, 5, 3, 4]
     assert ids("edf") == [6, 2, 3, 5, 1, 4]
     assert ids("pf") == [6, 2, 3, 1, 5, 4]
-    assert ids("dpa", tau_n=10.0, tau_p=1.0) == [6, 3, 5, 1, 2, 4]
+    assert ids("dpa", tau_n_s=10.0, tau_p_s=1.0) == [6, 3, 5, 1, 2, 4]
 
 
 def test_contended_cap_covers_the_busiest_quarter_hour_of_each_endpoint():

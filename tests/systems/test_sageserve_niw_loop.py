@@ -1,12 +1,10 @@
 """NIW queue manager in the simulation loop and the tier-policy queue orders (journal §6.2, §6.5)."""
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from servesim.systems.sageserve.config import SageServeConfig
 from servesim.systems.sageserve.niw import NIWQueueManager
-from servesim.systems.sageserve.niw_loop import tier_key
 from servesim.systems.sageserve.strategies import run_strategy
 from servesim.workload import sageserve_week
 
@@ -88,16 +86,29 @@ def test_niw_deadline_expires_in_queue(workload):
     assert to["reason"].str.contains("deadline").all()
 
 
-def test_tier_keys_order_and_priority_bump():
-    wl = pd.DataFrame({"tier": ["NIW", "IW-N", "IW-F", "NIW", "IW-F"],
-                       "arrival_s": [0.0, 100.0, 101.0, 99.0, 90.0],
-                       "deadline_s": [86_400.0, 160.0, 102.0, 86_499.0, 91.0]})
+def test_tier_queue_orders_from_the_config_and_priority_bump():
+    from servesim.sim import Req
+    from servesim.sim.queue_orders import TIER_RANK, get_order
+    from servesim.systems.sageserve.tiers import queue_order
+
+    rows = [("NIW", 0.0, 86_400.0), ("IW-N", 100.0, 160.0), ("IW-F", 101.0, 102.0), ("NIW", 99.0, 86_499.0),
+            ("IW-F", 90.0, 91.0)]
+    reqs = []
+    for i, (tier, arrival, deadline) in enumerate(rows):
+        r = Req(i, arrival, 10, 10)
+        r.tier, r.deadline = TIER_RANK[tier], deadline
+        reqs.append(r)
     cfg = SageServeConfig(niw_priority_bump_s=36_000.0, dpa_tau_n_s=10.0, dpa_tau_p_s=1.0)
 
     def order(policy, now):
-        k = tier_key(policy, wl, cfg)
-        return sorted(range(len(wl)), key=lambda i: k(i, now))
+        spec = dict(queue_order(cfg.with_(tier_policy=policy)))
+        q = list(reversed(reqs))
+        get_order(spec.pop("name"), **spec).sort(q, now)
+        return [r.idx for r in q]
 
+    assert queue_order(cfg) is None  # tier_policy "none": the engine's arrival order
+    assert queue_order(cfg.with_(tier_policy="dpa")) == {"name": "dpa", "niw_bump_s": 36_000.0, "tau_n_s": 10.0,
+                                                         "tau_p_s": 1.0}
     now = 101.5
     assert order("fcfs", now) == [4, 1, 2, 0, 3]      # IW by arrival, then NIW (priority 1)
     assert order("edf", now) == [4, 2, 1, 0, 3]       # earliest deadline

@@ -20,6 +20,7 @@ from ..sim import (
     Req,
     RequestLog,
 )
+from ..sim.queue_orders import tier_ranks
 from ..sim.request_log import timing_columns
 from ..sim.request import DROPPED, FINISHED, REJECTED
 from .core import shared_strings
@@ -47,9 +48,12 @@ class _Engine(InstanceListener):
     # fleet Engine protocol
     def submit(self, ridx: int, handle: Req | None = None) -> None:
         o = self.owner
-        r = handle if handle is not None else Req(ridx, o.arrival[ridx], o.prompt[ridx], o.output[ridx],
-                                                  o.model[ridx], o.rid[ridx])
-        self.inst.submit(r)
+        if handle is None:
+            handle = Req(ridx, o.arrival[ridx], o.prompt[ridx], o.output[ridx], o.model[ridx], o.rid[ridx])
+            if o.tier is not None:
+                handle.tier = o.tier[ridx]
+                handle.deadline = o.deadline[ridx]
+        self.inst.submit(handle)
 
     def take_waiting(self) -> list[tuple[int, Any]]:
         return [(r.idx, r) for r in self.inst.take_waiting()]
@@ -146,12 +150,13 @@ class SimEngines:
         self._cfg: dict[str, InstanceConfig] = {}
         self._step: dict[str, Any] = {}
         for name, m in sc.models.items():
-            e = m.engine
-            self._cfg[name] = InstanceConfig(
-                num_blocks=max(1, e.kv_capacity_tokens // e.block_size), block_size=e.block_size,
-                max_num_seqs=e.max_num_seqs, max_num_batched_tokens=e.max_num_batched_tokens,
-                max_model_len=e.max_model_len, policy=e.policy, model=name)
+            self._cfg[name] = m.engine.instance_config(name)
             self._step[name] = m.build_step_time(name)
+        # a queue order reads each request's tier and deadline: carried only where one is set
+        self.tier = self.deadline = None
+        if any(c.queue_order is not None for c in self._cfg.values()):
+            self.tier = memoryview(tier_ranks(shared_strings(workload["tier"]))).toreadonly()
+            self.deadline = _items(workload["deadline_s"], np.float64)
 
     def factory(self, model: str, region: str, name: str, on_end: EndCallback) -> _Engine:
         index = len(self.names)

@@ -104,6 +104,9 @@ class EngineCfg(Strict):
     capacity (rounded down to whole blocks)."""
 
     policy: str = "vllm-v1"
+    #: the waiting queue's order (`servesim.sim.queue_orders`: ``{name: dpa, tau_p_s: 1.0, ...}``);
+    #: None: the policy's own (arrival order)
+    queue_order: dict | None = None
     kv_capacity_tokens: int = Field(gt=0)
     block_size: int = Field(16, ge=1)
     max_num_seqs: int = Field(256, ge=1)
@@ -112,19 +115,29 @@ class EngineCfg(Strict):
 
     @model_validator(mode="after")
     def _sim_accepts(self):
-        from ..sim import InstanceConfig
-
         if self.block_size > self.kv_capacity_tokens:  # was rounded up to one block, silently
             raise ValueError(f"block_size={self.block_size} is larger than kv_capacity_tokens="
                              f"{self.kv_capacity_tokens}: not one whole KV block fits; lower block_size or raise "
                              f"kv_capacity_tokens")
         try:
-            InstanceConfig(num_blocks=max(1, self.kv_capacity_tokens // self.block_size), block_size=self.block_size,
-                           max_num_seqs=self.max_num_seqs, max_num_batched_tokens=self.max_num_batched_tokens,
-                           max_model_len=self.max_model_len, policy=self.policy)
+            self.instance_config("default")
         except ValueError as exc:
             raise ValueError(str(exc).replace("InstanceConfig.", "")) from None
         return self
+
+    def instance_config(self, model: str):
+        """The `servesim.sim.InstanceConfig` of one replica serving ``model``."""
+        from ..sim import InstanceConfig
+
+        order = dict(self.queue_order or {})
+        name = order.pop("name", None)
+        if self.queue_order is not None and name is None:
+            raise ValueError("queue_order needs a name (a registered queue order: "
+                             "servesim.sim.queue_orders)")
+        return InstanceConfig(num_blocks=max(1, self.kv_capacity_tokens // self.block_size), block_size=self.block_size,
+                              max_num_seqs=self.max_num_seqs, max_num_batched_tokens=self.max_num_batched_tokens,
+                              max_model_len=self.max_model_len, policy=self.policy, queue_order=name,
+                              queue_order_options=order, model=model)
 
 
 class LeadCfg(Strict):

@@ -3,7 +3,8 @@
 Public API:
 - :class:`Kernel` (clock, event heap, arrival streams) and the ``PRIO_*`` tie-break constants;
 - :class:`Instance` + :class:`InstanceConfig` (one replica with continuous batching; vLLM V1 by
-  default, other policies in :mod:`servesim.sim.schedulers`), :class:`InstanceListener`;
+  default, other policies in :mod:`servesim.sim.schedulers`; waiting-queue orders by tier and
+  deadline in :mod:`servesim.sim.queue_orders`), :class:`InstanceListener`;
 - :class:`Req` (live per-request record), :data:`REQUEST_COLUMNS` + :class:`RequestLog` +
   :func:`request_frame` (the result table);
 - :class:`Cluster` (N instances + router + workload driver) returning :class:`SimResult`;
@@ -14,6 +15,7 @@ Public API:
 from .cluster import Cluster, SimResult
 from .instance import MODES, Instance, InstanceConfig, InstanceListener
 from .kernel import PRIO_ARRIVAL, PRIO_CONTROL, PRIO_INSTANCE, PRIO_SAMPLE, Kernel, SimulationError
+from .queue_orders import QUEUE_ORDERS, QueueOrder, get_order
 from .request_log import REQUEST_COLUMNS, RequestLog, empty_request_frame, request_frame
 from .request import Req
 from .routers import (
@@ -44,4 +46,5 @@ __all__ = [
     "LeastOutstanding", "JSQTokens", "MostFreeKV", "WeightedRouter", "CallableRouter", "InstanceLoad", "ROUTERS", "make_router",
     "register_router",
     "SchedulerPolicy", "get_policy", "policy_names", "register", "Sampler", "TIMESERIES_COLUMNS",
+    "QUEUE_ORDERS", "QueueOrder", "get_order",
 ]

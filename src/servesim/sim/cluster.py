@@ -68,6 +68,7 @@ from ..perf.base import StepTimeModel
 from ..workload import schema
 from .instance import Instance, InstanceConfig, InstanceListener
 from .kernel import PRIO_ARRIVAL, PRIO_CONTROL, Kernel
+from .queue_orders import tier_ranks
 from .request_log import RequestLog, request_frame
 from .request import NEW, Req
 from .routers import CallableRouter, InstanceLoad, Router, make_router
@@ -421,7 +422,8 @@ class Cluster(InstanceListener):
         ``predicted``: per-row predicted output tokens (array-like, aligned with ``workload``),
         carried on the requests as ``Req.pred`` for routers that must use predictions.
         ``classes``: per-row int classes (>= 0, aligned with ``workload``), carried as ``Req.cls``
-        for routers that route by class.
+        for routers that route by class. Where an instance has a ``queue_order``, each request
+        also carries its ``tier`` (rank) and ``deadline_s`` (``Req.tier`` / ``Req.deadline``).
 
         Requests not terminal when the run stops are reported ``unfinished`` and ``partial``.
         A request for a model no instance has loaded waits (parked) until some instance
@@ -471,12 +473,20 @@ class Cluster(InstanceListener):
         router = self.router
         hold = self._hold
         insts = self.instances
+        # a queue order reads each request's tier and deadline: carried only where one is set
+        tiers = deadlines = None
+        if any(inst.cfg.queue_order is not None for inst in insts):
+            tiers = tier_ranks(workload["tier"].astype(str).to_numpy(object)).tolist()
+            deadlines = workload["deadline_s"].to_numpy(np.float64).tolist()
 
         if self.decode_router is None:  # the hot path, inlined
             def arrive(i: int) -> None:
                 r = Req(i, arr_list[i], prompt[i], output[i], models[i] if models else model0, rid[i])
                 r.pred = pred[i]
                 r.cls = cls[i]
+                if tiers is not None:
+                    r.tier = tiers[i]
+                    r.deadline = deadlines[i]
                 rec = router.select(r)
                 if rec is None:
                     return hold(router, r)
@@ -489,6 +499,9 @@ class Cluster(InstanceListener):
                 r = Req(i, arr_list[i], prompt[i], output[i], models[i] if models else model0, rid[i])
                 r.pred = pred[i]
                 r.cls = cls[i]
+                if tiers is not None:
+                    r.tier = tiers[i]
+                    r.deadline = deadlines[i]
                 self._route(router, r)
 
         self.kernel.add_stream(arrival, arrive)

@@ -53,6 +53,7 @@ from ..perf.base import StepTimeModel
 from .kernel import PRIO_INSTANCE, Kernel, SimulationError
 from .kvcache import FastDecodeSet, RefDecodeSet, cdiv
 from .request import DROPPED, FINISHED, REJECTED, RUNNING, SWAPPED, TRANSFER, WAITING, Req
+from .queue_orders import QueueOrdered, get_order
 from .schedulers import SchedulerPolicy, get_policy
 
 #: longest decode run evaluated in one vectorised call (longer runs are chained exactly)
@@ -78,6 +79,8 @@ class InstanceConfig:
     max_num_seqs / max_num_batched_tokens: vLLM limits (``max_num_batched_tokens=None`` only for
       the ``orca`` policy: no token cap). max_model_len: longest prompt+output accepted
       (None: unlimited). policy / policy_options: scheduler (see ``schedulers``).
+    queue_order / queue_order_options: the waiting queue's order (see ``queue_orders``; None: the
+      policy's own, arrival order).
     model: the model served now. tp, pp, hardware: the replica's shape (informational here).
     role: "both" | "prefill" | "decode" (P/D disaggregation).
     kv_bytes_per_token, host_bw: for KV swap costs (bytes, bytes/s); swap_latency_s: fixed part.
@@ -90,6 +93,8 @@ class InstanceConfig:
     max_model_len: int | None = None
     policy: str = "vllm-v1"
     policy_options: dict = field(default_factory=dict)
+    queue_order: str | None = None
+    queue_order_options: dict = field(default_factory=dict)
     model: str = "default"
     tp: int = 1
     pp: int = 1
@@ -122,6 +127,10 @@ class InstanceConfig:
         if not self.host_bw > 0:
             bad("host_bw", "must be > 0")
         get_policy(self.policy, **self.policy_options)  # validates name and options
+        if self.queue_order is not None:
+            get_order(self.queue_order, **self.queue_order_options)
+        elif self.queue_order_options:
+            bad("queue_order_options", "given without a queue_order")
 
     @property
     def gpus(self) -> int:
@@ -220,6 +229,8 @@ class Instance:
         self.fast = mode == "fast"
         self.listener = listener or InstanceListener()
         self.policy: SchedulerPolicy = get_policy(cfg.policy, **cfg.policy_options)
+        if cfg.queue_order is not None:
+            self.policy = QueueOrdered(self.policy, get_order(cfg.queue_order, **cfg.queue_order_options))
         self._reserved = self.policy.reserves_full
         self._role_prefill = cfg.role == "prefill"
         self.model = cfg.model

@@ -43,13 +43,15 @@ class Req:
       ``output`` (a router using a length predictor) read this instead.
       cls: the request's class (an int from ``Cluster.run(classes=...)``, e.g. a workload type;
       -1: none), for routers that route by class (``servesim.sim.routers.WeightedRouter``).
+      tier / deadline: the workload's tier (as its rank, -1 none) and ``deadline_s``, for queue
+      orders (``servesim.sim.queue_orders``); set only where an instance orders its queue.
     """
 
     __slots__ = (
         "idx", "rid", "arrival", "prompt", "output", "model", "state", "reason",
         "generated", "computed", "held", "sched_t", "first_t", "last_t", "finish_t",
         "preemptions", "inst", "kv_ready", "adm", "c0", "d0", "hkey", "fin", "gaps", "stints",
-        "prefill_inst", "tag", "dec", "pred", "cls",
+        "prefill_inst", "tag", "dec", "pred", "cls", "tier", "deadline",
     )
 
     def __init__(self, idx: int, arrival: float, prompt: int, output: int,
@@ -84,6 +86,8 @@ class Req:
         self.dec = False    # member of its instance's decode set
         self.pred = -1      # predicted output tokens (-1: none given)
         self.cls = -1       # request class (-1: none given)
+        self.tier = -1      # workload tier's rank (sim.queue_orders.TIER_RANK; -1: none given)
+        self.deadline = math.nan  # the workload's deadline_s (NaN: none)
 
     @property
     def num_tokens(self) -> int:

@@ -18,25 +18,20 @@ memory utilisation is low. This module wraps the fleet's engine side (the ``engi
   global router (``niw_release_route="global"``, the authors' code); their latency clock still
   starts at arrival. A request's deadline is its ``deadline_s`` (set from ``niw_deadline_s``).
 
-`register_tier_scheduler` adds a scheduler policy that orders each instance's waiting queue by a
-tier policy (FCFS / EDF / PF / DPA, `tiers.sort_key`) before the base policy plans an iteration;
-`unregister_tier_scheduler` drops it when the run ends (`strategies.run_strategy`).
+The tier policies (FCFS / EDF / PF / DPA) order each instance's waiting queue: a queue order of
+the scenario's engine (`tiers.queue_order`, `servesim.sim.queue_orders`), not part of this loop.
 """
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ...fleet.core import shared_strings
 from ...sim.kernel import PRIO_ARRIVAL, PRIO_CONTROL
-from ...sim.schedulers import _REGISTRY, register
 from .config import SageServeConfig
 from .niw import NIWQueueManager, NIWRequest
-from .tiers import TIER_RANK
 
 
 class NIWLoop:
@@ -145,81 +140,3 @@ class _Engines:
 
     def timing(self):
         return self.inner.timing()
-
-
-# ------------------------------------------------------------------------------------------
-_names = itertools.count()
-
-
-def tier_key(policy: str, workload: pd.DataFrame, config: SageServeConfig):
-    """``key(row, now)``: the sort key of workload row ``row`` under tier ``policy`` at ``now``
-    (as `tiers.sort_key`): NIW has priority 1 until older than ``niw_priority_bump_s``, then
-    ranks as IW; d_r = deadline_s - now (the TTFT deadline for IW)."""
-    if policy not in ("fcfs", "edf", "pf", "dpa"):
-        raise ValueError(f"tier policy must be fcfs|edf|pf|dpa, got {policy!r}")
-    tier = shared_strings(workload["tier"])  # (astype(str) would make a str object per row)
-    rank = np.array([TIER_RANK[t] for t in tier], dtype=np.int64)
-    arrival = workload["arrival_s"].to_numpy(np.float64)
-    deadline = workload["deadline_s"].to_numpy(np.float64)
-    bump, tau_n, tau_p = config.niw_priority_bump_s, config.dpa_tau_n_s, config.dpa_tau_p_s
-
-    def key(idx: int, now: float) -> tuple:
-        niw = rank[idx] == 2
-        prio = 1 if niw and now - arrival[idx] <= bump else 0
-        if policy == "fcfs":
-            return (prio, arrival[idx], idx)
-        if policy == "edf":
-            return (deadline[idx], arrival[idx], idx)
-        if policy == "pf":
-            return (rank[idx], arrival[idx], idx)
-        if prio:  # dpa: unbumped NIW after every IW category
-            return (6, deadline[idx], idx)
-        d = deadline[idx] - now
-        if d < -tau_n:
-            cat = 0
-        elif d < 0:
-            cat = 5
-        elif rank[idx] == 1:
-            cat = 2 if d <= tau_p else 4
-        else:
-            cat = 1 if d <= tau_p else 3
-        return (cat, deadline[idx], idx)
-
-    return key
-
-
-def register_tier_scheduler(policy: str, workload: pd.DataFrame, config: SageServeConfig,
-                            base: str = "vllm-v1") -> str:
-    """Register a scheduler that sorts each instance's waiting queue by `tier_key` (then plans
-    like ``base``); returns its registry name."""
-    key = tier_key(policy, workload, config)
-    base_cls = _REGISTRY[base]
-
-    def reorder(inst) -> None:
-        w = inst.waiting
-        if len(w) > 1:
-            now = inst.now
-            items = sorted(w, key=lambda r: key(r.idx, now))
-            w.clear()
-            w.extend(items)
-
-    class TierOrdered(base_cls):
-        def schedule(self, inst) -> None:
-            reorder(inst)
-            super().schedule(inst)
-
-        def head_admissible(self, inst) -> bool:
-            reorder(inst)
-            return super().head_admissible(inst)
-
-    name = f"sageserve-{policy}-{next(_names)}"
-    register(name)(TierOrdered)
-    return name
-
-
-def unregister_tier_scheduler(name: str) -> None:
-    """Drop a scheduler `register_tier_scheduler` added (it holds its run's workload): a long
-    process running many strategies keeps no class per run."""
-    if not name.startswith("sageserve-"):
-        raise ValueError(f"{name!r} is not a scheduler register_tier_scheduler added")
-    _REGISTRY.unregister(name)

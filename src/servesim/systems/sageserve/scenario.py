@@ -11,6 +11,7 @@ import pandas as pd
 from .chiron import INT_SUFFIX
 from .config import SageServeConfig
 from .instance_models import instance_model
+from .tiers import queue_order
 
 #: Siloed: NIW requests of model m are served by a separate endpoint named m + NIW_SUFFIX
 NIW_SUFFIX = "@niw"
@@ -19,7 +20,7 @@ ORCA_NO_CAP = 1 << 30
 
 
 def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig, duration_s: float,
-                  max_instances: int = 20, sample_s: float = 10.0, engine_policy: str | None = None) -> dict:
+                  max_instances: int = 20, sample_s: float = 10.0) -> dict:
     # sample_s <= 10 s: the paper's instance-hours take each 15-min bin's maximum count, which a
     # coarser sampler under-counts (servesim.metrics.instance_hours)
     models = sorted(workload["model"].unique())
@@ -52,8 +53,8 @@ def scenario_dict(strategy: str, workload: pd.DataFrame, config: SageServeConfig
         "pool_conversions": c.scaling_level >= 2,
         "output": {"sample_s": sample_s, "window_s": 60.0},
     }
-    for m in models:  # ORCA has no token cap (a huge one: a tier-ordered subclass is not named "orca")
-        eng = {**sc["models"][m]["engine"], "policy": engine_policy or c.engine_policy}
+    for m in models:  # ORCA has no token cap (a huge one)
+        eng = {**sc["models"][m]["engine"], "policy": c.engine_policy, "queue_order": queue_order(c)}
         if c.engine_policy == "orca":
             eng["max_num_batched_tokens"] = ORCA_NO_CAP
         sc["models"][m] = {**sc["models"][m], "engine": eng}

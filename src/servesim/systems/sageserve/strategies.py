@@ -28,7 +28,7 @@ from .chiron import INT_SUFFIX, ChironRouter, ChironScaler
 from .config import SageServeConfig
 from .instance_models import MODEL_DEFAULTS  # noqa: F401 - re-exported: notebooks and tests import it from here
 from .niw_chunks import chunk_niw, collapse_chunks
-from .niw_loop import NIWLoop, register_tier_scheduler, unregister_tier_scheduler
+from .niw_loop import NIWLoop
 from .reactive import LockedReactive
 from .scenario import NIW_SUFFIX, ORCA_NO_CAP, scenario_dict  # noqa: F401 - NIW_SUFFIX, ORCA_NO_CAP re-exported
 from .theta import THETA_TOKENS_PER_MIN, theta_for  # noqa: F401 - THETA_TOKENS_PER_MIN re-exported
@@ -74,41 +74,34 @@ def run_strategy(strategy: str, workload: pd.DataFrame, *, demand_workload: pd.D
         wl["model"] = wl["model"].astype("string")
     wl = wl.reset_index(drop=True)
     duration = float(np.ceil((wl["arrival_s"].max() + 1) / 60.0) * 60.0) + drain_s
-    engine_policy = None
-    if c.tier_policy != "none":
-        engine_policy = register_tier_scheduler(c.tier_policy, wl, c, base=c.engine_policy)
-    try:  # the run's own scheduler leaves the registry with the run
-        sc = parse_scenario(scenario_dict(strategy, wl, c, duration, max_instances, engine_policy=engine_policy))
-        loop = None
-        if c.niw_queue and strategy not in ("siloed", "chiron") and (wl["tier"] == "NIW").any():
-            loop = NIWLoop(wl, c)
-        actor = None
-        grouter = None
-        if strategy == "chiron":
-            grouter = ChironRouter(c.iw_region_gate)
-            actor = ChironScaler(grouter, c, sorted({m.split("@")[0] for m in wl["model"].unique()}),
-                                 sorted(wl["region"].unique()), niw_suffix=NIW_SUFFIX)
-        elif strategy not in ("reactive", "siloed"):
-            t_end = t0_s + duration
-            keys = [(m, r) for m in sorted(wl["model"].unique()) for r in sorted(wl["region"].unique())]
-            demand = {k: per_minute_demand(full, k[0], k[1], t_end=t_end) for k in keys}
-            niw = {}
-            if (full["tier"] == "NIW").any():
-                niw = {k: per_minute_demand(full, k[0], k[1], tiers=("NIW",), t_end=t_end) for k in keys}
-            theta = theta_for(c, list(dict.fromkeys(m for m, _ in keys)), full, seed=seed)  # per model, not region
-            actor = LongTermScaler(mode=strategy, demand=demand, niw_demand=niw, config=c, theta=theta,
-                                   max_instances={k: max_instances for k in keys}, offset_min=int(t0_s // 60))
-        actors = [actor] if actor else []
-        if strategy in ("reactive", "siloed") and c.use_locks:
-            actors.append(LockedReactive(period_s=c.reactive_interval_s, up=c.reactive_scale_out, down=c.reactive_scale_in,
-                                         cooldown_s=0.0, metric="kv", kv_count_starting=c.reactive_count_starting,
-                                         lock_reclaim_s=c.lock_reclaim_s,
-                                         lock_conversion_s=c.lock_conversion_s))
-        res = run_scenario(sc, seed=seed, workload=wl, actors=actors or None,
-                           engines=loop.engines if loop else None, global_router=grouter)
-    finally:
-        if engine_policy is not None:
-            unregister_tier_scheduler(engine_policy)
+    sc = parse_scenario(scenario_dict(strategy, wl, c, duration, max_instances))
+    loop = None
+    if c.niw_queue and strategy not in ("siloed", "chiron") and (wl["tier"] == "NIW").any():
+        loop = NIWLoop(wl, c)
+    actor = None
+    grouter = None
+    if strategy == "chiron":
+        grouter = ChironRouter(c.iw_region_gate)
+        actor = ChironScaler(grouter, c, sorted({m.split("@")[0] for m in wl["model"].unique()}),
+                             sorted(wl["region"].unique()), niw_suffix=NIW_SUFFIX)
+    elif strategy not in ("reactive", "siloed"):
+        t_end = t0_s + duration
+        keys = [(m, r) for m in sorted(wl["model"].unique()) for r in sorted(wl["region"].unique())]
+        demand = {k: per_minute_demand(full, k[0], k[1], t_end=t_end) for k in keys}
+        niw = {}
+        if (full["tier"] == "NIW").any():
+            niw = {k: per_minute_demand(full, k[0], k[1], tiers=("NIW",), t_end=t_end) for k in keys}
+        theta = theta_for(c, list(dict.fromkeys(m for m, _ in keys)), full, seed=seed)  # per model, not region
+        actor = LongTermScaler(mode=strategy, demand=demand, niw_demand=niw, config=c, theta=theta,
+                               max_instances={k: max_instances for k in keys}, offset_min=int(t0_s // 60))
+    actors = [actor] if actor else []
+    if strategy in ("reactive", "siloed") and c.use_locks:
+        actors.append(LockedReactive(period_s=c.reactive_interval_s, up=c.reactive_scale_out, down=c.reactive_scale_in,
+                                     cooldown_s=0.0, metric="kv", kv_count_starting=c.reactive_count_starting,
+                                     lock_reclaim_s=c.lock_reclaim_s,
+                                     lock_conversion_s=c.lock_conversion_s))
+    res = run_scenario(sc, seed=seed, workload=wl, actors=actors or None,
+                       engines=loop.engines if loop else None, global_router=grouter)
     if loop is not None:
         res.requests["niw_release_s"] = loop.release_s
         still = (res.requests["state"] == "unfinished") & loop.is_niw & np.isnan(loop.release_s)
