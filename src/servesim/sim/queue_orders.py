@@ -30,6 +30,7 @@ import numpy as np
 
 from ..registry import Registry
 from ..workload.schema import TIERS
+from ..workload.spec import Seconds, Strict
 from .schedulers import SchedulerPolicy
 
 #: the workload tier -> ``Req.tier`` (its rank: IW-F 0, IW-N 1, NIW 2; -1 none)
@@ -62,10 +63,13 @@ def get_order(name: str, **options) -> "QueueOrder":
 class QueueOrder:
     """Base class: ``key(r, now)`` is request ``r``'s sort key at time ``now``."""
 
-    def __init__(self, niw_bump_s: float = math.inf) -> None:
-        if not niw_bump_s >= 0:
-            raise ValueError(f"niw_bump_s={niw_bump_s!r} must be >= 0")
-        self.niw_bump_s = float(niw_bump_s)
+    class Options(Strict):
+        """Scenario options of ``queue_order: {name: ..., ...}`` (durations take units)."""
+
+        niw_bump_s: Seconds | None = None  # an NIW request older than this ranks as IW (None: never)
+
+    def __init__(self, niw_bump_s: float | None = None) -> None:
+        self.niw_bump_s = math.inf if niw_bump_s is None else float(niw_bump_s)
 
     def key(self, r, now: float) -> tuple:
         raise NotImplementedError
@@ -102,7 +106,11 @@ class PriorityFirst(QueueOrder):
 
 @register("dpa")
 class Dpa(QueueOrder):
-    def __init__(self, niw_bump_s: float = math.inf, tau_n_s: float = 10.0, tau_p_s: float = 1.0) -> None:
+    class Options(QueueOrder.Options):
+        tau_n_s: Seconds = 10.0  # d_r < -tau_n: severely expired (the paper gives no value)
+        tau_p_s: Seconds = 1.0   # 0 <= d_r <= tau_p: urgent (the paper gives no value)
+
+    def __init__(self, niw_bump_s: float | None = None, tau_n_s: float = 10.0, tau_p_s: float = 1.0) -> None:
         super().__init__(niw_bump_s)
         if not (tau_n_s >= 0 and tau_p_s >= 0):
             raise ValueError(f"tau_n_s={tau_n_s!r} and tau_p_s={tau_p_s!r} must be >= 0")
