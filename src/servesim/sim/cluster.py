@@ -479,14 +479,18 @@ class Cluster(InstanceListener):
             tiers = tier_ranks(workload["tier"].astype(str).to_numpy(object)).tolist()
             deadlines = workload["deadline_s"].to_numpy(np.float64).tolist()
 
-        if self.decode_router is None:  # the hot path, inlined
+        def new_req(i: int) -> Req:
+            r = Req(i, arr_list[i], prompt[i], output[i], models[i] if models else model0, rid[i])
+            r.pred = pred[i]
+            r.cls = cls[i]
+            if tiers is not None:
+                r.tier = tiers[i]
+                r.deadline = deadlines[i]
+            return r
+
+        if self.decode_router is None:  # the hot path, the routing inlined
             def arrive(i: int) -> None:
-                r = Req(i, arr_list[i], prompt[i], output[i], models[i] if models else model0, rid[i])
-                r.pred = pred[i]
-                r.cls = cls[i]
-                if tiers is not None:
-                    r.tier = tiers[i]
-                    r.deadline = deadlines[i]
+                r = new_req(i)
                 rec = router.select(r)
                 if rec is None:
                     return hold(router, r)
@@ -496,13 +500,7 @@ class Cluster(InstanceListener):
                 insts[rec.seq].submit(r)
         else:
             def arrive(i: int) -> None:
-                r = Req(i, arr_list[i], prompt[i], output[i], models[i] if models else model0, rid[i])
-                r.pred = pred[i]
-                r.cls = cls[i]
-                if tiers is not None:
-                    r.tier = tiers[i]
-                    r.deadline = deadlines[i]
-                self._route(router, r)
+                self._route(router, new_req(i))
 
         self.kernel.add_stream(arrival, arrive)
         sampler = None
