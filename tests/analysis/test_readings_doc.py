@@ -74,3 +74,22 @@ def test_forecast_rows_come_from_the_figures_metrics(tmp_path):
     del lat["ttft_p75_ratio_lt_u_oracle_vs_reactive"]  # a snapshot made before the oracle runs
     (tmp_path / readings_doc.FORECAST["latency"]).write_text(json.dumps(lat))
     assert "The forecast as a reading" not in readings_doc.section(tmp_path)
+
+
+def test_claim_readings_line_names_the_claims_a_reading_turns(tmp_path):
+    import csv
+
+    from servesim.analysis.claims import REPORT_COLUMNS
+
+    rows = [("sageserve-02f-a", "FAIL", "oracle: 28.3 (PASS)"), ("sageserve-06a-b", "WEAK", "oracle: 0.7 (FAIL)"),
+            ("sageserve-17q-c", "FAIL", "oracle: [3, 4] (FAIL)"), ("sageserve-09a-d", "PASS", ""),
+            ("aegaeon-06a-e", "FAIL", "oracle: 1 (PASS)")]
+    with open(tmp_path / "claims_report.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=REPORT_COLUMNS)
+        w.writeheader()
+        for i, st, rd in rows:
+            w.writerow({**{k: "" for k in REPORT_COLUMNS}, "id": i, "paper": i.split("-")[0], "kind": "measured",
+                        "status": st, "readings": rd})
+    [line] = [x for x in readings_doc._claim_readings(tmp_path) if x]
+    assert "under `oracle`" in line and "3 SageServe claims declare it" in line
+    assert "passes 1 that FAIL by default (02f)" in line and "fails 1 that hold by default (06a)" in line

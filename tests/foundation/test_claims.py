@@ -328,7 +328,7 @@ def test_report_files(tmp_path):
     assert s["per_kind"]["stated"]["CONSISTENT"] == 1
     header = (tmp_path / "r.csv").read_text().splitlines()[0]
     assert header == ("id,paper,kind,where,claim,expected,observed,tolerance,status,null_system,null_observed,"
-                      "null_status,diagnosis,reason")
+                      "null_status,diagnosis,reason,readings")
     md = (tmp_path / "r.md").read_text()
     assert "needs production telemetry" in md and "| demo |" in md
 
@@ -662,4 +662,52 @@ def test_a_bound_of_another_kind_is_an_error_naming_the_key(tmp_path):
     write(tmp_path, [claim()])
     notebook(tmp_path, "demo", "fig01_x", {"x": 10.0, "x__bound": "below"})
     with pytest.raises(ClaimsError, match=r"demo-01-x.*x__bound = 'below'"):
+        check_claims(tmp_path, "quick")
+
+
+def _with_readings(tmp: Path, claims: list[dict], readings: dict) -> Path:
+    f = write(tmp, claims)
+    f.write_text(yaml.safe_dump({"paper": "demo", "readings": readings, "claims": claims}))
+    return f
+
+
+READINGS = {"oracle": "the demo system with a forecast that sees the future (a diagnostic reading)"}
+
+
+def test_a_reading_is_judged_with_the_claims_check_and_reported_beside_its_status(tmp_path):
+    """A claim's value under a named reading: the claim's own check on it, in the report's
+    readings column and section; the claim's status stays the default reading's."""
+    fail = claim(diagnosis={"kind": "open", "why": "a demo failure reason"},
+                 readings=[{"reading": "oracle", "metric": "x_oracle"}])
+    order = claim(id="demo-02-x", check="ordering", expected="ascending", metric=["a", "b"], tolerance=None,
+                  readings=[{"reading": "oracle", "metric": ["a_oracle", "b"], "figure": "fig02_y"}])
+    _with_readings(tmp_path, [fail, order], READINGS)
+    notebook(tmp_path, "demo", "fig01_x", {"x": 20.0, "x_oracle": 10.5, "a": 1.0, "b": 2.0})
+    notebook(tmp_path, "demo", "fig02_y", {"a_oracle": 3.0, "b": 2.0})
+    rows = {r["id"]: r for r in check_claims(tmp_path, "quick")}
+    assert rows["demo-01-x"]["status"] == "FAIL" and rows["demo-01-x"]["readings"] == "oracle: 10.5 (PASS)"
+    assert rows["demo-02-x"]["status"] == "PASS" and rows["demo-02-x"]["readings"] == "oracle: [3, 2] (FAIL)"
+    md = to_markdown(list(rows.values()), "quick")
+    assert "## Measured claims under named readings" in md
+    assert "- `oracle`: 2 claims; the check holds under it for 1: 1 that FAIL by default, and it fails for 1" in md
+    assert "| demo-01-x | FAIL | 20 | oracle | 10.5 | PASS |" in md
+    notebook(tmp_path, "demo", "fig01_x", {"x": 20.0, "x_oracle": float("nan"), "a": 1.0, "b": 2.0})
+    assert check_claims(tmp_path, "quick")[0]["readings"] == "oracle: nan (NOT-MEASURED)"
+
+
+@pytest.mark.parametrize("readings,entry,needle", [
+    ({}, {"reading": "oracle", "metric": "x_oracle"}, "reading 'oracle' is not defined in the file's readings"),
+    (READINGS, {"reading": "oracle", "metric": ["x_oracle", "y"]}, r"readings\[0\].metric must have the claim's shape"),
+    (READINGS, {"reading": "oracle"}, "readings"),
+])
+def test_bad_readings_are_named(tmp_path, readings, entry, needle):
+    f = _with_readings(tmp_path, [claim(readings=[entry])], readings)
+    with pytest.raises(ClaimsError, match=needle):
+        load_claims(f)
+
+
+def test_a_reading_metric_its_figure_lacks_is_an_error(tmp_path):
+    _with_readings(tmp_path, [claim(readings=[{"reading": "oracle", "metric": "x_oracle"}])], READINGS)
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10.0})
+    with pytest.raises(ClaimsError, match="demo-01-x.*no metric.*x_oracle.*of reading oracle"):
         check_claims(tmp_path, "quick")

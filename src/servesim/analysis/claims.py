@@ -35,7 +35,9 @@ OPEN_STATUSES = ("NOT-REPRODUCIBLE", "PENDING", "NOT-CHECKED")
 STATUSES = MEASURED_STATUSES + ECHO_STATUSES + OPEN_STATUSES
 UNDIAGNOSED = "UNDIAGNOSED"  # the diagnosis column of a measured FAIL that declares none
 REPORT_COLUMNS = ("id", "paper", "kind", "where", "claim", "expected", "observed", "tolerance", "status",
-                  "null_system", "null_observed", "null_status", "diagnosis", "reason")
+                  "null_system", "null_observed", "null_status", "diagnosis", "reason", "readings")
+# readings: the claim's value under each named reading it declares and the claim's own check on it
+# ("<reading>: <value> (PASS|FAIL|CENSORED|NOT-MEASURED)", "; "-joined); never the claim's status
 # null_status: PASS / FAIL (the claim's check applied to the null's value), NONE (the claim says no
 # naive system applies), MISSING (no null declared), NOT-MEASURED (the null's value is NaN/null),
 # CENSORED (the null's value is a bound that leaves its verdict open: servesim.metrics.bounds)
@@ -81,6 +83,16 @@ class NullSystem:
 
 
 @dataclass(frozen=True)
+class Reading:
+    """A claim's value under a named reading of its claims file: `metric` (the claim's shape) in
+    `figure`'s metrics.json; `describes` is the file's sentence for the reading."""
+    name: str
+    metric: object
+    figure: str
+    describes: str
+
+
+@dataclass(frozen=True)
 class Claim:
     id: str
     paper: str
@@ -99,6 +111,7 @@ class Claim:
     diagnosis: dict = field(default_factory=dict)  # scale -> Diagnosis
     null_system: NullSystem | None = None
     tolerance_why: str = ""
+    readings: tuple = ()  # of Reading
 
     def check_for(self, scale: str) -> Check | None:
         if CHECKED_AS.get(scale, scale) == "quick":
@@ -171,8 +184,9 @@ def _finite(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _semantic_errors(d: dict, paper: str, label: str) -> list[str]:
-    """What the schema cannot say: finite numbers, ordered ranges, the id's paper prefix."""
+def _semantic_errors(d: dict, paper: str, label: str, readings: dict | None = None) -> list[str]:
+    """What the schema cannot say: finite numbers, ordered ranges, the id's paper prefix, readings
+    the file defines, in the claim's shape."""
     errs = []
     if not d["id"].startswith(f"{paper}-"):
         errs.append(f"{label}: id must start with the paper key '{paper}-'")
@@ -204,6 +218,17 @@ def _semantic_errors(d: dict, paper: str, label: str) -> list[str]:
                 f"a list of {want} keys" if want else "one key") + f"), got {ns['metric']!r}")
     if ns is not None and d.get("kind") != "measured":
         errs.append(f"{label}: null_system is for measured claims (this one is {d.get('kind')})")
+    for j, r in enumerate(d.get("readings") or []):
+        if r["reading"] not in (readings or {}):
+            errs.append(f"{label}: readings[{j}]: reading {r['reading']!r} is not defined in the file's readings "
+                        f"(defined: {sorted(readings or {})})")
+        want = len(d["metric"]) if isinstance(d["metric"], list) else None
+        got = len(r["metric"]) if isinstance(r["metric"], list) else None
+        if want != got:
+            errs.append(f"{label}: readings[{j}].metric must have the claim's shape (" + (
+                f"a list of {want} keys" if want else "one key") + f"), got {r['metric']!r}")
+    if d.get("readings") and d.get("kind") != "measured":
+        errs.append(f"{label}: readings are for measured claims (this one is {d.get('kind')})")
     return errs
 
 
@@ -248,7 +273,7 @@ def load_claims(path: str | Path, schema_path: str | Path | None = None) -> list
             errs.append(f"{label}: duplicate id (first at claims[{seen[d['id']]}])")
             continue
         seen[d["id"]] = i
-        errs += _semantic_errors(d, paper, label)
+        errs += _semantic_errors(d, paper, label, doc.get("readings"))
         if errs:
             continue
         full = Check(d["check"], d.get("expected"), d.get("tolerance"))
@@ -257,7 +282,9 @@ def load_claims(path: str | Path, schema_path: str | Path | None = None) -> list
         out.append(Claim(d["id"], paper, d["source"], d["where"], d["claim"], d["figure"], d["metric"], full, quick,
                          q == "skip", d.get("not_reproducible"), d.get("note", ""), str(path), d["kind"],
                          _diagnoses(d.get("diagnosis")), _null_system(d.get("null_system"), d["figure"]),
-                         d.get("tolerance_why", "")))
+                         d.get("tolerance_why", ""),
+                         tuple(Reading(r["reading"], r["metric"], r.get("figure", d["figure"]),
+                                       doc["readings"][r["reading"]]) for r in d.get("readings") or [])))
     if errs:
         raise ClaimsError("\n".join(errs))
     return out
@@ -492,6 +519,38 @@ def _null_status(c: Claim, check: Check, null_value, null_unmeasured: bool,
     return ns.system, _fmt(null_value), "CENSORED" if verdict is None else "PASS" if verdict else "FAIL"
 
 
+def _readings(results_dir: Path, root: Path, c: Claim, check: Check, cache: dict) -> str:
+    """The claim's value and its check's verdict under each reading it declares; a declared
+    reading metric its figure's metrics.json lacks is an error naming the claim (as a null's)."""
+    out = []
+    for r in c.readings:
+        mfile = results_dir / c.paper / r.figure / "metrics.json"
+        rel = _rel(mfile, root)
+        if not mfile.exists():
+            raise ClaimsError(f"{c.file}: claim {c.id}: reading {r.name}'s figure {r.figure} has no {rel}")
+        metrics = _read_metrics(mfile, c, cache)
+        value, nulls, missing = _values(metrics, r.metric, c, check, rel, f"reading {r.name}'s ")
+        if missing:
+            raise ClaimsError(f"{c.file}: claim {c.id}: {rel} has no metric(s) {missing} of reading {r.name}")
+        if nulls:
+            verdict = "NOT-MEASURED"
+        else:
+            ok = decide(check, value, _bounds(metrics, r.metric, c, rel))
+            verdict = "CENSORED" if ok is None else "PASS" if ok else "FAIL"
+        out.append(f"{r.name}: {_fmt(value)} ({verdict})")
+    return "; ".join(out)
+
+
+def reading_verdicts(row: dict) -> list[tuple[str, str, str]]:
+    """(reading, value, verdict) of each reading in a report row's ``readings`` cell."""
+    out = []
+    for part in filter(None, (row.get("readings") or "").split("; ")):
+        name, rest = part.split(": ", 1)
+        value, verdict = rest.rsplit(" (", 1)
+        out.append((name, value, verdict.rstrip(")")))
+    return out
+
+
 def _rel(p: Path, root: Path) -> Path:
     try:
         return p.relative_to(root)
@@ -515,7 +574,7 @@ def _row(root: Path, results_dir: Path, scale: str, c: Claim, cache: dict) -> di
     row = {"id": c.id, "paper": c.paper if c.source in ("paper", "") else f"{c.paper} ({c.source})", "kind": c.kind,
            "where": c.where, "claim": c.claim, "expected": _fmt(c.full.expected if check is None else check.expected),
            "observed": "", "tolerance": "" if check is None else check.describe_tolerance(), "status": "",
-           "null_system": "", "null_observed": "", "null_status": "", "diagnosis": "", "reason": ""}
+           "null_system": "", "null_observed": "", "null_status": "", "diagnosis": "", "reason": "", "readings": ""}
     nb = root / "notebooks" / c.paper / f"{c.figure}.ipynb"
     mfile = results_dir / c.paper / c.figure / "metrics.json"
     rel = _rel(mfile, root)
@@ -556,6 +615,7 @@ def _row(root: Path, results_dir: Path, scale: str, c: Claim, cache: dict) -> di
             row.update(null_system=system, null_observed=value, null_status=nstat)
             if ok and nstat in _WEAK_REASON:
                 row.update(status="WEAK", reason=_WEAK_REASON[nstat].format(system=system, value=value))
+        row["readings"] = _readings(results_dir, root, c, check, cache)
         d = c.diagnosis_for(scale)
         why = render_why(d.why, c, results_dir, root, cache) if d else ""  # also when unused: a bad citation shows
         if not ok:
@@ -656,10 +716,34 @@ def to_markdown(rows: list[dict], scale: str) -> str:
         buf.write("\n## Measured FAILs without a diagnosis\n\n")
         buf.writelines(f"- `{r['id']}`: {_md_cell(r['claim'])} (expected {_md_cell(r['expected'])}, "
                        f"observed {_md_cell(r['observed'])})\n" for r in und)
+    buf.write(_readings_section(rows))
     buf.write("\n## Every claim\n\n| " + " | ".join(REPORT_COLUMNS) + " |\n|" + "---|" * len(REPORT_COLUMNS) + "\n")
     for r in rows:
         buf.write("| " + " | ".join(_md_cell(r[k]) for k in REPORT_COLUMNS) + " |\n")
     return buf.getvalue()
+
+
+def _readings_section(rows: list[dict]) -> str:
+    """Each measured claim's check under the named readings it declares, beside its own status:
+    which reading the paper's number needs, claim by claim (empty when no claim declares one)."""
+    judged = [(r, *v) for r in rows if r["kind"] == "measured" and r["status"] in MEASURED_STATUSES
+              for v in reading_verdicts(r)]
+    if not judged:
+        return ""
+    lines = ["", "## Measured claims under named readings", "",
+             "A claim's value under another reading of its paper (its claims file's `readings`), judged "
+             "with the claim's own check; the claim's status stays the one of the default reading.", ""]
+    for name in sorted({j[1] for j in judged}):
+        mine = [j for j in judged if j[1] == name]
+        turned = sum(j[0]["status"] == "FAIL" and j[3] == "PASS" for j in mine)
+        lost = sum(j[0]["status"] in ("PASS", "WEAK") and j[3] == "FAIL" for j in mine)
+        lines.append(f"- `{name}`: {len(mine)} claims; the check holds under it for "
+                     f"{sum(j[3] == 'PASS' for j in mine)}: {turned} that FAIL by default, and it fails for "
+                     f"{lost} that hold by default")
+    lines += ["", "| id | status | observed | reading | under the reading | its verdict |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['id']} | {r['status']} | {_md_cell(r['observed'])} | {name} | {_md_cell(value)} | {verdict} |"
+              for r, name, value, verdict in judged]
+    return "\n".join(lines) + "\n"
 
 
 def write_report(root: str | Path, scale: str, md: str | Path, csv_path: str | Path,

@@ -61,6 +61,7 @@ def section(snapshot_dir: str | Path, commit: str | None = None) -> str:
         lines += ["", "Run only on a grid of θ below its own (a sensitivity study, no row here): "
                   + ", ".join(f"`{r}`" for r in grid_only) + "."]
     lines += _forecast_rows(Path(snapshot_dir))
+    lines += _claim_readings(Path(snapshot_dir))
     lines += ["", END]
     return "\n".join(lines)
 
@@ -84,6 +85,30 @@ def _forecast_rows(snapshot_dir: Path) -> list[str]:
             k = f"{s}{tag}"
             out.append(f"| {name} | {NAMES[s]} | {_pct(sav.get(f'savings_pct_{k}'))} | {_pct(sav.get(f'savings_pct_exact_{k}'))} "
                        f"| {lat[f'ttft_p75_ratio_{k}_vs_reactive']:.2f} | {lat[f'e2e_p75_ratio_{k}_vs_reactive']:.2f} |")
+    return out
+
+
+def _claim_readings(snapshot_dir: Path) -> list[str]:
+    """Per named reading, the SageServe claims it turns, from the snapshot's claims report (its
+    `readings` column: each claim's own check on its value under the reading)."""
+    from .claims import reading_verdicts
+    from .report_captions import read_claims_report
+
+    path = snapshot_dir / "claims_report.csv"
+    if not path.exists():
+        return []
+    rows = [r for r in read_claims_report(path) if r["paper"].split(" ", 1)[0] == "sageserve"
+            and r["kind"] == "measured" and r.get("readings")]
+    out = []
+    for name in sorted({v[0] for r in rows for v in reading_verdicts(r)}):
+        mine = [(r, verdict) for r in rows for n, _, verdict in reading_verdicts(r) if n == name]
+        short = lambda rs: ", ".join(r["id"].split("-")[1] for r in rs) or "none"  # noqa: E731
+        gained = [r for r, v in mine if r["status"] == "FAIL" and v == "PASS"]
+        lost = [r for r, v in mine if r["status"] in ("PASS", "WEAK") and v == "FAIL"]
+        out += ["", f"Claim by claim under `{name}` (`{snapshot_dir.name}/claims_report.md`, \"Measured claims under "
+                    f"named readings\": each claim's own check on its value under the reading; its status stays the "
+                    f"default's): {len(mine)} SageServe claims declare it; it passes {len(gained)} that FAIL by default "
+                    f"({short(gained)}) and fails {len(lost)} that hold by default ({short(lost)})."]
     return out
 
 
