@@ -711,3 +711,13 @@ def test_a_reading_metric_its_figure_lacks_is_an_error(tmp_path):
     notebook(tmp_path, "demo", "fig01_x", {"x": 10.0})
     with pytest.raises(ClaimsError, match="demo-01-x.*no metric.*x_oracle.*of reading oracle"):
         check_claims(tmp_path, "quick")
+
+
+def test_a_reading_run_only_at_full_scale_is_not_read_at_quick(tmp_path):
+    _with_readings(tmp_path, [claim(readings=[{"reading": "oracle", "metric": "x_oracle", "scales": ["full"]}])],
+                   READINGS)
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10.0})
+    assert check_claims(tmp_path, "quick")[0]["readings"] == ""
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10.0}, scale="full")
+    with pytest.raises(ClaimsError, match="x_oracle.*of reading oracle"):
+        check_claims(tmp_path, "full")

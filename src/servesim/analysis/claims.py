@@ -90,6 +90,7 @@ class Reading:
     metric: object
     figure: str
     describes: str
+    scales: tuple = SCALES  # where its runs exist
 
 
 @dataclass(frozen=True)
@@ -284,7 +285,8 @@ def load_claims(path: str | Path, schema_path: str | Path | None = None) -> list
                          _diagnoses(d.get("diagnosis")), _null_system(d.get("null_system"), d["figure"]),
                          d.get("tolerance_why", ""),
                          tuple(Reading(r["reading"], r["metric"], r.get("figure", d["figure"]),
-                                       doc["readings"][r["reading"]]) for r in d.get("readings") or [])))
+                                       doc["readings"][r["reading"]], tuple(r.get("scales", SCALES)))
+                               for r in d.get("readings") or [])))
     if errs:
         raise ClaimsError("\n".join(errs))
     return out
@@ -519,11 +521,13 @@ def _null_status(c: Claim, check: Check, null_value, null_unmeasured: bool,
     return ns.system, _fmt(null_value), "CENSORED" if verdict is None else "PASS" if verdict else "FAIL"
 
 
-def _readings(results_dir: Path, root: Path, c: Claim, check: Check, cache: dict) -> str:
-    """The claim's value and its check's verdict under each reading it declares; a declared
-    reading metric its figure's metrics.json lacks is an error naming the claim (as a null's)."""
+def _readings(results_dir: Path, root: Path, c: Claim, check: Check, cache: dict, scale: str) -> str:
+    """The claim's value and its check's verdict under each reading it declares at ``scale``; a
+    declared reading metric its figure's metrics.json lacks is an error naming the claim (as a null's)."""
     out = []
     for r in c.readings:
+        if CHECKED_AS.get(scale, scale) not in r.scales:
+            continue
         mfile = results_dir / c.paper / r.figure / "metrics.json"
         rel = _rel(mfile, root)
         if not mfile.exists():
@@ -615,7 +619,7 @@ def _row(root: Path, results_dir: Path, scale: str, c: Claim, cache: dict) -> di
             row.update(null_system=system, null_observed=value, null_status=nstat)
             if ok and nstat in _WEAK_REASON:
                 row.update(status="WEAK", reason=_WEAK_REASON[nstat].format(system=system, value=value))
-        row["readings"] = _readings(results_dir, root, c, check, cache)
+        row["readings"] = _readings(results_dir, root, c, check, cache, scale)
         d = c.diagnosis_for(scale)
         why = render_why(d.why, c, results_dir, root, cache) if d else ""  # also when unused: a bad citation shows
         if not ok:
