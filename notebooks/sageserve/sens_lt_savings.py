@@ -22,7 +22,8 @@
 # one instance of the model provides, by benchmarking, with no headroom factor: the default
 # (`SageServeConfig.theta_headroom = 1.0`) is the saturation throughput of one simulated instance
 # under the run's engine (`theta.measure_theta`). The authors' code uses an absolute 30 × 7516.67
-# = 225 500 prompt tok/min (`theta_source="code"`), ≈ 0.9 × our instance's saturation throughput.
+# = 225 500 prompt tok/min (`theta_source="code"`), a little below our instance's saturation
+# throughput (its equivalent headroom is the `code` rows' `x_headroom` below).
 # A *headroom* below 1 (θ = headroom × saturation) is a sensitivity study only.
 #
 # Each run is one (reading, headroom, strategy) of the runs `sensitivity/*` (workflow/runs/sageserve.yaml)
