@@ -121,8 +121,8 @@ def _dynamo():
 def _preserve():
     from servesim.systems.preserve.serving import ServingSettings, simulate
 
-    wl = _poisson(model="llama-2-7b", span=20.0)
-    df, _, _ = simulate("7b", "preserve", wl, np.full(len(wl), 100, np.int64), ServingSettings(n_instances=2),
+    wl = _poisson(model="llama-2-13b", span=20.0)  # 13B: the roofline step model (7B's reads Vidur's A40 data)
+    df, _, _ = simulate("13b", "preserve", wl, np.full(len(wl), 100, np.int64), ServingSettings(n_instances=2),
                         overhead_s=0.05)
     return wl, df
 
