@@ -39,3 +39,22 @@ def test_an_unreadable_entry_is_recomputed(tmp_path):
     entry.write_text("{not json")
     got, info = fit_predict(Arima, y, 10, cache=tmp_path)
     assert not info["cached"] and got.tobytes() == want.tobytes()
+
+
+def test_a_hit_does_not_import_statsmodels(tmp_path):
+    """ARIMA imports statsmodels at its first fit (outside the fit's clock), not when built: a run
+    whose forecasts all come from the cache never pays the import."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "from pathlib import Path\n"
+            "from servesim.forecast import Arima\n"
+            "from servesim.forecast.cache import fit_predict\n"
+            "y = 1e5 + 2e4 * np.sin(np.arange(60) / 9.0)\n"
+            "_, info = fit_predict(Arima, y, 60, cache=Path(sys.argv[1]))\n"
+            "print(info['cached'], 'statsmodels' in sys.modules)\n")
+    run = lambda: subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,  # noqa: E731
+                                 text=True, check=True).stdout.split()
+    assert run() == ["False", "True"]   # a miss fits, importing statsmodels
+    assert run() == ["True", "False"]   # a hit reads the cache and never imports it

@@ -60,11 +60,15 @@ class Arima(Forecaster):
             raise ForecastError(f"arima: bad order {order!r}")
         self.order = order
         self.min_train = 8
-        _arima_cls()  # import statsmodels now, so its import time is not counted as training
         self.chosen_order: tuple[int, int, int] | None = None
         #: None, or what the last fit fell back to and why (the requested order failed)
         self.fallback: str | None = None
         self._last = 0.0
+
+    def _prepare(self) -> None:
+        # statsmodels at the first fit, outside its clock: a forecast read from the cache
+        # (`forecast.cache`) never imports it (~1 s of a SageServe job's start on this host)
+        _arima_cls()
 
     def _fit(self, y: np.ndarray) -> None:
         self._scale = float(np.mean(np.abs(y))) or 1.0
