@@ -82,4 +82,5 @@ def test_bad_orders_and_options_are_named():
 
 def test_tier_ranks_follow_the_schema_and_mark_others():
     assert tier_ranks(np.array(["NIW", "IW-F", "batch", "IW-N"], dtype=object)).tolist() == [2, 0, -1, 1]
+    assert tier_ranks(pd.Series(["IW-N", None, "NIW"], dtype="category")).tolist() == [1, -1, 2]
     assert TIER_RANK == {"IW-F": 0, "IW-N": 1, "NIW": 2}

@@ -210,24 +210,23 @@ def _semantic_errors(d: dict, paper: str, label: str, readings: dict | None = No
         if isinstance(tol, dict) and tol.get("rel", 0) >= REL_TOLERANCE_NEEDS_WHY and not d.get("tolerance_why"):
             errs.append(f"{label}: {pre}tolerance rel {tol['rel']} (>= {REL_TOLERANCE_NEEDS_WHY}) needs a "
                         "written reason: add tolerance_why")
+    def shape(where: str, metric) -> None:  # a null's or a reading's metric: the claim's one key or list
+        want = len(d["metric"]) if isinstance(d["metric"], list) else None
+        got = len(metric) if isinstance(metric, list) else None
+        if want != got:
+            errs.append(f"{label}: {where} must have the claim's shape (" + (
+                f"a list of {want} keys" if want else "one key") + f"), got {metric!r}")
+
     ns = d.get("null_system")
     if isinstance(ns, dict) and "metric" in ns:
-        want = len(d["metric"]) if isinstance(d["metric"], list) else None
-        got = len(ns["metric"]) if isinstance(ns["metric"], list) else None
-        if want != got:
-            errs.append(f"{label}: null_system.metric must have the claim's shape (" + (
-                f"a list of {want} keys" if want else "one key") + f"), got {ns['metric']!r}")
+        shape("null_system.metric", ns["metric"])
     if ns is not None and d.get("kind") != "measured":
         errs.append(f"{label}: null_system is for measured claims (this one is {d.get('kind')})")
     for j, r in enumerate(d.get("readings") or []):
         if r["reading"] not in (readings or {}):
             errs.append(f"{label}: readings[{j}]: reading {r['reading']!r} is not defined in the file's readings "
                         f"(defined: {sorted(readings or {})})")
-        want = len(d["metric"]) if isinstance(d["metric"], list) else None
-        got = len(r["metric"]) if isinstance(r["metric"], list) else None
-        if want != got:
-            errs.append(f"{label}: readings[{j}].metric must have the claim's shape (" + (
-                f"a list of {want} keys" if want else "one key") + f"), got {r['metric']!r}")
+        shape(f"readings[{j}].metric", r["metric"])
     if d.get("readings") and d.get("kind") != "measured":
         errs.append(f"{label}: readings are for measured claims (this one is {d.get('kind')})")
     return errs
@@ -545,6 +544,26 @@ def _readings(results_dir: Path, root: Path, c: Claim, check: Check, cache: dict
     return "; ".join(out)
 
 
+def reading_changes(rows: list[dict]) -> dict[str, dict[str, list[dict]]]:
+    """Per named reading, the judged measured rows that declare it: ``claims``, those whose check
+    holds under it (``holds``), those FAIL by default that it passes (``gained``) and those holding
+    by default (PASS / WEAK) that it fails (``lost``)."""
+    out: dict[str, dict[str, list[dict]]] = {}
+    for r in rows:
+        if r["kind"] != "measured" or r["status"] not in MEASURED_STATUSES:
+            continue
+        for name, _, verdict in reading_verdicts(r):
+            t = out.setdefault(name, {"claims": [], "holds": [], "gained": [], "lost": []})
+            t["claims"].append(r)
+            if verdict == "PASS":
+                t["holds"].append(r)
+                if r["status"] == "FAIL":
+                    t["gained"].append(r)
+            elif verdict == "FAIL" and r["status"] in ("PASS", "WEAK"):
+                t["lost"].append(r)
+    return dict(sorted(out.items()))
+
+
 def reading_verdicts(row: dict) -> list[tuple[str, str, str]]:
     """(reading, value, verdict) of each reading in a report row's ``readings`` cell."""
     out = []
@@ -737,13 +756,9 @@ def _readings_section(rows: list[dict]) -> str:
     lines = ["", "## Measured claims under named readings", "",
              "A claim's value under another reading of its paper (its claims file's `readings`), judged "
              "with the claim's own check; the claim's status stays the one of the default reading.", ""]
-    for name in sorted({j[1] for j in judged}):
-        mine = [j for j in judged if j[1] == name]
-        turned = sum(j[0]["status"] == "FAIL" and j[3] == "PASS" for j in mine)
-        lost = sum(j[0]["status"] in ("PASS", "WEAK") and j[3] == "FAIL" for j in mine)
-        lines.append(f"- `{name}`: {len(mine)} claims; the check holds under it for "
-                     f"{sum(j[3] == 'PASS' for j in mine)}: {turned} that FAIL by default, and it fails for "
-                     f"{lost} that hold by default")
+    for name, t in reading_changes(rows).items():
+        lines.append(f"- `{name}`: {len(t['claims'])} claims; the check holds under it for {len(t['holds'])}: "
+                     f"{len(t['gained'])} that FAIL by default, and it fails for {len(t['lost'])} that hold by default")
     lines += ["", "| id | status | observed | reading | under the reading | its verdict |", "|---|---|---|---|---|---|"]
     lines += [f"| {r['id']} | {r['status']} | {_md_cell(r['observed'])} | {name} | {_md_cell(value)} | {verdict} |"
               for r, name, value, verdict in judged]

@@ -91,24 +91,21 @@ def _forecast_rows(snapshot_dir: Path) -> list[str]:
 def _claim_readings(snapshot_dir: Path) -> list[str]:
     """Per named reading, the SageServe claims it turns, from the snapshot's claims report (its
     `readings` column: each claim's own check on its value under the reading)."""
-    from .claims import reading_verdicts
+    from .claims import reading_changes
     from .report_captions import read_claims_report
 
     path = snapshot_dir / "claims_report.csv"
     if not path.exists():
         return []
-    rows = [r for r in read_claims_report(path) if r["paper"].split(" ", 1)[0] == "sageserve"
-            and r["kind"] == "measured" and r.get("readings")]
+    rows = [r for r in read_claims_report(path) if r["paper"].split(" ", 1)[0] == "sageserve"]
     out = []
-    for name in sorted({v[0] for r in rows for v in reading_verdicts(r)}):
-        mine = [(r, verdict) for r in rows for n, _, verdict in reading_verdicts(r) if n == name]
-        short = lambda rs: ", ".join(r["id"].split("-")[1] for r in rs) or "none"  # noqa: E731
-        gained = [r for r, v in mine if r["status"] == "FAIL" and v == "PASS"]
-        lost = [r for r, v in mine if r["status"] in ("PASS", "WEAK") and v == "FAIL"]
+    for name, t in reading_changes(rows).items():
+        short = ", ".join(r["id"].split("-")[1] for r in t["gained"]) or "none"
+        lost = ", ".join(r["id"].split("-")[1] for r in t["lost"]) or "none"
         out += ["", f"Claim by claim under `{name}` (`{snapshot_dir.name}/claims_report.md`, \"Measured claims under "
                     f"named readings\": each claim's own check on its value under the reading; its status stays the "
-                    f"default's): {len(mine)} SageServe claims declare it; it passes {len(gained)} that FAIL by default "
-                    f"({short(gained)}) and fails {len(lost)} that hold by default ({short(lost)})."]
+                    f"default's): {len(t['claims'])} SageServe claims declare it; it passes {len(t['gained'])} that FAIL "
+                    f"by default ({short}) and fails {len(t['lost'])} that hold by default ({lost})."]
     return out
 
 

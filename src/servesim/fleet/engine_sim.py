@@ -155,7 +155,7 @@ class SimEngines:
         # a queue order reads each request's tier and deadline: carried only where one is set
         self.tier = self.deadline = None
         if any(c.queue_order is not None for c in self._cfg.values()):
-            self.tier = memoryview(tier_ranks(shared_strings(workload["tier"]))).toreadonly()
+            self.tier = memoryview(tier_ranks(workload["tier"])).toreadonly()
             self.deadline = _items(workload["deadline_s"], np.float64)
 
     def factory(self, model: str, region: str, name: str, on_end: EndCallback) -> _Engine:

@@ -476,7 +476,7 @@ class Cluster(InstanceListener):
         # a queue order reads each request's tier and deadline: carried only where one is set
         tiers = deadlines = None
         if any(inst.cfg.queue_order is not None for inst in insts):
-            tiers = tier_ranks(workload["tier"].astype(str).to_numpy(object)).tolist()
+            tiers = tier_ranks(workload["tier"]).tolist()
             deadlines = workload["deadline_s"].to_numpy(np.float64).tolist()
 
         def new_req(i: int) -> Req:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
 from ..registry import Registry
 from ..workload.schema import TIERS
@@ -38,12 +39,12 @@ TIER_RANK: dict[str, int] = {t: i for i, t in enumerate(TIERS)}
 _IWN, _NIW = TIER_RANK["IW-N"], TIER_RANK["NIW"]
 
 
-
-def tier_ranks(tiers: np.ndarray) -> np.ndarray:
-    """``Req.tier`` of each workload row (an array of tier strings): its tier's rank
-    (`TIER_RANK`), -1 for a tier outside it."""
-    names, inverse = np.unique(tiers, return_inverse=True)
-    return np.array([TIER_RANK.get(t, -1) for t in names], dtype=np.int64)[inverse]
+def tier_ranks(tiers) -> np.ndarray:
+    """``Req.tier`` of each workload row (its ``tier`` column): the tier's rank (`TIER_RANK`), -1
+    for a missing tier or one outside it. Through the column's categories, not one str per row."""
+    cat = pd.Categorical(tiers)
+    ranks = np.array([TIER_RANK.get(str(t), -1) for t in cat.categories] + [-1], dtype=np.int64)
+    return ranks[cat.codes]  # code -1 (missing) takes the last entry
 
 
 #: ``name -> QueueOrder class``
@@ -111,9 +112,7 @@ class Dpa(QueueOrder):
         tau_p_s: Seconds = 1.0   # 0 <= d_r <= tau_p: urgent (the paper gives no value)
 
     def __init__(self, niw_bump_s: float | None = None, tau_n_s: float = 10.0, tau_p_s: float = 1.0) -> None:
-        super().__init__(niw_bump_s)
-        if not (tau_n_s >= 0 and tau_p_s >= 0):
-            raise ValueError(f"tau_n_s={tau_n_s!r} and tau_p_s={tau_p_s!r} must be >= 0")
+        super().__init__(niw_bump_s)  # (get_order checks the options: durations >= 0)
         self.tau_n_s, self.tau_p_s = float(tau_n_s), float(tau_p_s)
 
     def key(self, r, now):
