@@ -151,6 +151,22 @@ def test_same_seed_same_predictions_and_museve(tiny_encoder):
     assert a.loss_history["museve"][-1] < a.loss_history["museve"][0]
 
 
+def test_share_encoder_reuses_the_model_and_only_a_compatible_cache(tiny_encoder, monkeypatch):
+    """A predictor sharing another's encoder loads nothing, predicts what an unshared one predicts,
+    and reads the other's cached states only where pooling and truncation agree."""
+    texts, y = _toy_data()
+    s = LengthSettings(mode="frozen", max_len=16, epochs=5, batch_size=16)
+    own = LengthPredictor(s).fit(texts, y, "preserve")
+    first = LengthPredictor(s).fit(texts, y, "preserve")
+    monkeypatch.setattr(lp_mod, "load_encoder", lambda: pytest.fail("a shared encoder is loaded again"))
+    shared = LengthPredictor(s).share_encoder(first).fit(texts, y, "preserve")
+    assert shared._cache is first._cache and shared._base is first._base
+    np.testing.assert_allclose(shared.predict(texts), own.predict(texts))
+    mean = LengthPredictor(replace(s, pooling="mean")).share_encoder(first)
+    assert mean._cache is not first._cache and not mean._cache
+    assert not torch.allclose(mean.encode_cls(texts[:3]), first.encode_cls(texts[:3]))
+
+
 def test_early_stopping_keeps_the_best_validation_epoch(tiny_encoder):
     texts, y = _toy_data(64)
     vt, vy = _toy_data(16, seed=1)

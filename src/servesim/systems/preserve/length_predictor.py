@@ -213,6 +213,19 @@ class LengthPredictor:
         self.latency_ms: dict[str, float] = {}
 
     # -- shared pieces -------------------------------------------------------------------------
+    def share_encoder(self, other: "LengthPredictor") -> "LengthPredictor":
+        """Use ``other``'s loaded encoder (read-only: every trained model is a copy), and its cache
+        of frozen states where both pool and truncate alike (a cached state is a pure function of
+        the text, ``max_len`` and ``pooling``), so one run never loads or encodes the same thing
+        twice. Returns self."""
+        other._ensure_encoder()
+        if other.s.device != self.s.device:
+            raise LengthDataError(f"share_encoder: devices {other.s.device!r} and {self.s.device!r} differ")
+        self._base, self.tok, self.config, self._frozen = other._base, other.tok, other.config, other._frozen
+        same = (other.s.max_len, other.s.pooling) == (self.s.max_len, self.s.pooling)
+        self._cache = other._cache if same else {}
+        return self
+
     def _ensure_encoder(self):
         use_device(self.s.device)
         if not hasattr(self, "_base"):

@@ -223,7 +223,7 @@ def run_label_set(label_set: str, s: Table2Settings):
                 f"5-bucket classifier (train 25/50/75/99th pct edges), bucket median, NLL with "
                 f"inverse-frequency class weights; {museve_path}")]
     if "natural" in s.readings:  # the same regressor on the plain split (module docstring)
-        nat = LengthPredictor(ls_settings).fit(fit["prompt"].tolist(), fit["output_tokens"].to_numpy(), "preserve", vt, vy)
+        nat = LengthPredictor(ls_settings).share_encoder(lp).fit(fit["prompt"].tolist(), fit["output_tokens"].to_numpy(), "preserve", vt, vy)
         preds["preserve_natural"] = nat.predict(texts, "preserve")
         trained.append(("preserve_natural", nat, "preserve", len(fit), 0.0,
                         f"reading natural: PreServe's regressor on the plain split (no oversampling, no synonyms); "
@@ -251,7 +251,8 @@ def run_label_set(label_set: str, s: Table2Settings):
     # the k most similar training prompts' median length (length_reference: does the text carry
     # length signal at this size?), on the encoder's own mean-pooled sentence embedding
     t0 = time.perf_counter()
-    emb = LengthPredictor(LengthSettings(mode="frozen", max_len=s.max_len, pooling="mean", device=s.device, seed=s.seed))
+    emb = LengthPredictor(LengthSettings(mode="frozen", max_len=s.max_len, pooling="mean", device=s.device,
+                                         seed=s.seed)).share_encoder(lp)
     e_train, e_test = emb.encode_cls(train["prompt"].tolist()).numpy(), emb.encode_cls(texts).numpy()
     k, loo = choose_k(e_train, train["output_tokens"].to_numpy())
     preds["knn_reference"] = knn_predict(e_train, train["output_tokens"].to_numpy(), e_test, k)
