@@ -115,8 +115,9 @@ for k, short in zip(SHAPES, ("s0", "s1", "s2")):
 # checkpoint's KV without grouped-query attention, so Qwen2.5-7B's and Yi-1.5-9B's host KV fills whole slabs
 # too; the same metric code, keys prefixed `kvae_` (NaN where the scale does not run it)
 kvae = {f"kvae_fragmentation_pct_{x}": float("nan") for x in ("all", "max_shape", "s0", "s1", "s2")}
-if sw.declared("fig16kvae/*", scale, root):
-    hca = sw.load_detail("fig16kvae/*", "host_cache", scale, root)
+hca = sw.load_detail("fig16kvae/*", "host_cache", scale, root) if sw.declared("fig16kvae/*", scale, root) else hc[:0]
+hca = hca[(hca.models == 32) & (hca.rate == 0.1)]
+if len(hca):
     pa = hca.groupby("shape")[["allocated_bytes", "fragmented_bytes"]].sum().reindex(list(SHAPES))
     fa = 100 * pa.fragmented_bytes / pa.allocated_bytes
     kvae["kvae_fragmentation_pct_all"] = float(100 * pa.fragmented_bytes.sum() / pa.allocated_bytes.sum())
