@@ -71,6 +71,15 @@ def test_forecast_rows_come_from_the_figures_metrics(tmp_path):
     assert "| ARIMA (the paper's) | LT-U | 38.6 % | 19.5 % | 1.20 | 1.10 |" in text
     assert "| `oracle` | LT-UA | 27.9 % | 6.4 % | 0.71 | 0.61 |" in text
     assert text.index("The forecast as a reading") < text.index(readings_doc.END)
+    assert "`code`" not in text  # no code runs in this snapshot: no code rows
+    for k, (a, e, t) in {"lt_i_code": (30.1, 14.2, 0.79), "lt_u_code": (23.2, 10.2, 0.73),
+                         "lt_ua_code": (18.4, 6.0, 0.72)}.items():
+        sav |= {f"savings_pct_{k}": a, f"savings_pct_exact_{k}": e}
+        lat |= {f"ttft_p75_ratio_{k}_vs_reactive": t, f"e2e_p75_ratio_{k}_vs_reactive": t - 0.1}
+    for key, m in (("savings", sav), ("latency", lat)):
+        (tmp_path / readings_doc.FORECAST[key]).write_text(json.dumps(m))
+    text = readings_doc.section(tmp_path)
+    assert "| `code` | LT-UA | 18.4 % | 6.0 % | 0.72 | 0.62 |" in text and "`code`: the authors' code's settings" in text
     del lat["ttft_p75_ratio_lt_u_oracle_vs_reactive"]  # a snapshot made before the oracle runs
     (tmp_path / readings_doc.FORECAST["latency"]).write_text(json.dumps(lat))
     assert "The forecast as a reading" not in readings_doc.section(tmp_path)

@@ -4,8 +4,10 @@ Issue 30: which combination of readings (θ, Reactive, instance-hour aggregation
 journal's 18-25 % saving with its latency claim, read from runs, never typed in. The rows come
 from the snapshot's `sens_lt_savings` data (the sensitivity grid of `workflow/runs/sageserve.yaml`,
 J §7.2.1's peak day), through `sensitivity.readings_table`. Below it, the forecast as a reading:
-Figs 11 and 13a's own runs (the paper's θ) with ARIMA's forecast and with the `oracle` reading
-(the coming hour's true demand), from those figures' metrics.json.
+Figs 11 and 13a's own runs (the paper's θ) with ARIMA's forecast, with the `oracle` reading
+(the coming hour's true demand) and, where the snapshot has its runs, under the authors' code's
+settings (`code`, each LT strategy against Reactive under the same settings), from those figures'
+metrics.json.
 """
 
 from __future__ import annotations
@@ -74,13 +76,16 @@ def _forecast_rows(snapshot_dir: Path) -> list[str]:
     sav, lat = (json.loads(paths[k].read_text()) for k in ("savings", "latency"))
     if "savings_pct_lt_u_oracle" not in sav or "ttft_p75_ratio_lt_u_oracle_vs_reactive" not in lat:
         return []
+    code = "savings_pct_lt_u_code" in sav and "ttft_p75_ratio_lt_u_code_vs_reactive" in lat
     out = ["", f"The forecast as a reading, on Figs 11 and 13a's own runs ({sav.get('model', 'the figure')}'s endpoints, "
-               "the paper's θ; `oracle`: the hourly ILP sized on the coming hour's true demand, which no forecaster has; "
+               "the paper's θ; `oracle`: the hourly ILP sized on the coming hour's true demand, which no forecaster has"
+               + ("; `code`: the authors' code's settings, θ and ARIMA included, against Reactive under them" if code else "")
+               + "; "
                + ", ".join(f"`{snapshot_dir.name}/{FORECAST[k].parent.as_posix()}`" for k in ("savings", "latency"))
                + "):", "",
            "| forecast | strategy | saving (authors') | saving (exact) | P75 TTFT ÷ Reactive's | P75 E2E ÷ Reactive's |",
            "|---|---|---|---|---|---|"]
-    for tag, name in (("", "ARIMA (the paper's)"), ("_oracle", "`oracle`")):
+    for tag, name in (("", "ARIMA (the paper's)"), ("_oracle", "`oracle`"), *((("_code", "`code`"),) if code else ())):
         for s in NAMES:
             k = f"{s}{tag}"
             out.append(f"| {name} | {NAMES[s]} | {_pct(sav.get(f'savings_pct_{k}'))} | {_pct(sav.get(f'savings_pct_exact_{k}'))} "
