@@ -33,7 +33,9 @@
 # the LT strategies under the authors' simulator code's settings (`SageServeConfig.code()`: θ 225 500
 # tok/min, in-sample ARIMA max over [t+20, t+60], scaling locks, no provisioning delays, LT from 8
 # instances, Reactive from 20) on this figure's setting; metrics `<key>_code`, each LT strategy against
-# Reactive under the same settings. The claims report lists the claims' values under it.
+# Reactive under the same settings; Llama-2 over the three regions served alone (the code gives θ for
+# Llama-2 and BLOOM only), which under the paper's reading saves about 1.2 points less than Fig 11's runs.
+# The claims report lists the claims' values under it.
 
 # %% tags=["parameters"]
 scale = "quick"
