@@ -79,7 +79,8 @@ def _forecast_rows(snapshot_dir: Path) -> list[str]:
     code = "savings_pct_lt_u_code" in sav and "ttft_p75_ratio_lt_u_code_vs_reactive" in lat
     out = ["", f"The forecast as a reading, on Figs 11 and 13a's own runs ({sav.get('model', 'the figure')}'s endpoints, "
                "the paper's θ; `oracle`: the hourly ILP sized on the coming hour's true demand, which no forecaster has"
-               + ("; `code`: the authors' code's settings, θ and ARIMA included, against Reactive under them" if code else "")
+               + ("; `code`: the authors' code's settings, θ and ARIMA included, with Llama-2 served alone (the code has no θ "
+                  "for the Llama-3 models), against Reactive under them" if code else "")
                + "; "
                + ", ".join(f"`{snapshot_dir.name}/{FORECAST[k].parent.as_posix()}`" for k in ("savings", "latency"))
                + "):", "",
