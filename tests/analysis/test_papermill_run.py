@@ -37,6 +37,32 @@ def test_runs_a_notebook_with_injected_parameters_and_skips_the_iri_checker(tmp_
     assert "transport ipc" in printed
 
 
+def test_the_kernel_is_stopped_at_once_and_the_last_cell_loses_nothing(tmp_path, monkeypatch):
+    """execute_notebook asks for an immediate stop (the graceful one can hang 2.5 s) unless told
+    otherwise, and a last cell's file and output are all there when the kernel is killed."""
+    import papermill
+
+    from servesim.analysis import kernel_ipc
+
+    seen = {}
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: seen.update(k))
+    kernel_ipc.execute_notebook("in.ipynb", "out.ipynb")
+    assert seen["shutdown_kernel"] == "immediate" and seen["kernel_manager_class"] is kernel_ipc.IpcKernelManager
+    kernel_ipc.execute_notebook("in.ipynb", "out.ipynb", shutdown_kernel="graceful")
+    assert seen["shutdown_kernel"] == "graceful"
+    monkeypatch.undo()
+    nb = nbformat.v4.new_notebook()
+    target = tmp_path / "last.txt"
+    nb.cells = [nbformat.v4.new_code_cell(f"open({str(target)!r}, 'w').write('x' * 100000)\nprint('done', 7 * 6)")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    src, out = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
+    nbformat.write(nb, src)
+    kernel_ipc.execute_notebook(str(src), str(out), kernel_name="python3", progress_bar=False)
+    assert target.read_text() == "x" * 100000
+    done = nbformat.read(out, as_version=4)
+    assert "done 42" in "".join(o.get("text", "") for o in done.cells[0].outputs)
+
+
 def test_ipc_kernel_sockets_live_in_a_folder_of_their_own_removed_at_shutdown():
     from servesim.analysis.kernel_ipc import IpcKernelManager
 
