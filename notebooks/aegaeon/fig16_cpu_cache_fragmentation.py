@@ -102,28 +102,30 @@ metrics["null_uniform_block_fragmentation_pct_all"] = (float(100 * (1 - u.sum() 
                                                        if u.notna().any() and u.sum() > 0 else float("nan"))
 metrics["null_uniform_block_fragmentation_pct_max_shape"] = (float(null_frag[u > 0].max()) if (u > 0).any()
                                                              else float("nan"))
+
+
+def reading_fragmentation(hcx: pd.DataFrame, prefix: str) -> dict:
+    """The figure's fragmentation metrics (the 32 x 0.1 point) of another reading's host-cache report,
+    keys prefixed ``<prefix>_``; NaN where the report has no such point."""
+    hcx = hcx[(hcx.models == 32) & (hcx.rate == 0.1)]
+    px = hcx.groupby("shape")[["allocated_bytes", "fragmented_bytes"]].sum().reindex(list(SHAPES))
+    fx = 100 * px.fragmented_bytes / px.allocated_bytes
+    nan = float("nan")
+    return {f"{prefix}_fragmentation_pct_all": float(100 * px.fragmented_bytes.sum() / px.allocated_bytes.sum())
+            if len(hcx) else nan,
+            f"{prefix}_fragmentation_pct_max_shape": float(fx.max()) if len(hcx) else nan,
+            **{f"{prefix}_fragmentation_pct_{short}": float(fx[k]) for k, short in zip(SHAPES, ("s0", "s1", "s2"))}}
+
+
 # The authors' simulator's 16 GB/s host link (run `fig14bw16/rps0p1`, not judged): slower switches and KV copies
 # shift when KV is parked on the host, so the same metric code on it shows how much the breakdown rests on it
-hc16 = sw.load_detail("fig14bw16/rps0p1/*", "host_cache", scale, root)
-hc16 = hc16[(hc16.models == 32) & (hc16.rate == 0.1)]
-p16 = hc16.groupby("shape")[["allocated_bytes", "fragmented_bytes"]].sum().reindex(list(SHAPES))
-metrics["bw16_fragmentation_pct_all"] = (float(100 * p16.fragmented_bytes.sum() / p16.allocated_bytes.sum())
-                                         if len(hc16) else float("nan"))
-for k, short in zip(SHAPES, ("s0", "s1", "s2")):
-    metrics[f"bw16_fragmentation_pct_{short}"] = float(100 * p16.loc[k, "fragmented_bytes"] / p16.loc[k, "allocated_bytes"])
+metrics.update(reading_fragmentation(sw.load_detail("fig14bw16/rps0p1/*", "host_cache", scale, root), "bw16"))
 # The authors' simulator's KV size (run `fig16kvae/rps0p1`, paper scale: claim 29b's reading kv-ae): every
 # checkpoint's KV without grouped-query attention, so Qwen2.5-7B's and Yi-1.5-9B's host KV fills whole slabs
-# too; the same metric code, keys prefixed `kvae_` (NaN where the scale does not run it)
-kvae = {f"kvae_fragmentation_pct_{x}": float("nan") for x in ("all", "max_shape", "s0", "s1", "s2")}
-hca = sw.load_detail("fig16kvae/*", "host_cache", scale, root) if sw.declared("fig16kvae/*", scale, root) else hc[:0]
-hca = hca[(hca.models == 32) & (hca.rate == 0.1)]
-if len(hca):
-    pa = hca.groupby("shape")[["allocated_bytes", "fragmented_bytes"]].sum().reindex(list(SHAPES))
-    fa = 100 * pa.fragmented_bytes / pa.allocated_bytes
-    kvae["kvae_fragmentation_pct_all"] = float(100 * pa.fragmented_bytes.sum() / pa.allocated_bytes.sum())
-    kvae["kvae_fragmentation_pct_max_shape"] = float(fa.max())
-    kvae.update({f"kvae_fragmentation_pct_{short}": float(fa[k]) for k, short in zip(SHAPES, ("s0", "s1", "s2"))})
-metrics.update(kvae)
+# too (NaN where the scale does not run it)
+declared_kvae = sw.declared("fig16kvae/*", scale, root)
+metrics.update(reading_fragmentation(sw.load_detail("fig16kvae/*", "host_cache", scale, root) if declared_kvae
+                                     else hc[:0], "kvae"))
 out = FigureOutputs("aegaeon", "fig16_cpu_cache_fragmentation", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(per.reset_index().rename(columns={"index": "shape"}))

@@ -86,7 +86,8 @@ def _forecast_rows(snapshot_dir: Path) -> list[str]:
                + "):", "",
            "| forecast | strategy | saving (authors') | saving (exact) | P75 TTFT ÷ Reactive's | P75 E2E ÷ Reactive's |",
            "|---|---|---|---|---|---|"]
-    for tag, name in (("", "ARIMA (the paper's)"), ("_oracle", "`oracle`"), *((("_code", "`code`"),) if code else ())):
+    readings = [("", "ARIMA (the paper's)"), ("_oracle", "`oracle`")] + ([("_code", "`code`")] if code else [])
+    for tag, name in readings:
         for s in NAMES:
             k = f"{s}{tag}"
             out.append(f"| {name} | {NAMES[s]} | {_pct(sav.get(f'savings_pct_{k}'))} | {_pct(sav.get(f'savings_pct_exact_{k}'))} "
