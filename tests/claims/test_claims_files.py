@@ -290,3 +290,23 @@ def test_diagnoses_cite_results_as_placeholders_and_the_legacy_list_only_shrinks
 if __name__ == "__main__":  # regenerate docs/claims-map.md
     (ROOT / "docs" / "claims-map.md").write_text(render_claims_map())
 
+
+
+def test_a_diagnosis_cites_a_reading_metric_only_at_the_scales_that_run_the_reading():
+    """A reading run at some scales only (`scales: [full]`) writes its metrics there only, and the
+    report refuses a diagnosis citing a metric its scale lacks: the quick claims report failed on
+    one (4 Dec). So a diagnosis in force at a scale cites no reading metric absent there."""
+    bad = []
+    all_claims = load_all_claims(CLAIMS_DIR)
+    only = {}  # (figure, metric) -> the scales whose runs write it, for readings not run everywhere
+    for c in all_claims:
+        for r in c.readings:
+            for m in ([r.metric] if isinstance(r.metric, str) else r.metric):
+                only.setdefault((r.figure, m), set()).update(r.scales)
+    for c in all_claims:
+        for scale, d in c.diagnosis.items():
+            for m in PLACEHOLDER.finditer(d.why):
+                scales = only.get((m["fig"] or c.figure, m["key"]))
+                if scales is not None and scale not in scales:
+                    bad.append(f"{c.id} ({scale}): {m['key']}")
+    assert not bad, f"diagnoses citing a reading metric their scale does not run: {bad}"
