@@ -138,3 +138,19 @@ def test_engine_costs_table_one_row_per_held_out_model(tmp_path):
     m.write_text(json.dumps({"median_mape_pct_fitted": 5.9}))
     with pytest.raises(ValueError, match="no engine_cost"):
         docs_blocks.perf_engine_costs(m)
+
+
+def test_the_published_block_names_the_snapshots_commit_and_machine(tmp_path):
+    part = tmp_path / "results-full" / "calibration"
+    (part / "sim_vs_vllm").mkdir(parents=True)
+    (part / "sim_vs_vllm" / "metrics.json").write_text(json.dumps(
+        {"ttft_p50_rel_err_load0.3": 0.05, "ttft_p50_engine_spread_load0.3": 0.02, "replays": 3}))
+    (part / "STAMP.json").write_text(json.dumps({"commit": "0123456789abcdef" * 2 + "01234567",
+                                                 "published_utc": "2026-12-05T03:00:00Z",
+                                                 "machine": {"cpus": 2, "machine": "x86_64"}}))
+    page = tmp_path / "page.md"
+    page.write_text("<!-- engine-fidelity-published:begin (generated) -->\n<!-- engine-fidelity-published:end -->\n")
+    assert docs_blocks.update(page, tmp_path) == ["engine-fidelity-published"]
+    text = page.read_text()
+    assert "made at 0123456789 on 2026-12-05 on a 2-core x86_64 machine" in text
+    assert "| TTFT P50 | +5.0 % (2.0 %) |" in text

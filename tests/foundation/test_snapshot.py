@@ -100,6 +100,8 @@ def test_committed_snapshot_equals_its_csv_and_names_its_commits(project_root):
     section = text.split(README_BEGIN, 1)[1].split(README_END, 1)[0]
     table = _readme_rows(section, "Measured claims")
     for paper in stamps:
+        if not (project_root / "workflow" / "claims" / f"{paper}.yaml").is_file():
+            continue  # a group without claims (calibration): no row in the claims table
         mine = [r for r in published if r["paper"].split(" ", 1)[0] == paper and r["kind"] == "measured"]
         cells = table[(paper, "full")]
         assert int(cells[0]) == len(mine) and int(cells[1]) == sum(r["status"] == "PASS" for r in mine) \

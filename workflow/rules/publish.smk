@@ -1,6 +1,7 @@
 # Paper scale one paper at a time (resumable: a paper's finished jobs are kept), and its part of
 # the published snapshot `results-full/` (copied and stamped with the commit by `servesim snapshot`).
-for _paper in config["papers"]:
+# The groups (calibration: the simulator against vLLM; workload) are published the same way.
+for _paper in GROUPS:
 
     rule:
         name:

@@ -85,14 +85,59 @@ def vs_best_baseline(df: pd.DataFrame, value: str, higher_is_better: bool, by=("
     return out.reset_index()[cols]
 
 
-def level_speedups(kind: str, levels, scale: str, root=None, system: str = "oserve") -> tuple[pd.DataFrame, dict]:
+def level_speedups(kind: str, levels, scale: str, root=None, system: str = "oserve",
+                   reading: str | None = None) -> tuple[pd.DataFrame, dict]:
     """Tables 1-2: (the ``levels/<kind>-*`` runs' systems table, {speedup_<level>: OServe's P99
     E2E speedup over vLLM static}), NaN for a level the scale did not run. Another ``system`` in
-    OServe's place (a claim's null) gives keys ``speedup_<level>_<system>``."""
-    sysdf = load(f"levels/{kind}-*", "systems.csv", scale, root)
-    sp = paired(sysdf, "e2e_p99_s", "static", system, by=("trace",))
+    OServe's place (a claim's null) gives keys ``speedup_<level>_<system>``; a named ``reading``
+    (its OServe runs ``levels/<kind>-<level>-<reading>``, paired with the level runs' static on the
+    same workload) gives keys ``<reading>_speedup_<level>`` and the reading's rows in the table."""
+    sysdf = load(f"levels/{kind}-??", "systems.csv", scale, root)  # level names are two characters
     tag = "" if system == "oserve" else f"_{system}"
-    return sysdf, {f"speedup_{lv.lower()}{tag}": float(sp.get(lv, float("nan"))) for lv in levels}
+    if reading is not None:
+        sysdf = with_reading(sysdf, load(f"levels/{kind}-??-{reading}", "systems.csv", scale, root), f"oserve_{reading}")
+        system, tag = f"oserve_{reading}", ""
+    sp = paired(sysdf, "e2e_p99_s", "static", system, by=("trace",))
+    pre = f"{reading}_" if reading is not None else ""
+    return sysdf, {f"{pre}speedup_{lv.lower()}{tag}": float(sp.get(lv, float("nan"))) for lv in levels}
+
+
+#: the online runs' named readings also run on the Tables 1-2 levels (workflow/runs/oserve.yaml)
+LEVEL_READINGS = ("uniform", "balanced", "xnode")
+
+
+def level_metrics(kind: str, levels, scale: str, root=None, null: str = "static") -> tuple[pd.DataFrame, dict]:
+    """Tables 1-2 whole: OServe's speedups, the claims' ``null`` system's in OServe's place, and
+    each of `LEVEL_READINGS` (NaN where this scale declares none of its runs); the systems table
+    with every reading's OServe rows as ``oserve_<reading>``."""
+    sysdf, metrics = level_speedups(kind, levels, scale, root)
+    metrics.update(level_speedups(kind, levels, scale, root, system=null)[1])
+    parts = [sysdf]
+    for rd in LEVEL_READINGS:
+        df, m = level_speedups(kind, levels, scale, root, reading=rd)
+        metrics.update(m)
+        if not df.empty:
+            parts.append(df[df.system == f"oserve_{rd}"])
+    parts = [p for p in parts if not p.empty]
+    return (pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()), metrics
+
+
+def plot_level_speedups(ax, metrics: dict, levels) -> None:
+    """Bars of OServe's P99 speedup per level, with each reading that has numbers beside it."""
+    shown = [("", "OServe")] + [(f"{rd}_", rd) for rd in LEVEL_READINGS
+                                if any(math.isfinite(metrics.get(f"{rd}_speedup_{lv.lower()}", float("nan")))
+                                       for lv in levels)]
+    w = 0.8 / len(shown)
+    x = np.arange(len(levels))
+    for i, (pre, label) in enumerate(shown):
+        ax.bar(x + (i - (len(shown) - 1) / 2) * w, [metrics[f"{pre}speedup_{lv.lower()}"] for lv in levels], w,
+               label=label)
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_xticks(x, levels)
+    ax.set_ylabel("P99 speedup vs vLLM static")
+    if len(shown) > 1:
+        ax.legend(fontsize=7)
+
 
 def stat(s: pd.Series, how: str) -> float:
     s = pd.Series(s, dtype=float).dropna()
