@@ -265,6 +265,20 @@ def test_heldout_shapes_are_what_they_say(tmp_path):
         heldout_shape(fit, "spiky", 10)
 
 
+def test_shapes_take_their_own_request_count(tmp_path):
+    """--shape-requests sizes the held-out shapes apart from the loads (the long shapes run at a
+    fraction of the loads' request rate); without it both take -n. Each case's workload is written."""
+    from servesim.engine.calibration import _cases
+
+    (tmp_path / "profile").mkdir()
+    _shape_fit(tmp_path / "profile")
+    got = {label: len(wl) for label, _, wl in _cases(tmp_path, [0.3, 0.9], ["bursty", "long-prompt"], 40, 0, 12)}
+    assert got == {"load0.3": 40, "load0.9": 40, "bursty": 12, "long-prompt": 12}
+    assert sorted(p.name for p in (tmp_path / "workloads").iterdir()) == \
+        ["bursty.parquet", "load0.3.parquet", "load0.9.parquet", "long-prompt.parquet"]
+    assert {label: len(wl) for label, _, wl in _cases(tmp_path, [0.3], ["ramp"], 40, 0)} == {"load0.3": 40, "ramp": 40}
+
+
 def test_an_unknown_shape_stops_run_calibration_before_a_server_starts(tmp_path):
     from servesim.engine.calibration import run_calibration
 

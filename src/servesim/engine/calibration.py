@@ -118,9 +118,10 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
                     start_timeout_s: float = 300.0, request_timeout_s: float = 300.0,
                     max_duration_s: float = 1800.0, replay_repeats: int = 1,
                     max_send_lag_p99_s: float | None = None, lag_retries: int = 1, shapes=(),
-                    replay_mode: str = "http", cpus: list[int] | None = None, clock: str = "wall") -> dict:
-    """Profile, then replay held-out workloads at each load and each held-out shape (`SHAPES`),
-    on ONE server start.
+                    replay_mode: str = "http", cpus: list[int] | None = None, clock: str = "wall",
+                    shape_requests: int | None = None) -> dict:
+    """Profile, then replay held-out workloads at each load (``n_requests`` each) and each held-out
+    shape (`SHAPES`; ``shape_requests`` each, default ``n_requests``), on ONE server start.
 
     Writes ``profile/`` (steps.csv, fit.json, ...), ``workloads/load{x}.parquet`` (and
     ``workloads/{shape}.parquet``) and ``replay/load{x}/`` (``replay/{shape}/``; each with
@@ -176,16 +177,16 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
         fit = profile_in_process(model, out / "profile", plan=plan, config=config, opts=opts, cpus=cpus, meta=meta,
                                  log=out / "engine_profile.log", timeout_s=max_duration_s + 600, clock=clock)
         shutil.rmtree(out / "replay", ignore_errors=True)
-        cases = _cases(out, loads, shapes, n_requests, seed)
+        cases = _cases(out, loads, shapes, n_requests, seed, shape_requests)
         return {"fit": fit, "replays": _replay_in_process(out, cases, model, config, opts, cpus, replay_repeats, fit,
                                                           clock)}
     return _calibrate_http(out, model, url, config, plan, opts, meta, loads=loads, shapes=shapes, n_requests=n_requests,
-                           seed=seed, replay_repeats=replay_repeats, max_send_lag_p99_s=max_send_lag_p99_s,
+                           shape_requests=shape_requests, seed=seed, replay_repeats=replay_repeats, max_send_lag_p99_s=max_send_lag_p99_s,
                            lag_retries=lag_retries, start_timeout_s=start_timeout_s)
 
 
-def _calibrate_http(out: Path, model, url, config, plan, opts, meta: dict, *, loads, shapes, n_requests: int, seed: int,
-                    replay_repeats: int, max_send_lag_p99_s, lag_retries: int, start_timeout_s: float) -> dict:
+def _calibrate_http(out: Path, model, url, config, plan, opts, meta: dict, *, loads, shapes, n_requests: int,
+                    shape_requests: int | None, seed: int, replay_repeats: int, max_send_lag_p99_s, lag_retries: int, start_timeout_s: float) -> dict:
     """`run_calibration` through HTTP (the GPU nodes' harness): one server start (or the running
     server at ``url``), its profile (the server started once more if it is lost mid-profile), then
     every case replayed by the client, a lagged replay moved to ``replay/rejected/`` and run again."""
@@ -231,7 +232,7 @@ def _calibrate_http(out: Path, model, url, config, plan, opts, meta: dict, *, lo
         # run's: every replay below is run anew, so the old ones go
         shutil.rmtree(out / "replay", ignore_errors=True)
         bound = send_lag_bound(out / "profile", max_send_lag_p99_s)
-        cases = _cases(out, loads, shapes, n_requests, seed)
+        cases = _cases(out, loads, shapes, n_requests, seed, shape_requests)
         for label, key, wl in cases:
             for rep in range(replay_repeats):
                 d = out / "replay" / replay_name(label, rep)
@@ -260,11 +261,13 @@ def _calibrate_http(out: Path, model, url, config, plan, opts, meta: dict, *, lo
     return {"fit": fit, "replays": results}
 
 
-def _cases(out: Path, loads, shapes, n_requests: int, seed: int) -> list[tuple[str, float | str, pd.DataFrame]]:
+def _cases(out: Path, loads, shapes, n_requests: int, seed: int,
+           shape_requests: int | None = None) -> list[tuple[str, float | str, pd.DataFrame]]:
     """(label, load or shape name, workload) of every held-out case, each written to workloads/."""
     fit = out / "profile" / "fit.json"
     cases = [(f"load{x}", x, heldout_workload(fit, x, n_requests, seed=seed)) for x in loads]
-    cases += [(name, name, heldout_shape(fit, name, n_requests, seed=seed)) for name in shapes]
+    n_shape = n_requests if shape_requests is None else shape_requests
+    cases += [(name, name, heldout_shape(fit, name, n_shape, seed=seed)) for name in shapes]
     (out / "workloads").mkdir(exist_ok=True)
     for label, _, wl in cases:
         wl.to_parquet(out / "workloads" / f"{label}.parquet", index=False)

@@ -276,6 +276,8 @@ def _cmd_calibrate(a) -> int:
         raise InputError(f"-o {a.out}: is a file, not a folder")
     if any(x <= 0 for x in a.loads) or a.n < 1:
         raise InputError(f"--loads {a.loads} / -n {a.n}: loads must be > 0 and -n >= 1")
+    if a.shape_requests is not None and a.shape_requests < 1:
+        raise InputError(f"--shape-requests {a.shape_requests}: must be >= 1")
     if a.replay_repeats < 1 or a.lag_retries < 0:
         raise InputError(f"--replay-repeats {a.replay_repeats} / --lag-retries {a.lag_retries}: "
                          "need at least one replay and no negative retries")
@@ -312,7 +314,7 @@ def _cmd_calibrate(a) -> int:
                               start_timeout_s=a.start_timeout, request_timeout_s=a.request_timeout,
                               max_duration_s=a.max_duration, replay_repeats=a.replay_repeats,
                               max_send_lag_p99_s=a.max_send_lag_p99, lag_retries=a.lag_retries, shapes=a.shapes,
-                              replay_mode=a.replay_mode, cpus=cpus, clock=a.clock)
+                              replay_mode=a.replay_mode, cpus=cpus, clock=a.clock, shape_requests=a.shape_requests)
     reps = [s for runs in res["replays"].values() for s in runs]
     print(json.dumps({"capacity_req_s": res["fit"]["capacity_req_s"], "kv_blocks": res["fit"].get("kv_blocks"),
                       "partial": {str(x): [s["partial"] for s in runs] for x, runs in res["replays"].items()},
@@ -336,7 +338,10 @@ def add_parser(subparsers) -> None:
     _engine_args(p)
     p.add_argument("-o", "--out", required=True)
     p.add_argument("--loads", type=float, nargs="+", default=[0.3, 0.6, 0.9, 1.2])
-    p.add_argument("-n", type=int, default=150, help="requests per load (and per held-out shape)")
+    p.add_argument("-n", type=int, default=150, help="requests per load (and per held-out shape, unless --shape-requests)")
+    p.add_argument("--shape-requests", type=int, default=None, metavar="N",
+                   help="requests per held-out shape (default: -n); the long shapes run at a fraction of the "
+                        "loads' request rate, so a replay of -n of them lasts several times a load's")
     p.add_argument("--shapes", nargs="*", default=[], metavar="SHAPE", choices=sorted(SHAPES),
                    help="held-out shapes replayed after the loads: " + "; ".join(f"{k}: {v}" for k, v in SHAPES.items()))
     p.add_argument("--repeats", type=int, default=2)
