@@ -171,3 +171,14 @@ def test_remake_replaces_one_figure_and_names_its_commit(tmp_path):
     assert not list(part.glob(".*part"))
     snapshot.recheck(root)
     assert f"fig01_x re-made at {first['commit'][:10]}" in (root / "results-full" / "claims_report.md").read_text()
+
+
+def test_the_calibration_part_counts_its_engine_job(tmp_path):
+    """The engine's benchmark is written under benchmarks/engine, not benchmarks/calibration; the
+    calibration part's stamp still counts it."""
+    for folder, job, s in (("calibration", "sim_vs_vllm", 8.3), ("engine", "calibration", 3203.6)):
+        d = tmp_path / "results" / "full" / "benchmarks" / folder
+        d.mkdir(parents=True)
+        (d / f"{job}.tsv").write_text(f"s\th:m:s\n{s}\t0:00:00\n")
+    assert snapshot._wall_times(tmp_path, "calibration") == {"sim_vs_vllm": 8.3, "engine/calibration": 3203.6}
+    assert snapshot._wall_times(tmp_path, "workload") == {}
