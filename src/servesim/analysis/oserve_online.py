@@ -85,6 +85,17 @@ def vs_best_baseline(df: pd.DataFrame, value: str, higher_is_better: bool, by=("
     return out.reset_index()[cols]
 
 
+def _level_speedups(sysdf: pd.DataFrame, levels, system: str, key: str) -> dict:
+    """{key.format(lv=<level>): P99(static) / P99(system)} over the levels, NaN where missing."""
+    sp = paired(sysdf, "e2e_p99_s", "static", system, by=("trace",))
+    return {key.format(lv=lv.lower()): float(sp.get(lv, float("nan"))) for lv in levels}
+
+
+def _level_runs(kind: str, scale: str, root=None, reading: str | None = None) -> pd.DataFrame:
+    """The systems tables of the level runs (level names are two characters), or of a reading's."""
+    return load(f"levels/{kind}-??" + (f"-{reading}" if reading else ""), "systems.csv", scale, root)
+
+
 def level_speedups(kind: str, levels, scale: str, root=None, system: str = "oserve",
                    reading: str | None = None) -> tuple[pd.DataFrame, dict]:
     """Tables 1-2: (the ``levels/<kind>-*`` runs' systems table, {speedup_<level>: OServe's P99
@@ -92,14 +103,11 @@ def level_speedups(kind: str, levels, scale: str, root=None, system: str = "oser
     OServe's place (a claim's null) gives keys ``speedup_<level>_<system>``; a named ``reading``
     (its OServe runs ``levels/<kind>-<level>-<reading>``, paired with the level runs' static on the
     same workload) gives keys ``<reading>_speedup_<level>`` and the reading's rows in the table."""
-    sysdf = load(f"levels/{kind}-??", "systems.csv", scale, root)  # level names are two characters
-    tag = "" if system == "oserve" else f"_{system}"
+    sysdf = _level_runs(kind, scale, root)
     if reading is not None:
-        sysdf = with_reading(sysdf, load(f"levels/{kind}-??-{reading}", "systems.csv", scale, root), f"oserve_{reading}")
-        system, tag = f"oserve_{reading}", ""
-    sp = paired(sysdf, "e2e_p99_s", "static", system, by=("trace",))
-    pre = f"{reading}_" if reading is not None else ""
-    return sysdf, {f"{pre}speedup_{lv.lower()}{tag}": float(sp.get(lv, float("nan"))) for lv in levels}
+        sysdf = with_reading(sysdf, _level_runs(kind, scale, root, reading), f"oserve_{reading}")
+        return sysdf, _level_speedups(sysdf, levels, f"oserve_{reading}", reading + "_speedup_{lv}")
+    return sysdf, _level_speedups(sysdf, levels, system, "speedup_{lv}" + ("" if system == "oserve" else f"_{system}"))
 
 
 #: the online runs' named readings also run on the Tables 1-2 levels (workflow/runs/oserve.yaml)
@@ -109,17 +117,15 @@ LEVEL_READINGS = ("uniform", "balanced", "xnode")
 def level_metrics(kind: str, levels, scale: str, root=None, null: str = "static") -> tuple[pd.DataFrame, dict]:
     """Tables 1-2 whole: OServe's speedups, the claims' ``null`` system's in OServe's place, and
     each of `LEVEL_READINGS` (NaN where this scale declares none of its runs); the systems table
-    with every reading's OServe rows as ``oserve_<reading>``."""
-    sysdf, metrics = level_speedups(kind, levels, scale, root)
-    metrics.update(level_speedups(kind, levels, scale, root, system=null)[1])
-    parts = [sysdf]
+    with every reading's OServe rows as ``oserve_<reading>``. The level runs are read once."""
+    sysdf = _level_runs(kind, scale, root)
     for rd in LEVEL_READINGS:
-        df, m = level_speedups(kind, levels, scale, root, reading=rd)
-        metrics.update(m)
-        if not df.empty:
-            parts.append(df[df.system == f"oserve_{rd}"])
-    parts = [p for p in parts if not p.empty]
-    return (pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()), metrics
+        sysdf = with_reading(sysdf, _level_runs(kind, scale, root, rd), f"oserve_{rd}")
+    metrics = {**_level_speedups(sysdf, levels, "oserve", "speedup_{lv}"),
+               **_level_speedups(sysdf, levels, null, "speedup_{lv}_" + null)}
+    for rd in LEVEL_READINGS:
+        metrics.update(_level_speedups(sysdf, levels, f"oserve_{rd}", rd + "_speedup_{lv}"))
+    return sysdf, metrics
 
 
 def plot_level_speedups(ax, metrics: dict, levels) -> None:
