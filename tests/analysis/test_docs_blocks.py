@@ -99,7 +99,15 @@ def test_engine_fidelity_table_errors_with_spreads_and_the_verdict(tmp_path):
     assert text.splitlines()[-1] != (last := docs_blocks.engine_fidelity(m).splitlines()[-1])
     assert last == ("The same worst error under the readings that take the host's speed out: speed-matched (each "
                     "replay simulated at its own measured prefill and decode speeds) 8.3 %.")
-    assert "the same batch as the engine at 50.0 % of steps at the lowest" in docs_blocks.engine_fidelity(m)
+    assert "the first replay of each of 2 loads and shapes): the same batch as the engine at 50.0 % of steps at the " \
+        "lowest" in docs_blocks.engine_fidelity(m)
+    assert "Held-out shapes" not in docs_blocks.engine_fidelity(m)  # no shape judged: no line
+    m.write_text(json.dumps({**d, "sched_same_share_ramp": 0.25, "shapes_max_abs_rel_err_p50_p90_ttft_e2e_tbt": 0.43,
+                             "steps_shapes_max_abs_rel_err_p50_p90_ttft_e2e_tbt": 0.061}))
+    text2 = docs_blocks.engine_fidelity(m)
+    assert "each of 1 loads and shapes): the same batch as the engine at 25.0 %" in text2
+    assert text2.splitlines()[-1] == ("Held-out shapes (bursty, long prompts, long outputs, a ramp through saturation), "
+                                      "the worst P50/P90 TTFT and E2E and P50 TBT error: as profiled 43.0 %; steps 6.1 %.")
     assert "scatter" not in text
     m.write_text(json.dumps({**d, "step_time_noise_floor_median_pct": 7.94}))
     assert "held-out MAPE 6.5 % (steps of one shape scatter by a median 7.9 % on their own);" in docs_blocks.engine_fidelity(m)

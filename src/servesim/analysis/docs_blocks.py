@@ -171,16 +171,23 @@ def engine_fidelity(metrics_file: Path) -> str:
                if m.get("step_time_noise_floor_median_pct") is not None else "") + "; "
             "within 10 % or the engine's spread below saturation: "
             + {True: "**yes**", False: "**no**", None: "undecided (a load without a lag-clean replay)"}.get(verdict, str(verdict)) + "."]
-    readings = [(name, m.get(f"{key}_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation"))
-                for key, name in (("speed_matched", "speed-matched (each replay simulated at its own measured prefill and decode speeds)"),
-                                  ("steps", "steps (the step model refitted on the engine's own steps)"))]
-    shares = [m[f"sched_same_share_load{x}"] for x in loads if m.get(f"sched_same_share_load{x}") is not None]
+    names = (("speed_matched", "speed-matched (each replay simulated at its own measured prefill and decode speeds)"),
+             ("steps", "steps (the step model refitted on the engine's own steps)"))
+    readings = [(name, m.get(f"{key}_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation")) for key, name in names]
+    shares = {k[len("sched_same_share_"):]: v for k, v in m.items() if k.startswith("sched_same_share_") and v is not None}
     if shares:
-        out.append(f"Scheduling, step by step (the simulator's scheduler on the engine's own clock, each load's first "
-                   f"replay): the same batch as the engine at {_pct(min(shares), False)} of steps at the lowest.")
+        out.append(f"Scheduling, step by step (the simulator's scheduler on the engine's own clock, the first replay "
+                   f"of each of {len(shares)} loads and shapes): the same batch as the engine at "
+                   f"{_pct(min(shares.values()), False)} of steps at the lowest.")
     if any(v is not None for _, v in readings):
         out.append("The same worst error under the readings that take the host's speed out: "
                    + "; ".join(f"{n} {_pct(v, False)}" for n, v in readings if v is not None) + ".")
+    shape_errs = [(n, m.get(f"{k}shapes_max_abs_rel_err_p50_p90_ttft_e2e_tbt"))
+                  for k, n in (("", "as profiled"), ("speed_matched_", "speed-matched"), ("steps_", "steps"))]
+    if shape_errs[0][1] is not None:
+        out.append("Held-out shapes (bursty, long prompts, long outputs, a ramp through saturation), the worst P50/P90 "
+                   "TTFT and E2E and P50 TBT error: " + "; ".join(f"{n} {_pct(v, False)}" for n, v in shape_errs
+                                                                  if v is not None) + ".")
     return "\n".join(out)
 
 
