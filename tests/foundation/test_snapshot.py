@@ -5,6 +5,7 @@ import csv
 import json
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -174,9 +175,11 @@ def test_remake_replaces_one_figure_and_names_its_commit(tmp_path):
 
 
 def test_the_calibration_part_counts_its_engine_job(tmp_path):
-    """The engine's benchmark is written under benchmarks/engine, not benchmarks/calibration; the
-    calibration part's stamp still counts it."""
-    for folder, job, s in (("calibration", "sim_vs_vllm", 8.3), ("engine", "calibration", 3203.6)):
+    """The engine job's benchmark (workflow/rules/engine.smk) is written under the calibration's
+    own folder, so the calibration part's stamp counts it."""
+    rule = (Path(__file__).parents[2] / "workflow" / "rules" / "engine.smk").read_text()
+    assert re.search(r'"results/\{scale\}/benchmarks/calibration/engine/calibration\.tsv"', rule)
+    for folder, job, s in (("calibration", "sim_vs_vllm", 8.3), ("calibration/engine", "calibration", 3203.6)):
         d = tmp_path / "results" / "full" / "benchmarks" / folder
         d.mkdir(parents=True)
         (d / f"{job}.tsv").write_text(f"s\th:m:s\n{s}\t0:00:00\n")

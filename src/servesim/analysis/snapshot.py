@@ -35,21 +35,11 @@ def figures_of(root: Path, paper: str) -> list[str]:
     return sorted(p.stem for p in (root / "notebooks" / paper).glob("*.ipynb"))
 
 
-#: a part's jobs whose benchmarks live under another folder: the calibration's engine job is the
-#: engine rules' (workflow/rules/engine.smk writes `results/full/benchmarks/engine/calibration.tsv`)
-OTHER_BENCHMARKS = {"calibration": ("engine",)}
-
-
 def _wall_times(root: Path, paper: str) -> dict[str, float]:
-    """Seconds per job of the paper at full scale, from Snakemake's benchmark files (runs and
-    notebooks both write `results/full/benchmarks/<paper>/<job>.tsv`; see `OTHER_BENCHMARKS`)."""
-    base = root / "results" / SCALE / "benchmarks"
-    out = {}
-    for folder in (paper, *OTHER_BENCHMARKS.get(paper, ())):
-        prefix = "" if folder == paper else f"{folder}/"
-        out.update({prefix + r["job"]: round(r["wall_s"], 1) for r in read_benchmarks(base / folder)
-                    if r["wall_s"] is not None})
-    return out
+    """Seconds per job of the paper at full scale, from Snakemake's benchmark files (runs, the
+    engine job and notebooks all write `results/full/benchmarks/<paper>/<job>.tsv`)."""
+    bench = read_benchmarks(root / "results" / SCALE / "benchmarks" / paper)
+    return {r["job"]: round(r["wall_s"], 1) for r in bench if r["wall_s"] is not None}
 
 
 def stale_jobs(root: str | Path, paper: str, figure: str | None = None) -> list[str]:
