@@ -73,6 +73,7 @@ from .request_log import RequestLog, request_frame
 from .request import NEW, Req
 from .routers import CallableRouter, InstanceLoad, Router, make_router
 from .timeseries import Sampler
+from .virtual_engines import make_instance
 
 
 @dataclass
@@ -104,7 +105,7 @@ class Cluster(InstanceListener):
         if len(self.names) != len(configs):
             raise ValueError("names must have one entry per instance")
         self.instances = [
-            Instance(self.kernel, c, m, name=nm, index=j, mode=mode, listener=self)
+            make_instance(self.kernel, c, m, name=nm, index=j, mode=mode, listener=self)
             for j, (c, m, nm) in enumerate(zip(configs, step_models, self.names))
         ]
         for inst in self.instances:
@@ -166,7 +167,7 @@ class Cluster(InstanceListener):
         if (cfg.role != "both") != self.disaggregated:
             raise ValueError(f"add_instance: role={cfg.role!r} in a {'' if self.disaggregated else 'non-'}disaggregated cluster")
         j = len(self.instances)
-        inst = Instance(self.kernel, cfg, step_model, name=name or f"i{j}", index=j, mode=self.mode, listener=self)
+        inst = make_instance(self.kernel, cfg, step_model, name=name or f"i{j}", index=j, mode=self.mode, listener=self)
         inst.check_invariants = self._mode_check
         self.instances.append(inst)
         self.names.append(inst.name)
@@ -536,7 +537,7 @@ class Cluster(InstanceListener):
                 live.extend(q)
             for r in live:
                 if r.dec:
-                    inst.ds.materialize(r)
+                    inst.engine_of(r).ds.materialize(r)
                 log.record(r, partial=True)
         for r in self._in_transfer.values():
             log.record(r, partial=True)

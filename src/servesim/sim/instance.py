@@ -82,6 +82,9 @@ class InstanceConfig:
     queue_order / queue_order_options: the waiting queue's order (see ``queue_orders``; None: the
       policy's own, arrival order).
     model: the model served now. tp, pp, hardware: the replica's shape (informational here).
+    pp_engines: how a pp > 1 replica runs (``servesim.sim.virtual_engines``): "lumped" (one
+      scheduler, each iteration a barrier through the stages) or "virtual" (vLLM V0's pp virtual
+      engines sharing the stages; the config's KV blocks and limits are the replica's totals).
     role: "both" | "prefill" | "decode" (P/D disaggregation).
     kv_bytes_per_token, host_bw: for KV swap costs (bytes, bytes/s); swap_latency_s: fixed part.
     """
@@ -103,6 +106,7 @@ class InstanceConfig:
     kv_bytes_per_token: float = 0.0
     host_bw: float = math.inf
     swap_latency_s: float = 0.0
+    pp_engines: str = "lumped"
 
     def __post_init__(self) -> None:
         def bad(key, msg):
@@ -122,6 +126,8 @@ class InstanceConfig:
             bad("max_model_len", "must be positive or None")
         if self.role not in ROLES:
             bad("role", f"must be one of {ROLES}")
+        if self.pp_engines not in ("lumped", "virtual"):
+            bad("pp_engines", "must be 'lumped' or 'virtual'")
         if not self.kv_bytes_per_token >= 0:
             bad("kv_bytes_per_token", "must be >= 0")
         if not self.host_bw > 0:
@@ -211,11 +217,12 @@ class Instance:
         "_on_wake_cb",
         "_pending_ctl",
         "check_invariants",
+        "_decode_runs",
     )
 
     def __init__(self, kernel: Kernel, cfg: InstanceConfig, step_model: StepTimeModel, *,
                  name: str = "i0", index: int = 0, mode: str = "fast",
-                 listener: InstanceListener | None = None) -> None:
+                 listener: InstanceListener | None = None, decode_runs: bool = True) -> None:
         if mode not in MODES:
             raise ValueError(f"mode={mode!r} must be one of {MODES}")
         if not isinstance(step_model, StepTimeModel) and not callable(getattr(step_model, "step_time", None)):
@@ -273,6 +280,9 @@ class Instance:
         #: run :meth:`check` after every event (tests; O(n) per event)
         self.check_invariants = False
         self._on_wake_cb = self._on_wake
+        #: plan decode runs in fast mode (off for a virtual engine, whose step times depend on its
+        #: siblings' micro-batches: servesim.sim.virtual_engines)
+        self._decode_runs = decode_runs
 
     # ------------------------------------------------------------------ public queries
     @property
@@ -339,6 +349,10 @@ class Instance:
             for r in q:
                 tot += r.output - r.generated
         return tot
+
+    def engine_of(self, r: Req) -> "Instance":
+        """The scheduler that holds ``r``: this instance (a virtual-engine replica has several)."""
+        return self
 
     def generated(self, r: Req) -> int:
         """Output tokens ``r`` has sampled so far (counting the iteration in progress)."""
@@ -654,7 +668,7 @@ class Instance:
                 ds.add(r, self._reserved)
                 r.dec = True
         k = 0
-        if (self.fast and not done and not fin and not self._handoffs and not prefilling and ds.n
+        if (self.fast and self._decode_runs and not done and not fin and not self._handoffs and not prefilling and ds.n
                 and not self._pending_ctl and not self.policy.head_admissible(self)):
             k = min(ds.min_fin() - ds.D, ds.iterations_fitting(self.num_blocks - self.used), MAX_RUN)
         # --- times

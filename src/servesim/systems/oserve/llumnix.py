@@ -171,7 +171,7 @@ def pick_request(inst):
     now = inst.now
     for r in inst.running:
         if r.dec and r.first_t <= now:
-            k = (inst.ds.computed(r), r.adm)
+            k = (inst.engine_of(r).ds.computed(r), r.adm)
             if key is None or k < key:
                 best, key = r, k
     return best
