@@ -72,7 +72,8 @@ from . import serving as SV
 from . import switching as SW
 from .objective import CLASSIFY, OBJECTIVES, SHARES, balanced_fractions, evaluate
 from .profiler import METHODS, CapacityProfiler, pools_from_frame, saturated_rate
-from .replica import BACKENDS, DEFAULT_BACKEND, GPU, Shape, instance_config, kv_tokens, step_model, strategies
+from .replica import (BACKENDS, DEFAULT_BACKEND, GPU, Shape, add_pp_engines_arg, instance_config, kv_tokens,
+                      set_pp_engines, step_model, strategies)
 from .search import INITS, Evaluator, exhaustive, heuristic, place
 
 SYSTEMS = ("oserve", "static", "reload", "hetero", "oserve_naive_reload")
@@ -416,6 +417,7 @@ def run(a: argparse.Namespace) -> int:
     from .profiler import DEFAULT_CACHE
 
     check(a)
+    set_pp_engines(a.pp_engines)
     t_start = time.perf_counter()
     pool = G.type_pool(a.types, a.seed)
     pools = pools_from_frame(pool, names=list(range(len(G.TYPES))), labels=G.TYPES)
@@ -527,7 +529,7 @@ def run(a: argparse.Namespace) -> int:
            "n_spans": n_spans, "n_requests": len(wl), "period_edges_s": edges.tolist(), "restart_s": a.restart_s,
            "rrmse_pred_pct": float(np.nanmean(PR.rrmse(counts[1:], lam_hat[1:]))) if n_spans > 1 else np.nan,
            "plan_s": plan_s, "searches": planner.searches, "search_s": planner.search_s, "profile_runs": prof.runs,
-           "systems": systems, "seed": a.seed, "wall_s": time.perf_counter() - t_start}
+           "systems": systems, "seed": a.seed, "pp_engines": a.pp_engines, "wall_s": time.perf_counter() - t_start}
     if "dynamo" in a.systems:
         out["dynamo"] = dyn.summary()
     # the n_kj behind OServe's plans, with the closed-batch ones beside an open-loop reading's
@@ -606,6 +608,7 @@ def main(argv=None) -> int:
                     help="Llumnix knobs: poll_s, threshold_steps, migration, last_stage_tokens, max_stages")
     ap.add_argument("--n-requests", type=int, default=2000, help="requests per profiler saturation run")
     ap.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND)
+    add_pp_engines_arg(ap)
     ap.add_argument("--cache-dir", default=None)
     add_output_args(ap)
     return run_command(run, ap.parse_args(argv), "oserve online")

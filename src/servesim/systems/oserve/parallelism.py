@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .profiler import CapacityProfiler, TypePool
-from .replica import BACKENDS, DEFAULT_BACKEND, Shape, strategies
+from .replica import BACKENDS, DEFAULT_BACKEND, Shape, add_pp_engines_arg, set_pp_engines, strategies
 
 FIG1_TYPES = {"short-output": (2, 3), "long-output": (0, 1)}  # SISO + LISO; SILO + LILO (gen_oserve.TYPES order)
 
@@ -98,12 +98,13 @@ def run(a) -> int:
     if a.gpus < 1 or not (0 < a.load < 5) or not (a.minutes > 0) or a.n_requests < 10:
         raise InputError("--gpus >= 1, 0 < --load < 5, --minutes > 0 and --n-requests >= 10")
     pools = fig1_pools(type_pool())
+    set_pp_engines(a.pp_engines)
     with staged_output_dir(a.out, command=f"oserve parallelism --model {a.model} --gpus {a.gpus}", force=a.force) as tmp:
         pts = sweep(a.model, a.gpus, pools, load=a.load, minutes=a.minutes, n_requests=a.n_requests, backend=a.backend,
                     seed=a.seed, max_pp=a.max_pp)
         pts.to_csv(tmp / "points.csv", index=False)
         summ = {"model": a.model, "gpus": a.gpus, "load": a.load, "minutes": a.minutes, "n_requests": a.n_requests,
-                "backend": a.backend, "seed": a.seed, "types": {p.name: {"n_pool": len(p.prompt), "mean_input": float(p.prompt.mean()),
+                "backend": a.backend, "pp_engines": a.pp_engines, "seed": a.seed, "types": {p.name: {"n_pool": len(p.prompt), "mean_input": float(p.prompt.mean()),
                                                                            "mean_output": float(p.output.mean())} for p in pools},
                 "best": best(pts)}
         (tmp / "summary.json").write_text(json.dumps(summ, indent=1, default=float) + "\n")
@@ -123,6 +124,7 @@ def main(argv=None) -> int:
     ap.add_argument("--n-requests", type=int, default=2000, help="requests per saturation run of the profiler")
     ap.add_argument("--max-pp", type=int, default=8)
     ap.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND)
+    add_pp_engines_arg(ap)
     add_output_args(ap)
     return run_command(run, ap.parse_args(argv), "oserve parallelism")
 

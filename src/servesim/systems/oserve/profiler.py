@@ -125,7 +125,7 @@ class CapacityProfiler:
         inputs = {"v": VERSION, "model": self.model, "hw": self.hardware, "backend": self.backend,
                   "shape": [shape.tp, shape.pp, shape.cross_node], "n": self.n_requests, "span": self.span_s,
                   "seed": self.seed, "ctx": self.enforce_context, "pools": [[p.name, p.digest()] for p in self.pools],
-                  "code": code_digest(__name__)}
+                  "code": code_digest(__name__), "engines": instance_config(self.model, shape, self.hardware).pp_engines}
         if self.backend == "gpu-bench-fit":  # its parameters come from committed tables: key on them
             sm = step_model(self.model, shape, self.hardware, self.backend)
             inputs["step"] = [sm.params(), sm.meta.get("source", "")]

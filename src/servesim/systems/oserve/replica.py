@@ -34,6 +34,22 @@ GPU_MEM_UTIL = 0.9  # vLLM's default gpu_memory_utilization
 ACT_RESERVE_FRAC = 0.05  # of the weights: activations / CUDA graphs kept out of the KV pool
 MIN_KV_TOKENS = 2048  # a replica must hold at least one max-length (2048) sequence of KV
 MAX_SEQS, MAX_BATCHED_TOKENS, BLOCK = 256, 8192, 16
+PP_ENGINE_READINGS = ("virtual", "lumped")
+PP_ENGINES = "virtual"  # a PP replica's engines (instance_config); the commands' --pp-engines sets it
+
+
+def set_pp_engines(name: str) -> None:
+    """This process's reading of a PP replica's engines (``instance_config``'s default)."""
+    global PP_ENGINES
+    if name not in PP_ENGINE_READINGS:
+        raise ValueError(f"pp_engines={name!r}: one of {PP_ENGINE_READINGS}")
+    PP_ENGINES = name
+
+
+def add_pp_engines_arg(ap) -> None:
+    ap.add_argument("--pp-engines", choices=PP_ENGINE_READINGS, default=PP_ENGINES,
+                    help="a PP replica as vLLM V0's virtual engines sharing the stages (virtual), or as one "
+                         "scheduler whose every iteration crosses all stages before the next (lumped, a reading)")
 
 
 @dataclass(frozen=True, order=True)
@@ -119,8 +135,14 @@ def step_model(model: str, shape: Shape, hardware: str = GPU, backend: str = DEF
     return RooflineStepTime(model, hardware, tp=shape.tp, pp=shape.pp, pp_link_bw=link, **params)
 
 
-def instance_config(model: str, shape: Shape, hardware: str = GPU, enforce_context: bool = False) -> InstanceConfig:
+def instance_config(model: str, shape: Shape, hardware: str = GPU, enforce_context: bool = False,
+                    pp_engines: str | None = None) -> InstanceConfig:
     """vLLM V0 defaults; a PP replica runs pp virtual engines, each with vLLM's own limits.
+
+    ``pp_engines`` (default ``PP_ENGINES``): how the simulator runs those engines
+    (``servesim.sim.virtual_engines``): "virtual" (one scheduler per engine, their micro-batches
+    sharing the stages, as vLLM V0 does) or "lumped" (one scheduler with pp x the limits, every
+    iteration a barrier through the stages: the reading of servesim before 5 Dec).
 
     ``enforce_context``: cap sequences at the model's max_context. Off by default: the paper serves
     Azure lengths (inputs up to 7999) on OPT-30B/66B, whose position limit is 2048, so it cannot
@@ -132,4 +154,4 @@ def instance_config(model: str, shape: Shape, hardware: str = GPU, enforce_conte
     return InstanceConfig(num_blocks=blocks, block_size=BLOCK, max_num_seqs=MAX_SEQS * shape.pp,
                           max_num_batched_tokens=max(MAX_BATCHED_TOKENS, m.max_context or 0) * shape.pp,
                           max_model_len=m.max_context if enforce_context else None, policy="vllm-v0", model=model, tp=shape.tp, pp=shape.pp,
-                          hardware=hardware)
+                          hardware=hardware, pp_engines=PP_ENGINES if pp_engines is None else pp_engines)

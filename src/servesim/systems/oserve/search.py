@@ -53,7 +53,7 @@ import numpy as np
 
 from .objective import CLASSIFY, OBJECTIVES, XNODE_PENALTY, FlowValue, evaluate, flow_sets
 from .profiler import CapacityProfiler
-from .replica import BACKENDS, DEFAULT_BACKEND, GPUS_PER_NODE, Shape, min_gpus, strategies
+from .replica import BACKENDS, DEFAULT_BACKEND, GPUS_PER_NODE, Shape, add_pp_engines_arg, min_gpus, set_pp_engines, strategies
 
 
 def place(shapes, total_gpus: int, per_node: int = GPUS_PER_NODE) -> tuple[Shape, ...] | None:
@@ -416,6 +416,7 @@ def run(a) -> int:
 
     check_options(a)
     pools, cases = cases_and_pools(a)
+    set_pp_engines(a.pp_engines)
     types = [p.name for p in pools]
     prof = CapacityProfiler(a.model, pools, backend=a.backend, n_requests=a.n_requests, seed=a.profile_seed,
                             cache_dir=None if a.no_cache else (a.cache_dir or DEFAULT_CACHE))
@@ -427,7 +428,7 @@ def run(a) -> int:
                 prof.capacity(Shape(s.tp, s.pp, cross))
         summ = {"model": a.model, "gpus": a.gpus, "types": types, "type_method": None if a.lengths else a.types,
                 "objective": a.objective, "classify": a.classify, "mode": a.mode, "max_pp": a.max_pp,
-                "seed": a.seed, "search_seeds": a.search_seeds, "init": a.init, "profile_seed": a.profile_seed, "backend": a.backend, "n_requests": a.n_requests, "rate_rps": a.rate,
+                "seed": a.seed, "search_seeds": a.search_seeds, "init": a.init, "profile_seed": a.profile_seed, "backend": a.backend, "pp_engines": a.pp_engines, "n_requests": a.n_requests, "rate_rps": a.rate,
                 "span_s": prof.span_s, "patience": a.patience, "max_iter": a.max_iter, "serve_load": a.serve_load,
                 "serve_minutes": a.serve_minutes, "profile_seconds": time.perf_counter() - t0, "profile_runs": prof.runs,
                 "profile_cache_hits": prof.hits, "cases": []}
@@ -512,6 +513,7 @@ def main(argv=None) -> int:
     ap.add_argument("--n-requests", type=int, default=2000, help="requests per saturation run of the profiler")
     ap.add_argument("--max-pp", type=int, default=8, help="deepest pipeline considered")
     ap.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND)
+    add_pp_engines_arg(ap)
     ap.add_argument("--serve-load", type=float, default=0.0,
                     help="serve every plan at this fraction of the best plan's capacity (0: do not serve)")
     ap.add_argument("--serve-minutes", type=float, default=5.0)
