@@ -74,7 +74,8 @@ from servesim.metrics import summarize
 apply_style()
 base = run_dir("calibration", "engine", scale, root)  # workflow/runs/calibration.yaml
 fit_json = base / "profile" / "fit.json"
-missing = [p for p in [fit_json] + [base / "replay" / c / "summary.json" for c in [f"load{x}" for x in loads] + shapes]
+cases = [f"load{x}" for x in loads] + list(shapes)  # every compared case: the loads, then the held-out shapes
+missing = [p for p in [fit_json] + [base / "replay" / c / "summary.json" for c in cases]
            if not p.exists()]
 if missing:
     raise FileNotFoundError(
@@ -206,9 +207,9 @@ steps_err.round(2)
 # %%
 def cases_compared(fit_file, **kw):
     """Every load's and held-out shape's comparison (columns ``load`` / ``shape``: the case, the other NaN)."""
-    cases = [(f"load{x}", {"load": x, "shape": None}) for x in loads] + [(n, {"load": np.nan, "shape": n}) for n in shapes]
+    keys = [{"load": x, "shape": None} for x in loads] + [{"load": np.nan, "shape": n} for n in shapes]
     return pd.concat([compare_repeats(replay_dirs(label), fit_file, arrivals=arrivals, label=label, coalesced=coalesced,
-                                      **kw).assign(**key) for label, key in cases], ignore_index=True)
+                                      **kw).assign(**key) for label, key in zip(cases, keys)], ignore_index=True)
 
 
 def case_errors(table):
@@ -271,7 +272,7 @@ batches.pivot_table(index="stat", columns="load", values="rel_diff").round(3) if
 
 # %%
 sched = pd.DataFrame([{"case": c, **step_agreement(replay_dirs(c)[0], fit_json)[1]}
-                      for c in [f"load{x}" for x in loads] + list(shapes)]
+                      for c in cases]
                      if step_dirs else [], columns=["case", "steps_engine", "steps_sim", "same_share", "first_difference",
                                                      "differ_prompt_tokens", "differ_decoding_sequences", "differ_contexts",
                                                      "ttft_s_max_abs_diff_s", "e2e_s_max_abs_diff_s"])
@@ -298,7 +299,7 @@ def sensitivity(label):
     return ((b / a.where(a != 0) - 1.0) / 0.01).rename(label)
 
 
-sens = pd.concat([sensitivity(c) for c in [f"load{x}" for x in loads] + list(shapes)], axis=1).T
+sens = pd.concat([sensitivity(c) for c in cases], axis=1).T
 sens[["p50_ttft_s", "p90_ttft_s", "p50_tpot_s", "p50_e2el_s", "p90_e2el_s"]].round(1)
 
 # %% [markdown]
@@ -455,8 +456,8 @@ for r in sched.itertuples():  # scheduling, step by step (in-process only), each
     metrics[f"sched_first_difference_{r.case}"] = None if pd.isna(r.first_difference) else int(r.first_difference)
     metrics[f"sched_forced_e2e_max_abs_diff_s_{r.case}"] = float(r.e2e_s_max_abs_diff_s)
 for reading, table in (("steps", steps_cmp), ("speed_matched", speed_cmp)):  # in-process replays only
-    for col, cases in (("load", loads), ("shape", shapes)):
-        for c in cases:
+    for col, values in (("load", loads), ("shape", shapes)):
+        for c in values:
             rows = table[table[col] == c]
             for k, key in named.items():
                 r = rows[rows.metric == key]
