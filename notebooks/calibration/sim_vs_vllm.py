@@ -357,7 +357,7 @@ for ax, (m, title) in zip(axes, (("ttft", "TTFT"), ("tpot", "TBT"), ("e2el", "E2
     ax.set_xlabel("load (x measured capacity)")
     ax.set_ylabel("ms")
     ax.set_yscale("log")
-axes[0].legend(fontsize=7, ncol=2)
+axes[0].legend(fontsize=7, ncol=2, loc="best", framealpha=0.85)
 # bottom row: per-request CDFs of each load's first replay (engine solid, simulator dashed)
 cdf_cols = (("ttft_s", "TTFT"), ("tbt_mean_s", "TBT (per-request mean gap)"), ("e2e_s", "E2E"))
 for ax, (col, title) in zip(grid[1], cdf_cols):
@@ -371,30 +371,35 @@ for ax, (col, title) in zip(grid[1], cdf_cols):
     ax.xaxis.set_minor_formatter(plt.NullFormatter())  # a narrow log range labels its minor ticks: they collide
     ax.set_xlabel(f"{title} (ms)")
     ax.set_ylabel("fraction of requests")
-grid[1][0].legend(fontsize=6, ncol=2)
+grid[1][0].legend(fontsize=6, ncol=2, loc="best", framealpha=0.85)
 # third row: the held-out shapes' errors (median over repeats), the engine's spread as a whisker
 bar_metrics = (("p50_ttft_s", "TTFT P50"), ("p90_ttft_s", "TTFT P90"), ("p50_tpot_s", "TBT P50"),
                ("p50_e2el_s", "E2E P50"), ("p90_e2el_s", "E2E P90"))
 if shapes:
     ax = fig.add_subplot(gs[2, :])
     w = 0.8 / len(bar_metrics)
+    drawn = [-10.0, 10.0]  # every plotted value, so the axis shows them all (the band too)
     for j, (key, name) in enumerate(bar_metrics):
         sub = cmp_shapes[cmp_shapes.metric == key].set_index("shape").reindex(shapes)
         xs = np.arange(len(shapes)) + (j - (len(bar_metrics) - 1) / 2) * w
         ax.bar(xs, sub.rel_err * 100, w, color=f"C{j}", label=name)
-        ax.errorbar(xs, np.zeros(len(xs)), yerr=sub.engine_spread.to_numpy(float) * 100, fmt="none",
-                    ecolor="0.4", lw=0.8, capsize=2)
+        spread = sub.engine_spread.to_numpy(float) * 100
+        ax.errorbar(xs, np.zeros(len(xs)), yerr=spread, fmt="none", ecolor="0.4", lw=0.8, capsize=2)
+        drawn += [*(sub.rel_err * 100), *spread, *(-spread)]
         for t, mk, name in ((steps_cmp, "_", "reading steps"), (speed_cmp, "x", "speed-matched")):
             if len(t):  # the readings' errors on each bar (black)
                 r = t[(t.metric == key) & t["shape"].notna()].set_index("shape").reindex(shapes)
                 ax.plot(xs, r.rel_err * 100, mk, color="k", ms=7, mew=1.4, label=name if j == 0 else None)
+                drawn += list(r.rel_err * 100)
+    lo, hi = np.nanmin(drawn), np.nanmax(drawn)
+    ax.set_ylim(lo - 0.08 * (hi - lo), hi + 0.3 * (hi - lo))  # headroom above for the legend
     ax.axhspan(-10, 10, color="0.9", zorder=0)
     ax.axhline(0, color="k", lw=0.6)
     ax.set_xticks(np.arange(len(shapes)), shapes)
     ax.set_ylabel("sim error (%)")
     ax.set_title("held-out shapes: simulator error (bars; black marks: the readings steps and speed-matched), "
                  "the engine's repeat spread (whiskers), ±10 % band", fontsize=9)
-    ax.legend(fontsize=7, ncol=len(bar_metrics) + 2)
+    ax.legend(fontsize=7, ncol=len(bar_metrics) + 2, loc="upper center")
 fig.tight_layout()
 
 # %%
