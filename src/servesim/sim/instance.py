@@ -56,6 +56,8 @@ from .request import DROPPED, FINISHED, REJECTED, RUNNING, SWAPPED, TRANSFER, WA
 from .queue_orders import QueueOrdered, get_order
 from .schedulers import SchedulerPolicy, get_policy
 
+#: how a pp > 1 replica runs (InstanceConfig.pp_engines; servesim.sim.virtual_engines)
+PP_ENGINES = ("lumped", "virtual")
 #: longest decode run evaluated in one vectorised call (longer runs are chained exactly)
 MAX_RUN = 1024
 _AR = np.arange(MAX_RUN, dtype=np.int64)
@@ -126,8 +128,8 @@ class InstanceConfig:
             bad("max_model_len", "must be positive or None")
         if self.role not in ROLES:
             bad("role", f"must be one of {ROLES}")
-        if self.pp_engines not in ("lumped", "virtual"):
-            bad("pp_engines", "must be 'lumped' or 'virtual'")
+        if self.pp_engines not in PP_ENGINES:
+            bad("pp_engines", f"must be one of {PP_ENGINES}")
         if not self.kv_bytes_per_token >= 0:
             bad("kv_bytes_per_token", "must be >= 0")
         if not self.host_bw > 0:

@@ -26,6 +26,7 @@ from ...catalog import get_hardware, get_model, kv_capacity
 from ...perf import RooflineStepTime, build
 from ...perf.shard_fit import measured_tps, shard_roofline
 from ...sim import InstanceConfig
+from ...sim.instance import PP_ENGINES as PP_ENGINE_READINGS  # "lumped" is a named reading here
 
 GPU = "h100-80gb"
 GPUS_PER_NODE = 8
@@ -34,7 +35,6 @@ GPU_MEM_UTIL = 0.9  # vLLM's default gpu_memory_utilization
 ACT_RESERVE_FRAC = 0.05  # of the weights: activations / CUDA graphs kept out of the KV pool
 MIN_KV_TOKENS = 2048  # a replica must hold at least one max-length (2048) sequence of KV
 MAX_SEQS, MAX_BATCHED_TOKENS, BLOCK = 256, 8192, 16
-PP_ENGINE_READINGS = ("virtual", "lumped")
 PP_ENGINES = "virtual"  # a PP replica's engines (instance_config); the commands' --pp-engines sets it
 
 
