@@ -6,8 +6,10 @@ A worker serves the front of its queue: if the front request's model is not resi
 (weights / load_bw, no prefetch, no init cost) and every request in its queue loses its KV
 (recomputed later: its "prefill" then covers prompt + tokens so far and yields the next token);
 otherwise it batches the consecutive same-model requests at the front (vLLM-like, prefills
-first: a step runs the batch's prefills if it has any, else its decodes; KV capacity = (GPU memory
-- weights) * 0.8 / KV bytes per token tokens; requests left out lose their KV). A request whose
+first: a step runs the batch's prefills if it has any, else its decodes; KV capacity by the rule
+Aegaeon's instances get, ``vram_fraction`` x GPU memory - weights, over the KV bytes per token
+(``Settings.sllm_kv``; the authors' simulator's (GPU memory - weights) x 0.8 is the reading
+``ae``); requests left out lose their KV). A request whose
 first token has not been produced, and that is not in the running step, ``sllm_timeout_s`` (15 s)
 after arrival fails and counts 0 (the artifact checks this lazily at the next arrival).
 
@@ -173,9 +175,12 @@ class SllmSim(BaseSim):
         k = self._kv_tokens.get(model)
         if k is None:
             c = self.costs_of(model)
-            # ServerlessLLM's reading (the authors' simulator): sllm_kv_fraction of the memory the weights leave
-            k = self._kv_tokens[model] = kv_capacity(c.gpu_bytes, c.weight_bytes, c.kv_bytes_per_token,
-                                                     fraction=self.s.sllm_kv_fraction, fraction_of="free")
+            if self.s.sllm_kv == "pool":  # the rule Aegaeon's instances get (ModelCosts.kv_blocks_capacity), in tokens
+                k = kv_capacity(c.usable_bytes, c.weight_bytes, c.kv_bytes_per_token, fraction=1.0, fraction_of="total")
+            else:  # the authors' simulator: sllm_kv_fraction of the memory the weights leave
+                k = kv_capacity(c.gpu_bytes, c.weight_bytes, c.kv_bytes_per_token,
+                                fraction=self.s.sllm_kv_fraction, fraction_of="free")
+            self._kv_tokens[model] = k
         return k
 
     # -- placement ----------------------------------------------------------------------------------
