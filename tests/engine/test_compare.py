@@ -406,3 +406,31 @@ def test_profile_reads_an_engine_failure_in_the_answer_as_a_lost_server(monkeypa
         P.profile_engine("http://engine", "unused")
     assert isinstance(err.value, ServerLostError) == lost
     assert "profiling" in str(err.value)
+
+
+def test_an_http_replay_behind_the_front_end_queue(tmp_path):
+    """compare_run(frontend=...): the HTTP replay's front end as servesim.sim.frontend's queue in place
+    of the profile's constant; a free one changes nothing, a costly one adds its service to every
+    TTFT; refused for an in-process replay (it has no front end)."""
+    from servesim.errors import InputError
+    from servesim.perf.fitted import FittedStepTime
+    from servesim.sim.frontend import FrontEnd
+
+    cfg = EngineConfig(max_num_seqs=8, max_num_batched_tokens=256, block_size=32)
+    coefs = {"a_p": 0.01, "a_d": 0.005, "b_pt": 1e-5, "c_pc": 0.0, "b_ds": 1e-4, "c_dc": 1e-7}
+    (tmp_path / "fit.json").write_text(json.dumps({"coefficients": coefs, "frontend_overhead_s": 0.02}))
+    wl = _wl(rate=2.0)
+    engine = simulate(wl, FittedStepTime(**coefs), cfg, kv_blocks=100)
+    d = _replay_dir(tmp_path / "http", engine, cfg)
+    _, const = compare_run(d, tmp_path / "fit.json")  # the profile's constant 20 ms
+    _, free = compare_run(d, tmp_path / "fit.json", frontend=FrontEnd())
+    np.testing.assert_allclose(free.ttft_s, engine.ttft_s, atol=1e-12)  # the queue replaced the constant
+    np.testing.assert_allclose(const.ttft_s, engine.ttft_s + 0.02, atol=1e-9)
+    fe = FrontEnd(request_s=0.004, output_token_s=0.001)
+    (tmp_path / "fe.json").write_text(json.dumps({"fit": fe.as_dict()}))
+    _, q = compare_run(d, tmp_path / "fit.json", frontend=tmp_path / "fe.json")
+    assert (q.ttft_s >= 0.004 + 0.001 - 1e-12).all() and q.ttft_s.mean() > free.ttft_s.mean() + 0.004
+    assert q.attrs["frontend"]["converged"]
+    ip = _replay_dir(tmp_path / "inproc", engine, cfg, replay="in-process")
+    with pytest.raises(InputError, match="in-process replay has no front end"):
+        compare_run(ip, tmp_path / "fit.json", frontend=fe)

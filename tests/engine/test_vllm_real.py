@@ -76,6 +76,21 @@ def test_replay_on_real_vllm_then_server_crash_mid_run(tiny_model, tmp_path):
         assert summary["kv_blocks"] == 128  # read back from /metrics
         assert not summary["partial"] and summary["all"]["states"] == {"finished": 30}
 
+        # the front end's costs on the same server (issue 33 item 3): the API process is found and
+        # its CPU time per streamed token is positive and fitted; frontend.json is what the simulator reads
+        from servesim.engine.frontend_cost import Case, measure_on
+        from servesim.sim.frontend import FrontEnd
+
+        cases = [Case("one", 40, 16, 1, 40.0), Case("long-prompt", 20, 400, 1, 20.0),
+                 Case("stream", 12, 16, 64, 6.0), Case("mixed", 20, 200, 16, 10.0)]
+        prof = measure_on(srv, tmp_path / "fe", ReplayOptions(vocab_size=512, first_token_id=3), cases=cases,
+                          idle_s=1.0)
+        assert prof["fit"]["output_token_s"] > 0 and prof["vllm"]
+        rows = pd.read_csv(tmp_path / "fe" / "cases.csv")
+        assert (rows.loc[rows.requests > 0, "completed"] == rows.loc[rows.requests > 0, "requests"]).all()
+        assert (rows.loc[rows.requests > 0, "api_cpu_s"] > 0).all()
+        assert FrontEnd.from_json(tmp_path / "fe" / "frontend.json").output_token_s == prof["fit"]["output_token_s"]
+
         # then the server dies mid-run: the results so far are kept and marked partial. The kill
         # is triggered by the stream itself (after KILL_AFTER of the 12,000 tokens asked for), not
         # by a timer, so a fast machine cannot finish the replay before it

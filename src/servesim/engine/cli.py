@@ -258,11 +258,31 @@ def _cmd_compare(a) -> int:
     if a.out:
         check_output_file(a.out)
     table, sim = compare_run(a.replay_dir, a.fit, frontend_overhead=not a.no_frontend_overhead,
-                             arrivals=a.arrivals, coalesced=a.coalesced)
+                             arrivals=a.arrivals, coalesced=a.coalesced, frontend=a.frontend)
     if a.out:
         with atomic_file(a.out) as tmp:
             table.to_csv(tmp, index=False)
     print(table.to_string(index=False))
+    return 0
+
+
+def _cmd_frontend(a) -> int:
+    from dataclasses import replace
+
+    from servesim.engine.frontend_cost import CASES, measure
+    from servesim.output_dir import check_output_dir, staged_output_dir
+
+    if a.url:
+        raise InputError("engine-frontend reads the API server's CPU time, so it starts the server here: "
+                         "give --model (on a GPU node, run it there)")
+    if not a.scale >= 0.05:
+        raise InputError(f"--scale {a.scale}: must be >= 0.05")
+    _check_engine_args(a)
+    check_output_dir(a.out, force=a.force)
+    cases = [replace(c, n=max(4, int(round(c.n * a.scale)))) for c in CASES]
+    with staged_output_dir(a.out, command="servesim engine-frontend", force=a.force) as out:
+        prof = measure(a.model, out, _config(a), cases=cases, seed=a.seed, start_timeout_s=a.start_timeout)
+    print(json.dumps({"fit": prof["fit"], "fit_max_rel_err": prof["fit_max_rel_err"], "vllm": prof["vllm"]}))
     return 0
 
 
@@ -397,8 +417,22 @@ def add_parser(subparsers) -> None:
     p.add_argument("--coalesced", choices=["keep", "drop"], default="keep",
                    help="drop: leave out requests whose stream reached the client in one read (their "
                         "first-token time is the client's, not the engine's); the table says how many")
+    p.add_argument("--frontend", default=None, metavar="FRONTEND_JSON",
+                   help="an HTTP replay's front end as a queue (servesim.sim.frontend) with the costs of this "
+                        "profile (engine-frontend's frontend.json), in place of the constant overhead")
     p.add_argument("-o", "--out", default=None, help="comparison CSV")
     p.set_defaults(func=_cmd_compare)
+
+    p = subparsers.add_parser("engine-frontend",
+                              help="measure the API server's CPU cost per request, prompt token and output token "
+                                   "on a local vLLM server (frontend.json for the simulator's front end)")
+    _engine_args(p)
+    p.add_argument("-o", "--out", required=True, help="output directory (frontend.json, cases.csv, server.log)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--scale", type=float, default=1.0, help="requests per case x this (>= 0.05)")
+    p.add_argument("--force", action="store_true",
+                   help="replace a non-empty output folder that holds no servesim results marker")
+    p.set_defaults(func=_cmd_frontend)
 
     for name, func, helptext in (
             ("replay", _cmd_replay, "replay a workload against a real vLLM server, record every token"),

@@ -5,7 +5,10 @@ max_num_seqs, max_num_batched_tokens, block size, and the KV blocks the server r
 allocated) with the step-time model fitted from the engine's profile. The client-observed
 frontend overhead measured by the profile (HTTP, tokenisation, hand-off; see
 :mod:`servesim.engine.profile`) is modelled as a delay before the request reaches the engine
-(``frontend_overhead=True``, the default); times are reported from the workload's arrivals.
+(``frontend_overhead=True``, the default), or, given a measured front-end profile
+(``frontend=``, :mod:`servesim.engine.frontend_cost`), the front end is the queue of
+:mod:`servesim.sim.frontend` (ingestion before the engine, every streamed token after it) in
+place of that constant; times are reported from the workload's arrivals.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import pandas as pd
 
 from servesim.engine.records import step_table
 from servesim.engine.server import EngineConfig
+from servesim.errors import InputError
 from servesim.metrics import summarize
 from servesim.perf.base import StepTimeModel
 
@@ -33,15 +37,22 @@ COMPARED = (*(f"p{q}_{m}_s" for m in ("ttft", "tpot", "e2el") for q in (50, 90, 
 
 
 def simulate(workload: pd.DataFrame, model: StepTimeModel, config: EngineConfig, kv_blocks: int,
-             overhead_s: float = 0.0, mode: str = "fast", entry_s=None, on_cluster=None) -> pd.DataFrame:
+             overhead_s: float = 0.0, mode: str = "fast", entry_s=None, on_cluster=None,
+             frontend=None) -> pd.DataFrame:
     """The simulator's per-request table for ``workload`` on an instance like the engine's.
 
     Requests reach the engine at ``entry_s`` (default: their ``arrival_s``; a replay's real send
     times can be given, aligned with the workload's rows) plus ``overhead_s``; latencies are
     reported from the workload's own ``arrival_s``. ``on_cluster(cluster)`` is called before the run.
+    ``frontend`` (a :class:`servesim.sim.frontend.FrontEnd`): the requests pass its queue on the
+    way in and their tokens on the way out (:func:`servesim.sim.frontend.serve`; its info in the
+    table's ``attrs["frontend"]``); it is the front end, so give it with ``overhead_s`` 0.
     """
     from servesim.sim import Cluster
 
+    if frontend is not None and on_cluster is not None:
+        raise ValueError("simulate: a front end re-runs the engine side until its queue settles; "
+                         "on_cluster would see every pass")
     cfg = config.to_instance(kv_blocks)
     wl = workload.copy()
     orig = dict(zip(wl["request_id"].to_numpy(), wl["arrival_s"].to_numpy()))
@@ -49,14 +60,26 @@ def simulate(workload: pd.DataFrame, model: StepTimeModel, config: EngineConfig,
     wl["arrival_s"] = np.where(np.isnan(entry), wl["arrival_s"].to_numpy(float), entry) + overhead_s
     wl = wl.sort_values(["arrival_s", "request_id"], kind="stable").reset_index(drop=True)
     wl["model"] = cfg.model  # the engine serves every request with its one model
-    cluster = Cluster.uniform(1, cfg, model, mode=mode)
-    if on_cluster is not None:
-        on_cluster(cluster)
-    df = cluster.run(wl).requests
+
+    def run(w: pd.DataFrame) -> pd.DataFrame:
+        cluster = Cluster.uniform(1, cfg, model, mode=mode)
+        if on_cluster is not None:
+            on_cluster(cluster)
+        return cluster.run(w).requests
+
+    info = None
+    if frontend is None:
+        df = run(wl)
+    else:
+        from servesim.sim.frontend import serve
+
+        df, info = serve(frontend, wl, run)
     # report against the workload's own arrival times (overhead and lateness are latency)
     df["arrival_s"] = df["request_id"].map(orig).astype(float)
     df["ttft_s"] = df["first_token_s"] - df["arrival_s"]
     df["e2e_s"] = df["finish_s"] - df["arrival_s"]
+    if info is not None:
+        df.attrs["frontend"] = info
     return df
 
 
@@ -121,7 +144,7 @@ def _replay(d: Path) -> tuple[dict, pd.DataFrame, EngineConfig, int | None, pd.D
 
 def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhead: bool = True,
                 arrivals: str = "scheduled", label: str = "", coalesced="keep",
-                speed: tuple[float, float] = (1.0, 1.0)) -> tuple[pd.DataFrame, pd.DataFrame]:
+                speed: tuple[float, float] = (1.0, 1.0), frontend=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Simulate the workload of a finished replay with the fitted profile; return
     (comparison table, simulator request table). ``arrivals="sent"`` feeds the simulator the
     times the client really sent each request (``sends.parquet``) instead of the schedule.
@@ -130,7 +153,10 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
     step) out of both sides' statistics; the table's ``coalesced_share`` says how many there were.
     Several readings (``("drop", "keep")``) give one block of rows each, column ``coalesced``,
     from the same simulation. ``speed`` (prefill, decode) scales the simulated step times with and
-    without prompt tokens (`regime_speeds` of this replay: the speed-matched reading)."""
+    without prompt tokens (`regime_speeds` of this replay: the speed-matched reading).
+    ``frontend`` (a `FrontEnd` or the path of a measured profile, ``frontend.json``): for an HTTP
+    replay, the front end as a queue in place of the profile's constant overhead (an in-process
+    replay has no front end: refused)."""
     from servesim.engine.profile import load_fitted
 
     readings = _readings(coalesced)
@@ -149,7 +175,15 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
         entry = wl["request_id"].map(sends).to_numpy(float)
     elif arrivals != "scheduled":
         raise ValueError(f"arrivals must be 'scheduled' or 'sent', got {arrivals!r}")
-    sim = simulate(wl, model, config, kv_blocks, overhead if frontend_overhead else 0.0, entry_s=entry)
+    if frontend is not None:
+        from servesim.sim.frontend import FrontEnd
+
+        if summary.get("replay") == "in-process":
+            raise InputError(f"{d}: an in-process replay has no front end to model; --frontend is for HTTP replays")
+        frontend = frontend if isinstance(frontend, FrontEnd) else FrontEnd.from_json(frontend)
+        overhead = 0.0
+    sim = simulate(wl, model, config, kv_blocks, overhead if frontend_overhead else 0.0, entry_s=entry,
+                   frontend=frontend)
     sim = sim.set_index("request_id").loc[wl["request_id"]].reset_index()
     burst = coalesced_streams(engine, COALESCED_GAP_FRACTION * float(model.step_time(0, 0, 1, 1)))
     tables = []

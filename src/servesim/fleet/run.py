@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
 from ..metrics import summarize
 from ..policies.registry import CONTROLLERS, GLOBAL_ROUTERS
 from ..sim.routers import ROUTERS
@@ -175,6 +176,12 @@ def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = Fals
     If the run fails or is interrupted part-way (an actor raises, Ctrl-C), the exception goes on
     carrying ``partial_result``: the `Result` up to that moment, marked ``partial`` with
     ``stopped_by``; `write_partial` saves it.
+
+    With ``sc.frontend`` every instance's API server is a queue in front of it
+    (`servesim.sim.frontend.serve`): the fleet is simulated again with the requests' entry times
+    until the queues settle; the request table is the client's view (latencies from the
+    arrivals), the time series, instance hours and lifecycle are the last pass's, and
+    ``summary["frontend"]`` says how many passes it took and whether it settled.
     """
     if engines is None:
         from .engine_sim import (
@@ -186,6 +193,31 @@ def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = Fals
     if workload is None:  # the scenario's own workload: a row nothing in it can serve is an error
         workload = build_workload(sc, np.random.default_rng(wl_seed))
         check_workload_names(sc, workload)
+    if sc.frontend is None:
+        return _run_once(sc, seed, workload, progress, actors, global_router, engines)[0]
+    if actors or global_router is not None:
+        raise InputError(f"{sc.source or sc.name}: frontend: the fleet is simulated once per fixed-point pass, "
+                         "so extra actors or a global router object (which keep state) cannot be given with it")
+    from ..sim.frontend import serve
+
+    fe = sc.frontend.build(sc.base_dir)
+    last: dict = {}
+
+    def engine_side(wl: pd.DataFrame) -> pd.DataFrame:
+        last["run"] = _run_once(sc, seed, wl, progress, None, None, engines)
+        return last["run"][0].requests
+
+    table, info = serve(fe, workload, engine_side, max_passes=sc.frontend.max_passes)
+    res, fleet, end_s = last["run"]
+    table = table[list(res.requests.columns)].astype(res.requests.dtypes.to_dict())
+    summary = summarise(sc, seed, table, res.instance_hours, end_s, fleet, res.timeseries)
+    summary["frontend"] = info
+    return Result(sc, seed, table, res.timeseries, res.instance_hours, res.lifecycle, summary)
+
+
+def _run_once(sc: Scenario, seed: int, workload: pd.DataFrame, progress: bool, actors, global_router,
+              engines: Callable) -> tuple[Result, Fleet, float]:
+    """One simulation of ``workload``: (its Result, the fleet, the end time)."""
     last_arrival = float(workload["arrival_s"].iloc[-1]) if len(workload) else 0.0
     horizon = sc.duration_s if sc.duration_s is not None else last_arrival + sc.output.drain_limit_s
     src = sc.source or sc.name
@@ -216,7 +248,7 @@ def run_scenario(sc: Scenario, *, seed: int | None = None, progress: bool = Fals
                                               float(engines.kernel.now)))
         raise
     end_s = float(fleet.done_s) if fleet.done else float(horizon)
-    return _collect(sc, seed, workload, engines, fleet, samples, end_s)
+    return _collect(sc, seed, workload, engines, fleet, samples, end_s), fleet, end_s
 
 
 def _attach_partial(exc: BaseException, collect: Callable[[], Result]) -> None:

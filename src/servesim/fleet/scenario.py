@@ -222,6 +222,37 @@ class AutoscalerCfg(ComponentCfg):
     """A periodic control actor of `servesim.policies.CONTROLLERS` (``reactive``, ...)."""
 
 
+class FrontEndCfg(Strict):
+    """Each instance's API server as a queue (`servesim.sim.frontend`): its service times in
+    seconds, or ``profile``, a ``frontend.json`` measured by ``servesim engine-frontend`` (a path
+    relative to the scenario's folder); not both."""
+
+    profile: str | None = None
+    request_s: float | None = Field(None, ge=0, allow_inf_nan=False)
+    prompt_token_s: float | None = Field(None, ge=0, allow_inf_nan=False)
+    output_token_s: float | None = Field(None, ge=0, allow_inf_nan=False)
+    #: fixed-point passes at most (engine side, then the queues) before the run says it did not settle
+    max_passes: int = Field(8, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        costs = [self.request_s, self.prompt_token_s, self.output_token_s]
+        if self.profile is not None and any(c is not None for c in costs):
+            raise ValueError("give either profile or the costs (request_s, prompt_token_s, output_token_s), not both")
+        if self.profile is None and all(c is None for c in costs):
+            raise ValueError("give profile or at least one of request_s, prompt_token_s, output_token_s")
+        return self
+
+    def build(self, base_dir: str | Path = "."):
+        from ..sim.frontend import FrontEnd
+
+        if self.profile is not None:
+            path = Path(self.profile) if Path(self.profile).is_absolute() else Path(base_dir) / self.profile
+            return FrontEnd.from_json(path)
+        return FrontEnd(request_s=self.request_s or 0.0, prompt_token_s=self.prompt_token_s or 0.0,
+                        output_token_s=self.output_token_s or 0.0, source="scenario")
+
+
 class OutputCfg(Strict):
     sample_s: PosSeconds = 10.0
     window_s: PosSeconds = 60.0  # look-back for arrival rates that actors see
@@ -258,6 +289,8 @@ class Scenario(Strict):
     pool_conversions: StrictBool = True
     #: servesim.sim Instance mode: "fast" (decode runs in one event) or "reference" (per iteration)
     mode: Literal["fast", "reference"] = "fast"
+    #: every instance's API server as a queue in front of it (None: requests reach the engine on arrival)
+    frontend: FrontEndCfg | None = None
     output: OutputCfg = OutputCfg()
     #: folder that relative workload paths resolve against (set by `load_scenario`)
     base_dir: str = "."
