@@ -50,6 +50,8 @@ root = None         # project root; None finds it from the working directory
 seed = 0
 loads = [0.3, 0.6, 0.9, 1.2]     # fractions of measured capacity (held-out workloads)
 frontend_overhead = True         # add the measured per-request frontend overhead in the sim
+frontend_queue = True            # HTTP runs with a measured front end (profile/frontend/frontend.json): the
+                                 # front end as a queue (servesim.sim.frontend) in place of that constant
 arrivals = "sent"                # "sent": the sim gets the client's real send times; "scheduled"
 coalesced = "drop"               # "drop": leave out streams that reached the client in one read; "keep"
 shapes = ["bursty", "long-prompt", "long-output", "ramp"]  # held-out shapes (servesim.engine.calibration.SHAPES)
@@ -121,11 +123,17 @@ def replay_dirs(label):
     return [first] + sorted(base.glob(f"replay/{label}.rep*"), key=lambda p: int(p.name.rsplit("rep", 1)[1]))
 
 
+# an HTTP run whose calibration measured its front end (`engine-calibrate --frontend-scale`) simulates
+# it as a queue; an in-process run has none
+fe_json = base / "profile" / "frontend" / "frontend.json"
+frontend = fe_json if frontend_queue and fe_json.exists() else None
+
+
 def compare_case(label):
     """(this reading's table, the other coalesced reading's, the repeats' summaries) of one case."""
     other = "keep" if coalesced == "drop" else "drop"  # both readings from one simulation per replay
     t = compare_repeats(replay_dirs(label), fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals,
-                        label=label, coalesced=(coalesced, other))
+                        label=label, coalesced=(coalesced, other), frontend=frontend)
     return (t[t.coalesced == coalesced], t[t.coalesced == other],
             [json.loads((d / "summary.json").read_text()) for d in replay_dirs(label)])
 
@@ -412,6 +420,7 @@ metrics = {
     "capacity_rel_err": cap_err,
     "kv_blocks": fit.get("kv_blocks"),
     "frontend_overhead_s": overhead,
+    "frontend_queue": frontend is not None,  # the request comparison's front end: the measured queue, or the constant
     "step_fit_heldout_mape_pct": next(r["mape_pct"] for r in fit["heldout_error"] if r["regime"] == "all"),
     "any_partial_replay": any(partial.values()),
     "arrivals": arrivals,

@@ -434,3 +434,13 @@ def test_an_http_replay_behind_the_front_end_queue(tmp_path):
     ip = _replay_dir(tmp_path / "inproc", engine, cfg, replay="in-process")
     with pytest.raises(InputError, match="in-process replay has no front end"):
         compare_run(ip, tmp_path / "fit.json", frontend=fe)
+
+
+def test_frontend_scale_needs_an_http_server_started_here(tmp_path):
+    from servesim.engine.calibration import run_calibration
+
+    cfg = EngineConfig()
+    with pytest.raises(ValueError, match="frontend_scale"):
+        run_calibration(tmp_path / "m", tmp_path / "o", cfg, replay_mode="in-process", frontend_scale=0.5)
+    with pytest.raises(ValueError, match="frontend_scale"):
+        run_calibration(None, tmp_path / "o", cfg, url="http://127.0.0.1:1", frontend_scale=0.5)

@@ -187,7 +187,8 @@ def test_calibration_restarts_a_server_killed_from_outside_mid_profile(tiny_mode
     killer.start()
     try:
         res = run_calibration(tiny_model, out, cfg, plan=plan, loads=(0.5,), n_requests=5,
-                              opts=ReplayOptions(vocab_size=512, first_token_id=3), lag_retries=0)
+                              opts=ReplayOptions(vocab_size=512, first_token_id=3), lag_retries=0,
+                              frontend_scale=0.05)
     finally:
         done.set()
         killer.join()
@@ -198,6 +199,10 @@ def test_calibration_restarts_a_server_killed_from_outside_mid_profile(tiny_mode
     # "received signal" line is not asserted: the group-wide SIGTERM may end the API process
     # before it logs (seen in CI); the sender is recorded by sigwatch in fit.json instead.
     assert (out / "server.log.lost1").read_text(errors="replace").count("POST /v1/completions") >= 3
+    # the restarted server's front end measured after the replays, where the comparison reads it
+    from servesim.sim.frontend import FrontEnd
+
+    assert FrontEnd.from_json(out / "profile" / "frontend" / "frontend.json").output_token_s >= 0
     assert res["replays"][0.5][0]["all"]["states"] == {"finished": 5}
     assert not stale.exists() and sorted(p.name for p in (out / "replay").iterdir()) == ["load0.5"]
     assert _procs_with(str(tiny_model)) == []

@@ -119,7 +119,7 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
                     max_duration_s: float = 1800.0, replay_repeats: int = 1,
                     max_send_lag_p99_s: float | None = None, lag_retries: int = 1, shapes=(),
                     replay_mode: str = "http", cpus: list[int] | None = None, clock: str = "wall",
-                    shape_requests: int | None = None) -> dict:
+                    shape_requests: int | None = None, frontend_scale: float = 0.0) -> dict:
     """Profile, then replay held-out workloads at each load (``n_requests`` each) and each held-out
     shape (`SHAPES`; ``shape_requests`` each, default ``n_requests``), on ONE server start.
 
@@ -143,6 +143,11 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
     the same engine. Requests join between steps as a server's engine core takes them, so there is
     no client lag to reject (``lag_clean`` is true). ``clock`` (`inprocess.CLOCKS`): the time the
     in-process profile and replays run on (``engine``: the engine's own CPU time, one pinned core).
+
+    ``frontend_scale`` > 0 (HTTP with a server started here): after the replays, the same server's
+    front end is measured (`frontend_cost.measure_on`, its cases' requests x this) into
+    ``profile/frontend/frontend.json``, which `compare_repeats(frontend=...)` and the sim_vs_vllm
+    notebook read to model the front end as a queue.
     """
     from dataclasses import replace
 
@@ -153,6 +158,9 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
 
     if replay_mode not in REPLAY_MODES:
         raise ValueError(f"replay_mode={replay_mode!r}: one of {REPLAY_MODES}")
+    if frontend_scale and (replay_mode != "http" or model is None):
+        raise ValueError("frontend_scale: the front end is measured on an HTTP server started here (model, "
+                         "replay_mode='http'): its API process's CPU time is read locally")
     if replay_mode == "in-process" and model is None:
         raise ValueError("replay_mode='in-process' starts its own engine: give model, not url")
     from servesim.engine.inprocess import check_clock
@@ -182,11 +190,12 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
                                                           clock)}
     return _calibrate_http(out, model, url, config, plan, opts, meta, loads=loads, shapes=shapes, n_requests=n_requests,
                            shape_requests=shape_requests, seed=seed, replay_repeats=replay_repeats, max_send_lag_p99_s=max_send_lag_p99_s,
-                           lag_retries=lag_retries, start_timeout_s=start_timeout_s)
+                           lag_retries=lag_retries, start_timeout_s=start_timeout_s, frontend_scale=frontend_scale)
 
 
 def _calibrate_http(out: Path, model, url, config, plan, opts, meta: dict, *, loads, shapes, n_requests: int,
-                    shape_requests: int | None, seed: int, replay_repeats: int, max_send_lag_p99_s, lag_retries: int, start_timeout_s: float) -> dict:
+                    shape_requests: int | None, seed: int, replay_repeats: int, max_send_lag_p99_s, lag_retries: int,
+                    start_timeout_s: float, frontend_scale: float = 0.0) -> dict:
     """`run_calibration` through HTTP (the GPU nodes' harness): one server start (or the running
     server at ``url``), its profile (the server started once more if it is lost mid-profile), then
     every case replayed by the client, a lagged replay moved to ``replay/rejected/`` and run again."""
@@ -258,6 +267,13 @@ def _calibrate_http(out: Path, model, url, config, plan, opts, meta: dict, *, lo
                                                                  plan.seed + 1)["capacity_req_s"]
                 (d / "summary.json").write_text(json.dumps(s, indent=1, default=str) + "\n")
                 results.setdefault(key, []).append(s)
+        if frontend_scale and srv is not None:
+            from dataclasses import replace
+
+            from servesim.engine.frontend_cost import CASES, measure_on
+
+            cases = [replace(c, n=max(4, int(round(c.n * frontend_scale)))) for c in CASES]
+            measure_on(srv, out / "profile" / "frontend", opts, cases=cases, seed=seed)
     return {"fit": fit, "replays": results}
 
 

@@ -308,6 +308,9 @@ def _cmd_calibrate(a) -> int:
     _check_url(a.url)
     if a.replay_mode == "in-process" and a.url:
         raise InputError("--replay-mode in-process starts its own engine: give --model, not --url")
+    if a.frontend_scale and (not a.frontend_scale >= 0.05 or a.replay_mode != "http" or not a.model):
+        raise InputError(f"--frontend-scale {a.frontend_scale}: >= 0.05, with --replay-mode http and --model (the "
+                         "front end's CPU time is read from a server started here)")
     if a.live_requests < 0 or (a.live_requests and (a.replay_mode != "in-process" or not a.capacity_requests)):
         raise InputError(f"--live-requests {a.live_requests}: a count >= 0, and the live profile replay needs "
                          "--replay-mode in-process (its steps are read from the engine) and --capacity-requests > 0 "
@@ -334,7 +337,8 @@ def _cmd_calibrate(a) -> int:
                               start_timeout_s=a.start_timeout, request_timeout_s=a.request_timeout,
                               max_duration_s=a.max_duration, replay_repeats=a.replay_repeats,
                               max_send_lag_p99_s=a.max_send_lag_p99, lag_retries=a.lag_retries, shapes=a.shapes,
-                              replay_mode=a.replay_mode, cpus=cpus, clock=a.clock, shape_requests=a.shape_requests)
+                              replay_mode=a.replay_mode, cpus=cpus, clock=a.clock, shape_requests=a.shape_requests,
+                              frontend_scale=a.frontend_scale)
     reps = [s for runs in res["replays"].values() for s in runs]
     print(json.dumps({"capacity_req_s": res["fit"]["capacity_req_s"], "kv_blocks": res["fit"].get("kv_blocks"),
                       "partial": {str(x): [s["partial"] for s in runs] for x, runs in res["replays"].items()},
@@ -382,6 +386,9 @@ def add_parser(subparsers) -> None:
                    help="http: profile and replay on a vLLM server over HTTP; in-process: no server, vLLM's "
                         "engine in a process of its own is profiled step by step and replays every workload "
                         "(no client or API server; steps.parquet per replay)")
+    p.add_argument("--frontend-scale", type=float, default=0.0,
+                   help="with --replay-mode http and --model: after the replays, measure the server's front end "
+                        "(engine-frontend's cases, requests x this) into profile/frontend/frontend.json (0: not)")
     p.add_argument("--live-requests", type=int, default=0,
                    help="with --replay-mode in-process: a live profile replay of this many requests (the mix, "
                         "Poisson arrivals ramping from 0.3 to 1.2 x capacity, seeds apart from the held-out "

@@ -236,7 +236,7 @@ def regime_speeds(replay_dir: str | Path, fit_json: str | Path) -> tuple[float, 
 
 def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: bool = True,
                     arrivals: str = "scheduled", label: str = "", coalesced="keep",
-                    speed_matched: bool = False) -> pd.DataFrame:
+                    speed_matched: bool = False, frontend=None) -> pd.DataFrame:
     """Engine vs simulator over repeated replays of one workload, with the engine's own spread.
 
     Each replay is simulated with its own send times (``compare_run``). Per metric: ``engine`` and
@@ -257,7 +257,7 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     error is batching, queueing and the step model's shape within a regime, not the host's speed
     (which moves by 13-17 % from one 0.1-s unit of work to the next on the 2-core host:
     benchmarks/host_speed.py) nor the profile's drift since it was measured. Replays without steps
-    (or a regime without steps) are simulated as is.
+    (or a regime without steps) are simulated as is. ``frontend``: as `compare_run`'s (HTTP replays).
     """
     dirs = [Path(d) for d in replay_dirs]
     if not dirs:
@@ -268,7 +268,7 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     matched = [tuple(v if np.isfinite(v) else 1.0 for v in regime_speeds(d, fit_json)) if speed_matched else (1.0, 1.0)
                for d in used]
     tables = [compare_run(d, fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals, coalesced=coalesced,
-                          speed=v)[0] for d, v in zip(used, matched)]
+                          speed=v, frontend=frontend)[0] for d, v in zip(used, matched)]
     both = pd.concat([t.assign(_rel_speed=v / np.median(speeds)) for t, v in zip(tables, speeds)], ignore_index=True)
     # latencies scale with the step speed; throughput (set by the arrivals below saturation) is left as is
     both["_adj"] = both["engine"] / np.where(both["metric"].str.contains("throughput"), 1.0, both["_rel_speed"])
