@@ -79,6 +79,8 @@ def _add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--burst-factor", type=float, default=8.0, help="load multiple in burst minutes (paper 8, code 9)")
     ap.add_argument("--theta-headroom", type=float, default=None, help="override SageServeConfig.theta_headroom")
+    ap.add_argument("--theta-source", default=None, choices=["measured", "code", "sla"],
+                    help="override SageServeConfig.theta_source (sla: theta benchmarked at the IW-F TTFT SLA)")
     ap.add_argument("--tier-policy", default=None, choices=["none", "fcfs", "edf", "pf", "dpa"],
                     help="instance queue order by tier (journal Fig 15); default: the config's (none)")
     ap.add_argument("--engine", default=None, choices=["orca", "vllm-v1"],
@@ -202,7 +204,8 @@ def check_options(a: argparse.Namespace) -> None:
 #: command-line option (argparse dest) -> the SageServeConfig field it overrides
 CONFIG_FLAGS = {"hardware": "hardware", "lt_ua_threshold": "lt_ua_up_ratio", "scaling_interval": "reactive_interval_s",
                 "theta_headroom": "theta_headroom", "tier_policy": "tier_policy", "engine": "engine_policy",
-                "dpa_tau_n": "dpa_tau_n_s", "dpa_tau_p": "dpa_tau_p_s", "forecast_mode": "forecast_mode"}
+                "dpa_tau_n": "dpa_tau_n_s", "dpa_tau_p": "dpa_tau_p_s", "forecast_mode": "forecast_mode",
+                "theta_source": "theta_source"}
 
 
 def run(a: argparse.Namespace) -> int:
