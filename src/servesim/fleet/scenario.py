@@ -12,7 +12,9 @@ Components are named by registry name (`servesim.registry`): ``router``, ``globa
 ``autoscaler`` are ``{name: <name>, <option>: <value>, ...}``, the options checked by the
 component; ``models.<m>.engine.policy`` and ``models.<m>.step_time.backend`` name a scheduler and
 a step-time backend. ``plugins`` lists the user's files (or modules) that register more
-components; they are imported before validation (docs/extending.md).
+components; they are imported before validation (docs/extending.md). ``frontend`` puts each
+instance's API server in front of it as a queue (`servesim.sim.frontend`): its costs, or a
+``frontend.json`` measured by ``servesim engine-frontend``.
 """
 
 from __future__ import annotations
