@@ -69,8 +69,8 @@ CASES = [
                                            kv_sync="batch", move_period_s=0.0), (20, 0.5)),
     ("sllm-timeouts", "sllm", dict(sllm_workers=4), (12, 0.5)),
     ("sllm_plus-timeouts", "sllm_plus", dict(sllm_workers=4), (12, 0.5)),
-    # 0.2 % of the free memory as KV: the 13B checkpoints hold ~200 tokens, long prompts are rejected
-    ("sllm-rejects", "sllm", dict(sllm_workers=4, sllm_kv_fraction=0.002), (8, 0.3)),
+    # 0.2 % of the free memory as KV (the authors' rule, reading ae): the 13B checkpoints hold ~200 tokens, long prompts are rejected
+    ("sllm-rejects", "sllm", dict(sllm_workers=4, sllm_kv="ae", sllm_kv_fraction=0.002), (8, 0.3)),
 ]
 
 
