@@ -151,9 +151,8 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
     """
     from dataclasses import replace
 
-    from servesim.engine.client import ReplayOptions
     from servesim.engine.profile import SweepPlan
-    from servesim.engine.replay import _tiny_model_vocab
+    from servesim.engine.replay import model_options
     from servesim.engine.server import vllm_version
 
     if replay_mode not in REPLAY_MODES:
@@ -172,8 +171,7 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
     out.mkdir(parents=True, exist_ok=True)
     plan = plan or SweepPlan(seed=seed)
     if opts is None:
-        vocab = _tiny_model_vocab(model)
-        opts = ReplayOptions(seed=seed) if vocab is None else ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1], seed=seed)
+        opts = model_options(model, seed)
     opts = replace(opts, request_timeout_s=request_timeout_s, max_duration_s=max_duration_s)
     meta = {"model": Path(str(model)).name if model else "remote", "hardware": "cpu", "tp": config.tensor_parallel_size, "pp": 1,
             **(meta or {}), "engine": config.to_dict(), "vllm_version": vllm_version()}
@@ -268,12 +266,9 @@ def _calibrate_http(out: Path, model, url, config, plan, opts, meta: dict, *, lo
                 (d / "summary.json").write_text(json.dumps(s, indent=1, default=str) + "\n")
                 results.setdefault(key, []).append(s)
         if frontend_scale and srv is not None:
-            from dataclasses import replace
+            from servesim.engine.frontend_cost import measure_on, scaled_cases
 
-            from servesim.engine.frontend_cost import CASES, measure_on
-
-            cases = [replace(c, n=max(4, int(round(c.n * frontend_scale)))) for c in CASES]
-            measure_on(srv, out / "profile" / "frontend", opts, cases=cases, seed=seed)
+            measure_on(srv, out / "profile" / "frontend", opts, cases=scaled_cases(frontend_scale), seed=seed)
     return {"fit": fit, "replays": results}
 
 

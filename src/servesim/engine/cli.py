@@ -267,9 +267,7 @@ def _cmd_compare(a) -> int:
 
 
 def _cmd_frontend(a) -> int:
-    from dataclasses import replace
-
-    from servesim.engine.frontend_cost import CASES, measure
+    from servesim.engine.frontend_cost import measure, scaled_cases
     from servesim.output_dir import check_output_dir, staged_output_dir
 
     if a.url:
@@ -279,9 +277,9 @@ def _cmd_frontend(a) -> int:
         raise InputError(f"--scale {a.scale}: must be >= 0.05")
     _check_engine_args(a)
     check_output_dir(a.out, force=a.force)
-    cases = [replace(c, n=max(4, int(round(c.n * a.scale)))) for c in CASES]
     with staged_output_dir(a.out, command="servesim engine-frontend", force=a.force) as out:
-        prof = measure(a.model, out, _config(a), cases=cases, seed=a.seed, start_timeout_s=a.start_timeout)
+        prof = measure(a.model, out, _config(a), cases=scaled_cases(a.scale), seed=a.seed,
+                       start_timeout_s=a.start_timeout)
     print(json.dumps({"fit": prof["fit"], "fit_max_rel_err": prof["fit_max_rel_err"], "vllm": prof["vllm"]}))
     return 0
 

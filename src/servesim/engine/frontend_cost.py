@@ -59,6 +59,13 @@ CASES = (
 IDLE_S = 10.0
 
 
+def scaled_cases(scale: float) -> list[Case]:
+    """`CASES` with each case's requests x ``scale`` (at least 4)."""
+    from dataclasses import replace
+
+    return [replace(c, n=max(4, int(round(c.n * scale)))) for c in CASES]
+
+
 def api_process(server: VLLMServer):
     """The server's API (front-end) process: the descendant running vLLM's OpenAI api_server."""
     import psutil
@@ -115,13 +122,11 @@ def measure(model: str | Path, out_dir: str | Path, config: EngineConfig = Engin
             cases=CASES, seed: int = 0, opts: ReplayOptions | None = None, idle_s: float = IDLE_S,
             start_timeout_s: float = 300.0) -> dict:
     """Run the cases on a fresh server of ``model``; write ``frontend.json`` and ``cases.csv``."""
-    from servesim.engine.replay import _tiny_model_vocab
+    from servesim.engine.replay import model_options
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    if opts is None:
-        vocab = _tiny_model_vocab(model)
-        opts = ReplayOptions(seed=seed) if vocab is None else ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1], seed=seed)
+    opts = opts or model_options(model, seed)
     server = VLLMServer(model, config, log_path=out / "server.log", start_timeout_s=start_timeout_s).start()
     try:
         return measure_on(server, out, opts, cases=cases, seed=seed, idle_s=idle_s)

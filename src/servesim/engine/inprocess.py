@@ -470,10 +470,9 @@ def _log_tail(log: Path, n: int = 15) -> str:
 
 
 def _default_opts(model) -> ReplayOptions:
-    from servesim.engine.replay import _tiny_model_vocab
+    from servesim.engine.replay import model_options
 
-    vocab = _tiny_model_vocab(model)
-    return ReplayOptions() if vocab is None else ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1])
+    return model_options(model)
 
 
 def profile_in_process(model: str | Path, out_dir: str | Path, *, plan, config: EngineConfig = EngineConfig(),

@@ -48,6 +48,13 @@ def _tiny_model_vocab(model: str | Path | None) -> tuple[int, int] | None:
     return None
 
 
+def model_options(model: str | Path | None, seed: int = 0) -> ReplayOptions:
+    """The replay options (prompt token-id range) that suit ``model``, with ``seed``."""
+    vocab = _tiny_model_vocab(model)
+    return ReplayOptions(seed=seed) if vocab is None else ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1],
+                                                                       seed=seed)
+
+
 def write_outputs(out_dir: Path, workload: pd.DataFrame, records: dict[int, RequestRecord],
                   meta: dict, wall_s: float, instance: str = "vllm-0", extras: pd.DataFrame | None = None) -> dict:
     """``extras``: per request_id, engine-side ``scheduled_s`` / ``preemptions`` where the replay sees
@@ -95,8 +102,7 @@ def replay(workload: pd.DataFrame | str | Path, out_dir: str | Path, *,
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if opts is None:
-        vocab = _tiny_model_vocab(model)
-        opts = ReplayOptions() if vocab is None else ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1])
+        opts = model_options(model)
     meta: dict = {"model": str(model) if model else None, "url": url, "engine": config.to_dict(),
                   "options": asdict(opts), "vllm_version": vllm_version(),
                   "host": platform.node(), "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -29,20 +29,24 @@ from .scenario import scenario_dict
 THETA_TOKENS_PER_MIN = {"llama-2-70b": 225_500.0, "bloom-176b": 161_942.0}
 
 
+def _iw_sample(model: str, requests: pd.DataFrame, n: int, rng, who: str) -> pd.DataFrame:
+    """``n`` of ``model``'s IW requests (in trace order), renumbered, on one region, no deadlines."""
+    src = requests[(requests["model"] == model) & (requests["tier"] != "NIW")]
+    if len(src) == 0:
+        raise ValueError(f"{who}: no IW request of model {model!r}")
+    pick = src.iloc[np.sort(rng.choice(len(src), size=min(n, len(src)), replace=False))].copy()
+    pick["deadline_s"] = np.nan
+    pick["request_id"] = np.arange(len(pick), dtype=np.int64)
+    pick["region"] = pick["region"].iloc[0]
+    return pick.reset_index(drop=True)
+
+
 def measure_theta(model: str, requests: pd.DataFrame, n: int = 2000, seed: int = 0,
                   engine_policy: str = "orca", hardware: str = "default") -> float:
     """Prompt tokens per minute one instance of ``model`` (scheduler ``engine_policy``) completes
     when saturated."""
-    src = requests[(requests["model"] == model) & (requests["tier"] != "NIW")]
-    if len(src) == 0:
-        raise ValueError(f"measure_theta: no IW request of model {model!r}")
-    rng = np.random.default_rng(seed)
-    pick = src.iloc[np.sort(rng.choice(len(src), size=min(n, len(src)), replace=False))].copy()
+    pick = _iw_sample(model, requests, n, np.random.default_rng(seed), "measure_theta")
     pick["arrival_s"] = np.linspace(0.0, 1.0, len(pick))  # a backlog at t = 0
-    pick["deadline_s"] = np.nan
-    pick["request_id"] = np.arange(len(pick), dtype=np.int64)
-    pick["region"] = pick["region"].iloc[0]
-    pick = pick.reset_index(drop=True)
     req = _one_instance(pick, engine_policy, hardware, seed)
     done = req[req["state"] == "finished"]
     # throughput over the middle of the busy period (excludes ramp-up and the draining tail)
@@ -72,15 +76,8 @@ def measure_theta_sla(model: str, requests: pd.DataFrame, ttft_s: float = 60.0, 
     A bound no load meets (the requests alone take longer) is an error naming their own TTFT."""
     if not ttft_s > 0 or not 0 < quantile < 1:
         raise ValueError(f"measure_theta_sla: ttft_s={ttft_s!r} must be > 0 and quantile={quantile!r} in (0, 1)")
-    src = requests[(requests["model"] == model) & (requests["tier"] != "NIW")]
-    if len(src) == 0:
-        raise ValueError(f"measure_theta_sla: no IW request of model {model!r}")
     rng = np.random.default_rng([seed, 2])
-    pick = src.iloc[np.sort(rng.choice(len(src), size=min(n, len(src)), replace=False))].copy()
-    pick["deadline_s"] = np.nan
-    pick["request_id"] = np.arange(len(pick), dtype=np.int64)
-    pick["region"] = pick["region"].iloc[0]
-    pick = pick.reset_index(drop=True)
+    pick = _iw_sample(model, requests, n, rng, "measure_theta_sla")
     gaps = rng.exponential(1.0, len(pick))  # one draw; a rate r spaces it by gaps / r
     gaps[0] = 0.0
     mean_prompt = float(pick["prompt_tokens"].mean())
