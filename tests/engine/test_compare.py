@@ -267,8 +267,9 @@ def test_heldout_shapes_are_what_they_say(tmp_path):
 
 def test_shapes_take_their_own_request_count(tmp_path):
     """--shape-requests sizes the held-out shapes apart from the loads (the long shapes run at a
-    fraction of the loads' request rate); without it both take -n. Each case's workload is written."""
-    from servesim.engine.calibration import _cases
+    fraction of the loads' request rate); without it both take -n. Each case's workload is written,
+    and the replay folders follow the cases (what the in-process engine's child replays into)."""
+    from servesim.engine.heldout import replay_runs, write_cases as _cases
 
     (tmp_path / "profile").mkdir()
     _shape_fit(tmp_path / "profile")
@@ -277,6 +278,10 @@ def test_shapes_take_their_own_request_count(tmp_path):
     assert sorted(p.name for p in (tmp_path / "workloads").iterdir()) == \
         ["bursty.parquet", "load0.3.parquet", "load0.9.parquet", "long-prompt.parquet"]
     assert {label: len(wl) for label, _, wl in _cases(tmp_path, [0.3], ["ramp"], 40, 0)} == {"load0.3": 40, "ramp": 40}
+    runs = replay_runs(tmp_path, [0.3], ["ramp"], 2)
+    assert [(label, key, rep, d.relative_to(tmp_path).as_posix()) for label, key, rep, d in runs] == [
+        ("load0.3", 0.3, 0, "replay/load0.3"), ("load0.3", 0.3, 1, "replay/load0.3.rep1"),
+        ("ramp", "ramp", 0, "replay/ramp"), ("ramp", "ramp", 1, "replay/ramp.rep1")]
 
 
 def test_an_unknown_shape_stops_run_calibration_before_a_server_starts(tmp_path):

@@ -1,10 +1,9 @@
-"""Held-out workloads for simulator-vs-engine comparison, at fractions of measured capacity.
+"""The engine's calibration: profile vLLM, then replay held-out workloads on the same engine.
 
-The profiling sweep (:mod:`.profile`) measures the engine's saturation throughput on a request
-mix; the comparison workloads use the same length mix with different seeds (so they are not the
-sweep's requests) and Poisson arrivals at ``load x capacity`` requests per second. Besides these
-loads, *held-out shapes* (`SHAPES`: bursty arrivals, long prompts, long outputs, a load ramp
-through saturation) are workloads unlike anything the fit or the loads saw.
+One server (``replay_mode="http"``) or one in-process engine (``"in-process"``) is profiled
+(:mod:`.profile` / :mod:`.inprocess`) and then replays the held-out loads and shapes
+(:mod:`.heldout`, generated from the profile's fit.json), each ``replay_repeats`` times, for the
+simulator-vs-engine comparison (:mod:`.compare`).
 """
 
 from __future__ import annotations
@@ -14,105 +13,16 @@ import shutil
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
+
+# the held-out workloads live in .heldout (the in-process child builds them too); named here as before
+from servesim.engine.heldout import (  # noqa: F401
+    BURSTY_CV, BURSTY_LOAD, HELDOUT_SEED, LONG_LOAD, RAMP_LOADS, SHAPES, check_shape, heldout_shape,
+    heldout_workload, replay_name, replay_runs, write_cases,
+)
 
 #: how the held-out workloads are replayed: over HTTP on the profiled server, or in process (issue 33)
 REPLAY_MODES = ("http", "in-process")
-#: seed offset of held-out workloads: far from the sweep's seeds (plan.seed, plan.seed + 1)
-HELDOUT_SEED = 1000
-
-
-def _read_mix(fit_json: str | Path) -> tuple[float, tuple[int, int], tuple[int, int], int | None]:
-    """(capacity req/s, prompt range, output range, the engine's max_model_len or None) of a fit."""
-    import math
-
-    from servesim.engine.profile import read_fit
-    from servesim.errors import InputError
-
-    fit = read_fit(fit_json, "prompt_range", "output_range")
-    if "capacity_req_s" not in fit:
-        raise InputError(f"{fit_json}: no capacity_req_s (profile with --capacity-requests > 0)")
-    try:
-        cap = float(fit["capacity_req_s"])
-        ranges = [tuple(int(x) for x in fit[k]) for k in ("prompt_range", "output_range")]
-    except (TypeError, ValueError):
-        raise InputError(f"{fit_json}: capacity_req_s must be a number and prompt_range / output_range "
-                         "lists of two integers") from None
-    if not (math.isfinite(cap) and cap > 0) or any(len(r) != 2 or not 0 <= r[0] <= r[1] for r in ranges):
-        raise InputError(f"{fit_json}: capacity_req_s={cap!r} must be a finite number > 0 and prompt_range / "
-                         f"output_range [lo, hi] with 0 <= lo <= hi")
-    max_len = (fit.get("engine") or {}).get("max_model_len")
-    return cap, ranges[0], ranges[1], (int(max_len) if max_len else None)
-
-
-def heldout_workload(fit_json: str | Path, load: float, n_requests: int, seed: int = 0) -> pd.DataFrame:
-    """``n_requests`` of the profile's mix arriving as a Poisson process at ``load`` x capacity."""
-    from servesim.engine.profile import request_mix
-
-    cap, prompt, output, _ = _read_mix(fit_json)
-    rate = float(load) * cap
-    ss = np.random.SeedSequence([HELDOUT_SEED + seed, int(round(load * 1000))])
-    arr_rng = np.random.default_rng(ss.spawn(1)[0])
-    arrivals = np.cumsum(arr_rng.exponential(1.0 / rate, n_requests))
-    arrivals -= arrivals[0]
-    return request_mix(n_requests, int(ss.generate_state(1)[0]), prompt, output, arrival_s=arrivals)
-
-
-#: held-out shapes: name -> what it is (the generator is `heldout_shape`). Rates are set from the
-#: profile's measured capacity on its mix; the long shapes keep the offered *token* load (prompt +
-#: output tokens per second) at the stated fraction of the mix's at capacity.
-SHAPES = {
-    "bursty": "the mix, renewal arrivals with Gamma inter-arrival times of CV 2 at 0.6 x capacity",
-    "long-prompt": "prompts 1-3 x the mix's longest (capped by max_model_len), the mix's outputs; 0.5 x capacity's token load",
-    "long-output": "the mix's prompts, outputs 1-4 x the mix's longest (capped by max_model_len); 0.5 x capacity's token load",
-    "ramp": "the mix, Poisson arrivals whose rate rises linearly from 0.3 to 1.2 x capacity (through saturation)",
-}
-BURSTY_CV, BURSTY_LOAD, LONG_LOAD, RAMP_LOADS = 2.0, 0.6, 0.5, (0.3, 1.2)
-
-
-def _check_shape(name: str) -> None:
-    if name not in SHAPES:
-        raise ValueError(f"unknown held-out shape {name!r}; choose from {', '.join(SHAPES)}")
-
-
-def heldout_shape(fit_json: str | Path, name: str, n_requests: int, seed: int = 0) -> pd.DataFrame:
-    """``n_requests`` of the held-out shape ``name`` (`SHAPES`), deterministic in ``seed``."""
-    import zlib
-
-    from servesim.engine.profile import request_mix
-
-    _check_shape(name)
-    cap, prompt, output, max_len = _read_mix(fit_json)
-    ss = np.random.SeedSequence([HELDOUT_SEED + seed, zlib.crc32(name.encode())])
-    arr_rng, len_rng = (np.random.default_rng(s) for s in ss.spawn(2))
-    n = int(n_requests)
-    room = (max_len or 10**9) - 1  # a prompt plus its output must fit the engine's context
-    mean = lambda r: 0.5 * (r[0] + r[1])  # noqa: E731
-    mix_tokens = mean(prompt) + mean(output)
-    if name == "long-prompt":
-        hi = max(prompt[1], min(3 * prompt[1], room - output[1]))
-        prompt = (prompt[1], hi)
-    elif name == "long-output":
-        hi = max(output[1], min(4 * output[1], room - prompt[1]))
-        output = (output[1], hi)
-    lengths = request_mix(n, int(len_rng.integers(2**31)), prompt, output)
-    if name == "bursty":
-        k = 1.0 / BURSTY_CV**2  # Gamma shape: CV = 1/sqrt(k); mean 1/rate
-        gaps = arr_rng.gamma(k, 1.0 / (k * BURSTY_LOAD * cap), n)
-    elif name == "ramp":
-        from servesim.engine.profile import ramp_arrivals
-
-        t = ramp_arrivals(n, *(x * cap for x in RAMP_LOADS), arr_rng)
-        gaps = np.diff(t, prepend=t[0])
-    else:  # the long shapes: the token load of LONG_LOAD x capacity on the mix
-        rate = LONG_LOAD * cap * mix_tokens / (mean(prompt) + mean(output))
-        gaps = arr_rng.exponential(1.0 / rate, n)
-    arrivals = np.cumsum(gaps)
-    arrivals -= arrivals[0]
-    return lengths.assign(arrival_s=arrivals)
-
-
 def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, url: str | None = None, plan=None, loads=(0.3, 0.6, 0.9, 1.2),
                     n_requests: int = 150, seed: int = 0, opts=None, meta: dict | None = None,
                     start_timeout_s: float = 300.0, request_timeout_s: float = 300.0,
@@ -166,7 +76,7 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
 
     check_clock(clock, cpus, replay_mode == "in-process")
     for name in shapes:  # before a server starts
-        _check_shape(name)
+        check_shape(name)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plan = plan or SweepPlan(seed=seed)
@@ -180,12 +90,15 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
     if replay_mode == "in-process":  # no server: the engine is profiled and replayed in a process of its own
         from servesim.engine.inprocess import profile_in_process
 
-        fit = profile_in_process(model, out / "profile", plan=plan, config=config, opts=opts, cpus=cpus, meta=meta,
-                                 log=out / "engine_profile.log", timeout_s=max_duration_s + 600, clock=clock)
         shutil.rmtree(out / "replay", ignore_errors=True)
-        cases = _cases(out, loads, shapes, n_requests, seed, shape_requests)
-        return {"fit": fit, "replays": _replay_in_process(out, cases, model, config, opts, cpus, replay_repeats, fit,
-                                                          clock)}
+        heldout = {"root": str(out), "loads": list(loads), "shapes": list(shapes), "n_requests": n_requests, "seed": seed,
+                   "shape_requests": shape_requests, "repeats": replay_repeats}
+        n_runs = len(replay_runs(out, loads, shapes, replay_repeats))
+        log = out / "engine_profile.log"
+        # one engine: the profile, then every held-out replay (their workloads drawn from its fit)
+        fit = profile_in_process(model, out / "profile", plan=plan, config=config, opts=opts, cpus=cpus, meta=meta,
+                                 log=log, timeout_s=(1 + n_runs) * max_duration_s + 600, clock=clock, heldout=heldout)
+        return {"fit": fit, "replays": _collect_in_process(out, loads, shapes, replay_repeats, model, config, fit, log)}
     return _calibrate_http(out, model, url, config, plan, opts, meta, loads=loads, shapes=shapes, n_requests=n_requests,
                            shape_requests=shape_requests, seed=seed, replay_repeats=replay_repeats, max_send_lag_p99_s=max_send_lag_p99_s,
                            lag_retries=lag_retries, start_timeout_s=start_timeout_s, frontend_scale=frontend_scale)
@@ -239,7 +152,7 @@ def _calibrate_http(out: Path, model, url, config, plan, opts, meta: dict, *, lo
         # run's: every replay below is run anew, so the old ones go
         shutil.rmtree(out / "replay", ignore_errors=True)
         bound = send_lag_bound(out / "profile", max_send_lag_p99_s)
-        cases = _cases(out, loads, shapes, n_requests, seed, shape_requests)
+        cases = write_cases(out, loads, shapes, n_requests, seed, shape_requests)
         for label, key, wl in cases:
             for rep in range(replay_repeats):
                 d = out / "replay" / replay_name(label, rep)
@@ -272,43 +185,25 @@ def _calibrate_http(out: Path, model, url, config, plan, opts, meta: dict, *, lo
     return {"fit": fit, "replays": results}
 
 
-def _cases(out: Path, loads, shapes, n_requests: int, seed: int,
-           shape_requests: int | None = None) -> list[tuple[str, float | str, pd.DataFrame]]:
-    """(label, load or shape name, workload) of every held-out case, each written to workloads/."""
-    fit = out / "profile" / "fit.json"
-    cases = [(f"load{x}", x, heldout_workload(fit, x, n_requests, seed=seed)) for x in loads]
-    n_shape = n_requests if shape_requests is None else shape_requests
-    cases += [(name, name, heldout_shape(fit, name, n_shape, seed=seed)) for name in shapes]
-    (out / "workloads").mkdir(exist_ok=True)
-    for label, _, wl in cases:
-        wl.to_parquet(out / "workloads" / f"{label}.parquet", index=False)
-    return cases
+def _collect_in_process(out: Path, loads, shapes, replay_repeats: int, model, config, fit: dict, log: Path) -> dict:
+    """Every held-out replay the in-process engine ran after its profile, its summary completed."""
+    from servesim.engine.inprocess import EngineStepError
 
-
-def _replay_in_process(out: Path, cases, model, config, opts, cpus, replay_repeats: int, fit: dict,
-                       clock: str = "wall") -> dict:
-    """Every case's replays on one in-process engine (`inprocess.replay_many_in_process`)."""
-    from servesim.engine.inprocess import replay_many_in_process
-
-    runs = [(label, key, rep, wl, out / "replay" / replay_name(label, rep))
-            for label, key, wl in cases for rep in range(replay_repeats)]
-    sums = replay_many_in_process([(wl, d) for *_, wl, d in runs], model=model, config=config, opts=opts,
-                                  warmup=2, cpus=cpus, log=out / "engine_inprocess.log", clock=clock)
+    runs = replay_runs(out, loads, shapes, replay_repeats)
+    missing = [str(d) for *_, d in runs if not (d / "summary.json").exists()]
+    if missing:
+        raise EngineStepError(f"the in-process engine wrote no summary for {len(missing)} of {len(runs)} replays "
+                              f"({', '.join(missing[:3])}; log {log})")
     results: dict = {}
-    for (label, key, rep, wl, d), s in zip(runs, sums):
+    for label, key, rep, d in runs:
+        (d / "workload.parquet").unlink(missing_ok=True)  # the case's workload is in workloads/<label>.parquet
+        s = json.loads((d / "summary.json").read_text())
         s.update(kv_tokens=(s.get("kv_blocks") or 0) * config.block_size or None, model=str(model), repeat=rep,
                  capacity_req_s=fit["capacity_req_s"], send_lag_bound_s=None, lag_clean=True, attempts=1,
                  **({"shape": key} if isinstance(key, str) else {"load": key}))
         (d / "summary.json").write_text(json.dumps(s, indent=1, default=str) + "\n")
         results.setdefault(key, []).append(s)
     return results
-
-
-def replay_name(case: float | str, repeat: int) -> str:
-    """The folder of one replay under ``replay/``: ``load{x}`` (a load given as a number) or the
-    case's label (``load0.3``, ``bursty``) for the first, ``<label>.rep{k}`` after."""
-    label = f"load{case}" if not isinstance(case, str) else case
-    return label if repeat == 0 else f"{label}.rep{repeat}"
 
 
 def send_lag_bound(profile_dir: str | Path, explicit_s: float | None = None) -> float:

@@ -427,6 +427,8 @@ def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opt
     if profile is not None:
         profile["meta"] = {**(profile.get("meta") or {}), "startup_s": startup, "clock": clock}
         _profile(engine, config, opts, profile, params, sampling, clock=tick, sleep=sleep)
+        if profile.get("heldout"):  # the calibration's held-out replays, on this engine (no second start)
+            jobs = list(jobs) + _heldout_jobs(profile["heldout"])
     if warmup and jobs:  # a fresh engine's first steps pay one-off costs
         warm = schema.make(np.zeros(warmup), np.full(warmup, 16), np.full(warmup, 4))
         warm["request_id"] = 10**12 + np.arange(warmup)  # apart from any workload id
@@ -448,6 +450,23 @@ def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opt
         meta.update(steps=int(len(steps)), steps_observed=bool(len(steps) and (steps.scheduled_tokens >= 0).all()),
                     preemptions_total=int(sum(rec.preemptions.values())) if rec else None)
         write_outputs(out, wl, records, meta, wall, extras=_request_extras(rec, steps))
+
+
+def _heldout_jobs(spec: dict) -> list[tuple[str, str]]:
+    """The (workload file, folder) of every held-out replay (`servesim.engine.heldout`) of the
+    profile just written under ``spec["root"]``: the workloads are drawn from its fit.json here."""
+    from servesim.engine.heldout import replay_runs, write_cases
+
+    root = Path(spec["root"])
+    loads, shapes = spec["loads"], spec["shapes"]
+    wls = {label: wl for label, _, wl in write_cases(root, loads, shapes, int(spec["n_requests"]), int(spec["seed"]),
+                                                     spec.get("shape_requests"))}
+    jobs = []
+    for label, _, _, d in replay_runs(root, loads, shapes, int(spec["repeats"])):
+        d.mkdir(parents=True, exist_ok=True)
+        wls[label].to_parquet(d / "workload.parquet", index=False)
+        jobs.append((str(d / "workload.parquet"), str(d)))
+    return jobs
 
 
 def _run_engine_child(model: str | Path, config: EngineConfig, opts: ReplayOptions, spec: dict, log: Path,
@@ -477,19 +496,29 @@ def _default_opts(model) -> ReplayOptions:
 
 def profile_in_process(model: str | Path, out_dir: str | Path, *, plan, config: EngineConfig = EngineConfig(),
                        opts: ReplayOptions | None = None, cpus: list[int] | None = None, meta: dict | None = None,
-                       log: str | Path | None = None, timeout_s: float = 1800.0, clock: str = "wall") -> dict:
+                       log: str | Path | None = None, timeout_s: float = 1800.0, clock: str = "wall",
+                       heldout: dict | None = None, warmup: int = 2) -> dict:
     """Profile vLLM's engine in process (`sweep_in_process`, the capacity burst through `drive`):
     the same files as the HTTP profile (`servesim.engine.profile.write_profile`) with
     ``harness: "in-process"``, a frontend overhead of 0 (there is no API server) and its ``clock``
-    (`CLOCKS`). Returns fit.json."""
+    (`CLOCKS`). Returns fit.json.
+
+    ``heldout`` (the calibration's cases: ``root``, ``loads``, ``shapes``, ``n_requests``, ``seed``,
+    ``shape_requests``, ``repeats``): the same engine then replays them, after ``warmup`` requests,
+    as `replay_many_in_process` would, each into its folder of ``replay_runs`` (one engine start
+    where two cost 20 s more on the 2-core host); the workloads are drawn from the new fit.json."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "fit.json").unlink(missing_ok=True)
     log = Path(log) if log else out / "engine.log"
-    spec = {"jobs": [], "warmup": 0, "clock": clock, "profile": {"out": str(out), "plan": asdict(plan), "meta": meta or {}}}
+    profile = {"out": str(out), "plan": asdict(plan), "meta": meta or {}}
+    if heldout:
+        profile["heldout"] = heldout
+    spec = {"jobs": [], "warmup": warmup if heldout else 0, "clock": clock, "profile": profile}
     p = _run_engine_child(model, config, opts or _default_opts(model), spec, log, timeout_s, cpus)
     if p.returncode != 0 or not (out / "fit.json").exists():
-        raise EngineStepError(f"in-process profile exited with {p.returncode} (log {log}):\n{_log_tail(log)}")
+        raise EngineStepError(f"in-process profile{' and replays' if heldout else ''} exited with {p.returncode} "
+                              f"(log {log}):\n{_log_tail(log)}")
     return json.loads((out / "fit.json").read_text())
 
 
