@@ -102,3 +102,38 @@ def test_in_process_profile_fits_measured_steps_of_every_regime(tmp_path):
     wl = pd.read_parquet(tmp_path / "profile" / "live" / "workload.parquet")
     assert len(wl) == 24 and live.prefill_tokens.sum() == wl.prompt_tokens.sum()
     assert fit["fit_source"] == "live" and fit["coefficients"] == fit["coefficients_live"] != fit["coefficients_sweep"]
+
+
+def test_in_process_calibration_profiles_and_replays_on_one_engine_start(tmp_path):
+    """`run_calibration(replay_mode="in-process")`: the engine started once profiles, then replays
+    every held-out case (drawn from the fit it has just written) into its folder; the summaries are
+    completed by the parent, and no case's scratch workload is left behind."""
+    import json
+
+    from servesim.engine.calibration import run_calibration
+    from servesim.engine.client import ReplayOptions
+    from servesim.engine.profile import SweepPlan
+    from servesim.engine.server import EngineConfig
+    from servesim.engine.tiny_model import make_tiny_model
+
+    model = tmp_path / "tiny"
+    make_tiny_model(model, "tiny", seed=0, max_model_len=1024)
+    cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=256, block_size=32, kv_blocks=128,
+                       max_model_len=1024, enforce_eager=True)
+    plan = SweepPlan(decode_batches=(1, 4), decode_contexts=(32,), decode_tokens=4, prefill_lengths=(32, 128),
+                     mixed_batches=(4,), repeats=1, capacity_requests=8)
+    out = tmp_path / "cal"
+    res = run_calibration(model, out, cfg, plan=plan, loads=(0.5,), shapes=("bursty",), n_requests=5,
+                          shape_requests=4, replay_repeats=2, replay_mode="in-process",
+                          opts=ReplayOptions(vocab_size=512, first_token_id=3))
+    log = (out / "engine_profile.log").read_text(errors="replace")
+    assert log.count("Initializing a V1 LLM engine") == 1  # one start for the profile and the replays
+    fit = json.loads((out / "profile" / "fit.json").read_text())
+    assert sorted(res["replays"], key=str) == [0.5, "bursty"]
+    for key, label, n in ((0.5, "load0.5", 5), ("bursty", "bursty", 4)):
+        assert [s["repeat"] for s in res["replays"][key]] == [0, 1]
+        assert len(pd.read_parquet(out / "workloads" / f"{label}.parquet")) == n
+        for d in (out / "replay" / label, out / "replay" / f"{label}.rep1"):
+            s = json.loads((d / "summary.json").read_text())
+            assert s["capacity_req_s"] == fit["capacity_req_s"] and s["replay"] == "in-process"
+            assert len(pd.read_parquet(d / "requests.parquet")) == n and not (d / "workload.parquet").exists()

@@ -47,8 +47,9 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
 
     ``replay_mode="in-process"`` (issues 33, 34): no server is started. vLLM's engine, in a process
     of its own pinned to ``cpus``, is profiled (`inprocess.profile_in_process`: every sweep step
-    timed and its batch read from the scheduler, frontend overhead 0) and then replays every case
-    (`inprocess.replay_many_in_process`): no client, no API server, each step's batch in
+    timed and its batch read from the scheduler, frontend overhead 0) and the same engine then
+    replays every case, drawn from the fit it has just written (``heldout`` of
+    `inprocess.profile_in_process`): no client, no API server, each step's batch in
     ``steps.parquet``. Profile and replays see one harness, so the simulator is fitted and judged on
     the same engine. Requests join between steps as a server's engine core takes them, so there is
     no client lag to reject (``lag_clean`` is true). ``clock`` (`inprocess.CLOCKS`): the time the
