@@ -302,18 +302,27 @@ def test_workflow_end_to_end(tmp_path, mirror):
         json.loads((proj / f"results/{scale}/{group}/{fig}/metrics.json").read_text())
 
 
-@pytest.mark.parametrize("beside", [False, True])
-def test_engine_runs_alone_unless_asked_to_run_beside_other_jobs(beside):
-    """Default: the calibration claims every core (a job beside it doubled its error on 2 cores);
-    SERVESIM_ENGINE_BESIDE_JOBS=1: one core, claimed from the scheduler's other jobs."""
-    target = "results/quick/calibration/engine/profile/fit.json"
+@pytest.mark.parametrize("scale,env_value,beside", [("quick", None, True), ("full", None, False),
+                                                    ("quick", "0", False), ("full", "1", True)])
+def test_engine_runs_beside_other_jobs_where_its_scale_declares_it(scale, env_value, beside):
+    """The engine run's `beside_jobs` at the scale decides (quick: one core, claimed from the
+    scheduler's other jobs; full: every core, alone); SERVESIM_ENGINE_BESIDE_JOBS=1 / 0 overrides it."""
+    target = f"results/{scale}/calibration/engine/profile/fit.json"
     env = pythonpath_env()
     env.pop("SERVESIM_ENGINE_BESIDE_JOBS", None)
-    if beside:
-        env["SERVESIM_ENGINE_BESIDE_JOBS"] = "1"
-    r = subprocess.run(SNAKEMAKE + ["-n", "-p", "--cores", "2", "--forcerun", target, target], cwd=ROOT,
-                       capture_output=True, text=True, env=env)
+    if env_value is not None:
+        env["SERVESIM_ENGINE_BESIDE_JOBS"] = env_value
+    r = subprocess.run(SNAKEMAKE + ["-n", "-p", "--cores", "2", target, "--config", f"scale={scale}",
+                                    "--forcerun", target], cwd=ROOT, capture_output=True, text=True, env=env)
     assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
     job = (r.stdout + r.stderr).split("rule engine_calibration:", 1)[1].split("\n\n", 1)[0]
     assert ("--claim-from $PPID" in r.stdout + r.stderr) == beside
     assert ("threads: 2" in job) != beside
+
+
+def test_a_bad_engine_beside_jobs_value_is_named():
+    env = pythonpath_env()
+    env["SERVESIM_ENGINE_BESIDE_JOBS"] = "maybe"
+    r = subprocess.run(SNAKEMAKE + ["-n", "--cores", "2", "results/quick/calibration/engine/profile/fit.json"],
+                       cwd=ROOT, capture_output=True, text=True, env=env)
+    assert r.returncode != 0 and "SERVESIM_ENGINE_BESIDE_JOBS='maybe'" in r.stdout + r.stderr

@@ -242,18 +242,23 @@ def engine_run(wc):
     return declared_runs(ENGINE_PAPER, wc.scale)[ENGINE_RUN]
 
 
-# SERVESIM_ENGINE_BESIDE_JOBS=1: the calibration holds only its pinned core and the other jobs run on
-# the rest (servesim.engine.core_claim). Off by default: on the 2-vCPU host a job beside the pinned
-# engine about doubled the simulator-vs-engine error and widened the engine's own spread (engine.smk).
-ENGINE_BESIDE_JOBS = os.environ.get("SERVESIM_ENGINE_BESIDE_JOBS", "") == "1"
+# Whether the calibration holds only its pinned core while the other jobs run on the rest
+# (servesim.engine.core_claim): the engine run's `beside_jobs` at the scale (workflow/runs/calibration.yaml
+# says which scales and why), or SERVESIM_ENGINE_BESIDE_JOBS=1 / 0 for every scale.
+ENGINE_BESIDE_JOBS = {"1": True, "0": False}.get(os.environ.get("SERVESIM_ENGINE_BESIDE_JOBS", "").strip())
+if os.environ.get("SERVESIM_ENGINE_BESIDE_JOBS", "").strip() not in ("", "0", "1"):
+    raise ValueError(f"SERVESIM_ENGINE_BESIDE_JOBS={os.environ['SERVESIM_ENGINE_BESIDE_JOBS']!r}: 1 (beside the "
+                     "other jobs), 0 (alone) or unset (the engine run's beside_jobs at the scale)")
 
 
 def engine_beside_jobs(wc):
-    """Whether the calibration runs beside other jobs: asked for (ENGINE_BESIDE_JOBS) and its
-    engine pinned (in-process replays with --cpus), so there is a core to claim."""
-    if not ENGINE_BESIDE_JOBS:
+    """Whether the calibration runs beside other jobs: asked for (the run's `beside_jobs`, or
+    ENGINE_BESIDE_JOBS) and its engine pinned (in-process replays with --cpus), so there is a core
+    to claim."""
+    run = engine_run(wc)
+    if not (run.beside_jobs if ENGINE_BESIDE_JOBS is None else ENGINE_BESIDE_JOBS):
         return False
-    args = list(engine_run(wc).args)
+    args = list(run.args)
     mode = args[args.index("--replay-mode") + 1] if "--replay-mode" in args[:-1] else "http"
     return mode == "in-process" and "--cpus" in args
 

@@ -2,14 +2,12 @@
 # per scale are there; notebooks/calibration/sim_vs_vllm reads the outputs and runs the simulator):
 # build a model, then on ONE vLLM server profile step times, fit servesim.perf, measure saturation
 # throughput, and replay held-out workloads. Latencies are measured in real time, so the job claims
-# every core of the workflow and runs alone. SERVESIM_ENGINE_BESIDE_JOBS=1 (in-process replays
-# pinned to a core only) makes it hold just that core and move the other jobs off it while it
-# runs (`--claim-from` Snakemake's pid; servesim.engine.core_claim), starting first (priority) so
-# the other cores work beside it. Not the default: measured on the 2-core host (quick engine,
-# 1 Dec), the worst P50/P90 TTFT/E2E error below saturation was 24 % with a job on the other core
-# against 11 % and 13 % in two runs alone, and the engine's own spread across repeats 30 % against
-# 12 % and 20 %, though the engine's core was its own (two vCPUs may share one physical core's
-# caches); a host with real spare cores may differ, and the sim_vs_vllm notebook shows which.
+# every core of the workflow and runs alone, except where the engine run declares `beside_jobs` for
+# the scale (quick: workflow/runs/calibration.yaml has the measurements) or
+# SERVESIM_ENGINE_BESIDE_JOBS=1 asks for it (0: alone at every scale): with in-process replays pinned
+# to a core, the job then holds just that core and moves the other jobs off it while it runs
+# (`--claim-from` Snakemake's pid; servesim.engine.core_claim), starting first (priority) so the
+# other cores work beside it.
 #
 # Settings come from the environment (the config schema is closed; read in common.smk): SERVESIM_ENGINE_PYTHON, the
 # interpreter that runs the engine (default: the one running Snakemake), which needs the extra: `pip install .[engine-cpu]` (CPU:

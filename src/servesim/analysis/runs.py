@@ -46,6 +46,7 @@ class Run:
     seeded: bool = True  # the job takes ``--seed``
     collects: tuple[str, ...] = ()  # names of the runs whose summary.json this job gathers
     model: str | None = None  # engine runs: the size of the locally built model
+    beside_jobs: bool = False  # engine runs: hold only the engine's pinned core, other jobs beside it
 
     @property
     def dir(self) -> str:
@@ -122,7 +123,7 @@ def _expand(path: Path, paper: str, template: str, spec: dict, scale: str) -> li
                         command=spec.get("command"), args=tuple(argv(args)), outputs=tuple(spec["outputs"]),
                         out_file=spec.get("out_file"), data=tuple(spec.get("data", [])), same_as=same_as,
                         collects=tuple(spec.get("collects", ())), model=per.get("model"),
-                        seeded=spec.get("seeded", True)))
+                        beside_jobs=bool(per.get("beside_jobs", False)), seeded=spec.get("seeded", True)))
     return runs
 
 

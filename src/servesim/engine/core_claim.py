@@ -10,9 +10,11 @@ is running off the engine's cores, every thread of each, and restores the schedu
 exit. The calibration's own process tree is left alone. A process that ends meanwhile is skipped;
 one this user may not touch is reported, not fatal. Linux only (``os.sched_setaffinity``).
 
-The workflow uses it only with ``SERVESIM_ENGINE_BESIDE_JOBS=1``: on the 2-vCPU host a job on the
-other core still about doubled the simulator-vs-engine error and widened the engine's own spread
-(workflow/rules/engine.smk has the numbers), so the engine runs alone by default.
+The workflow uses it where the engine run declares ``beside_jobs`` for the scale (quick), or
+with ``SERVESIM_ENGINE_BESIDE_JOBS=1``. One run on 1 Dec had a job on the other core double the
+simulator-vs-engine error; three against three on 5 Dec (one engine start, the live fit) measured
+it no worse beside than alone (workflow/runs/calibration.yaml has the numbers). Full scale, whose
+engine spread is published, still runs alone.
 """
 
 from __future__ import annotations
