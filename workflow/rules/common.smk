@@ -245,10 +245,11 @@ def engine_run(wc):
 # Whether the calibration holds only its pinned core while the other jobs run on the rest
 # (servesim.engine.core_claim): the engine run's `beside_jobs` at the scale (workflow/runs/calibration.yaml
 # says which scales and why), or SERVESIM_ENGINE_BESIDE_JOBS=1 / 0 for every scale.
-ENGINE_BESIDE_JOBS = {"1": True, "0": False}.get(os.environ.get("SERVESIM_ENGINE_BESIDE_JOBS", "").strip())
-if os.environ.get("SERVESIM_ENGINE_BESIDE_JOBS", "").strip() not in ("", "0", "1"):
-    raise ValueError(f"SERVESIM_ENGINE_BESIDE_JOBS={os.environ['SERVESIM_ENGINE_BESIDE_JOBS']!r}: 1 (beside the "
-                     "other jobs), 0 (alone) or unset (the engine run's beside_jobs at the scale)")
+_beside = os.environ.get("SERVESIM_ENGINE_BESIDE_JOBS", "")
+if _beside.strip() not in ("", "0", "1"):
+    raise ValueError(f"SERVESIM_ENGINE_BESIDE_JOBS={_beside!r}: 1 (beside the other jobs), 0 (alone) or unset "
+                     "(the engine run's beside_jobs at the scale)")
+ENGINE_BESIDE_JOBS = {"1": True, "0": False}.get(_beside.strip())
 
 
 def engine_beside_jobs(wc):
