@@ -12,9 +12,10 @@ one this user may not touch is reported, not fatal. Linux only (``os.sched_setaf
 
 The workflow uses it where the engine run declares ``beside_jobs`` for the scale (quick), or
 with ``SERVESIM_ENGINE_BESIDE_JOBS=1``. One run on 1 Dec had a job on the other core double the
-simulator-vs-engine error; three against three on 5 Dec (one engine start, the live fit) measured
-it no worse beside than alone (workflow/runs/calibration.yaml has the numbers). Full scale, whose
-engine spread is published, still runs alone.
+simulator-vs-engine error; five pairs on 5 Dec (one engine start, the live fit;
+benchmarks/engine_beside_jobs.py) moved less beside than from one run alone to the next
+(workflow/runs/calibration.yaml has the numbers). Full scale, whose engine spread is published,
+still runs alone.
 """
 
 from __future__ import annotations
