@@ -251,3 +251,50 @@ def test_the_load_is_re_sized_when_static_picks_another_deployment_at_the_rate(t
     assert last["sized_on"] == last["static_at_this_rate"] == s["static_deployment"]
     plans = pd.read_csv(tmp_path / "a" / "plans.csv")
     assert set(plans[plans.system == "static"].deployment) == {s["static_deployment"]}
+
+
+def test_search_restarts_keep_the_best_seeds_plan(monkeypatch):
+    """restarts=N runs Alg. 1 from seeds seed..seed+N-1 and keeps the plan the objective ranks
+    first (the first seed's on ties); restarts=1 is the one run the paper reports."""
+    from types import SimpleNamespace
+
+    from servesim.systems.oserve import online
+
+    alphas = {7: 1.2, 8: 1.4, 9: 1.4}  # seed -> alpha* of the plan Alg. 1 stops at
+    calls = []
+
+    def fake_heuristic(ev, model, seed, init):
+        calls.append(seed)
+        return SimpleNamespace(deployment=(Shape(2), Shape(2, 3)) if seed == 7 else (Shape(2), Shape(2), Shape(4)),
+                               value=SimpleNamespace(alpha=alphas[seed], seed=seed))
+
+    class FakeEv:
+        def __init__(self, *a, **k):
+            pass
+
+        def key(self, v):
+            return (1.0, v.alpha)
+
+    class FakeProf:
+        def matrix(self, shapes):
+            return np.ones((len(shapes), 2)), np.ones((len(shapes), 2))
+
+    monkeypatch.setattr(online, "heuristic", fake_heuristic)
+    monkeypatch.setattr(online, "Evaluator", FakeEv)
+    monkeypatch.setattr(online, "balanced_fractions", lambda lam, n, e: np.full(n.shape, 1.0 / n.shape[0]))
+    for restarts, want_seeds, want_alpha in ((1, [7], 1.2), (3, [7, 8, 9], 1.4)):
+        calls.clear()
+        p = online.Planner(FakeProf(), "opt-30b", 8, seed=7, shares="balanced", restarts=restarts)
+        plan = p.oserve(np.array([10.0, 20.0]))
+        assert calls == want_seeds and plan.alpha == want_alpha
+    with pytest.raises(ValueError, match="restarts=0"):
+        online.Planner(FakeProf(), "opt-30b", 8, restarts=0)
+
+
+def test_online_search_restarts_reading(tmp_path, oserve_tiny_trace):
+    from servesim.systems.oserve import online
+
+    args = [*oserve_tiny_trace, "--max-pp", "2", "--systems", "oserve"]
+    assert online.main([*args, "--search-restarts", "2", "-o", str(tmp_path / "r2")]) == 0
+    assert json.loads((tmp_path / "r2" / "summary.json").read_text())["search_restarts"] == 2
+    assert online.main([*args, "--search-restarts", "0", "-o", str(tmp_path / "r0")]) == 2
