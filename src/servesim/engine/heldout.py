@@ -127,7 +127,7 @@ def write_cases(out: Path, loads, shapes, n_requests: int, seed: int,
 
 def case_labels(loads, shapes) -> list[tuple[str, float | str]]:
     """(label, key) of each held-out case: ``load{x}`` for a load (its key the number), a shape's name."""
-    return [(f"load{x}", x) for x in loads] + [(str(name), str(name)) for name in shapes]
+    return [(replay_name(x, 0), x) for x in loads] + [(str(name), str(name)) for name in shapes]
 
 
 def replay_runs(out: Path, loads, shapes, repeats: int) -> list[tuple[str, float | str, int, Path]]:

@@ -452,21 +452,29 @@ def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opt
         write_outputs(out, wl, records, meta, wall, extras=_request_extras(rec, steps))
 
 
+def _stage(cases) -> list[tuple[str, str]]:
+    """The child's (workload file, folder) jobs of (workload, output folder) pairs: each workload
+    written into its folder, whose earlier summary goes (the parent reads a summary as done)."""
+    jobs = []
+    for wl, out_dir in cases:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").unlink(missing_ok=True)
+        wl.to_parquet(out / "workload.parquet", index=False)
+        jobs.append((str(out / "workload.parquet"), str(out)))
+    return jobs
+
+
 def _heldout_jobs(spec: dict) -> list[tuple[str, str]]:
-    """The (workload file, folder) of every held-out replay (`servesim.engine.heldout`) of the
-    profile just written under ``spec["root"]``: the workloads are drawn from its fit.json here."""
+    """The jobs of every held-out replay (`servesim.engine.heldout`) of the profile just written
+    under ``spec["root"]``: the workloads are drawn from its fit.json here."""
     from servesim.engine.heldout import replay_runs, write_cases
 
     root = Path(spec["root"])
     loads, shapes = spec["loads"], spec["shapes"]
     wls = {label: wl for label, _, wl in write_cases(root, loads, shapes, int(spec["n_requests"]), int(spec["seed"]),
                                                      spec.get("shape_requests"))}
-    jobs = []
-    for label, _, _, d in replay_runs(root, loads, shapes, int(spec["repeats"])):
-        d.mkdir(parents=True, exist_ok=True)
-        wls[label].to_parquet(d / "workload.parquet", index=False)
-        jobs.append((str(d / "workload.parquet"), str(d)))
-    return jobs
+    return _stage([(wls[label], d) for label, _, _, d in replay_runs(root, loads, shapes, int(spec["repeats"]))])
 
 
 def _run_engine_child(model: str | Path, config: EngineConfig, opts: ReplayOptions, spec: dict, log: Path,
@@ -530,13 +538,7 @@ def replay_many_in_process(cases: list[tuple[pd.DataFrame, str | Path]], *, mode
     process of its own, warmed up once); returns each folder's summary.json content. ``cpus``:
     cores the child is pinned to (default: all); ``clock``: `CLOCKS` (``engine`` needs one core)."""
     opts = opts or _default_opts(model)
-    jobs = []
-    for wl, out_dir in cases:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.json").unlink(missing_ok=True)
-        wl.to_parquet(out / "workload.parquet", index=False)
-        jobs.append((str(out / "workload.parquet"), str(out)))
+    jobs = _stage(cases)
     log = Path(log) if log else Path(jobs[0][1]) / "engine.log"
     limit = sum(opts.max_duration_s for _ in jobs) + 600
     p = _run_engine_child(model, config, opts, {"jobs": jobs, "warmup": warmup, "clock": clock}, log, limit, cpus)
