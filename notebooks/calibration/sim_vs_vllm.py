@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -54,7 +54,8 @@ frontend_queue = True            # HTTP runs with a measured front end (profile/
                                  # front end as a queue (servesim.sim.frontend) in place of that constant
 arrivals = "sent"                # "sent": the sim gets the client's real send times; "scheduled"
 coalesced = "drop"               # "drop": leave out streams that reached the client in one read; "keep"
-shapes = ["bursty", "long-prompt", "long-output", "ramp"]  # held-out shapes (servesim.engine.calibration.SHAPES)
+shapes = None                    # held-out shapes (servesim.engine.calibration.SHAPES); None: those this
+                                 # scale's engine run replayed (quick replays none; the workflow names them)
 
 # %%
 import json
@@ -76,6 +77,10 @@ from servesim.metrics import summarize
 apply_style()
 base = run_dir("calibration", "engine", scale, root)  # workflow/runs/calibration.yaml
 fit_json = base / "profile" / "fit.json"
+if shapes is None:  # opened by hand: the held-out shapes the engine run replayed (workflow/params gives them)
+    from servesim.engine.calibration import SHAPES
+
+    shapes = [s for s in SHAPES if (base / "replay" / s / "summary.json").exists()]
 cases = [f"load{x}" for x in loads] + list(shapes)  # every compared case: the loads, then the held-out shapes
 missing = [p for p in [fit_json] + [base / "replay" / c / "summary.json" for c in cases]
            if not p.exists()]
