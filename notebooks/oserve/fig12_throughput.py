@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -38,7 +38,8 @@
 # `xnode` (`...-xnode`, full scale's 16-GPU cases: Alg. 1 on the latency-aware objective) and
 # `balanced` (`...-balanced`: the same plans, each type spread over its replicas by capacity among
 # the flow's optimal assignments), `uniform` (`...-uniform`: Alg. 1 from the best homogeneous
-# deployment instead of §4.3's memory minimum); `openloop` (`...-openloop`: every system planned on n_kj measured
+# deployment instead of §4.3's memory minimum), `restarts` (`...-restarts`, full scale: Alg. 1 from
+# three seeds per span, the plan best on the objective kept); `openloop` (`...-openloop`: every system planned on n_kj measured
 # under open-loop traffic; gains within its own runs).
 
 # %% tags=["parameters"]
@@ -56,9 +57,9 @@ from servesim.analysis import runs as R
 from servesim.analysis.outputs import FigureOutputs, apply_style
 
 apply_style()
-SYS = ["oserve", "static", "reload", "oserve_reference", "oserve_xnode", "oserve_balanced", "oserve_uniform"]
+SYS = ["oserve", "static", "reload", *(f"oserve_{rd}" for rd in OO.ONLINE_READINGS)]
 sysdf = OO.load("online/*/*/throughput", "systems.csv", scale, root)
-for reading in ("reference", "xnode", "balanced", "uniform"):
+for reading in OO.ONLINE_READINGS:
     sysdf = OO.with_reading(sysdf, OO.load(f"online/*/*/throughput-{reading}", "systems.csv", scale, root), f"oserve_{reading}")
 # the load each run used (the busiest span's arrivals over the best static deployment's capacity)
 loads = {r.name: float(R.load_summary("oserve", r.name, scale, root)["load"])
@@ -73,7 +74,7 @@ if not sysdf.empty:
     p = sysdf.pivot_table(index=["model", "trace"], columns="system", values="throughput_rps")
     x = np.arange(len(p))
     for i, s in enumerate([s for s in SYS if s in p]):
-        ax.bar(x + (i - 3) * 0.12, p[s], 0.12, label=s)
+        ax.bar(x + (i - (len(SYS) - 1) / 2) * 0.1, p[s], 0.1, label=s)
     ax.set_xticks(x, [f"{m}\n{t}" for m, t in p.index], fontsize=7)
     ax.legend(fontsize=7)
 ax.set_ylabel("throughput (req/s)")
@@ -100,7 +101,7 @@ metrics = {
     "throughput_gain_static_vs_reload_mean": OO.stat(null_vs_reload, "mean"),
 }
 # the named readings (`reference`, `xnode`), not the claims' system; each over the cases it ran
-for reading in ("reference", "xnode", "balanced", "uniform"):
+for reading in OO.ONLINE_READINGS:
     for base in ("static", "reload"):
         r = OO.paired(sysdf, "throughput_rps", f"oserve_{reading}", base)
         metrics.update({f"{reading}_throughput_gain_vs_{base}_max": OO.stat(r, "max"),

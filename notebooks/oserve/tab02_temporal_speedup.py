@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -20,8 +20,9 @@
 # quick: OPT-30B on 8 GPUs, the extreme levels, 2-min spans; a level without a run is NaN). Speedup = P99(static) / P99(OServe) over the level's requests.
 # At paper scale the online runs' named readings also run on every level, OServe alone on the
 # level's workload against the level run's vLLM static: `uniform` (Alg. 1 from the best homogeneous
-# deployment), `balanced` (each type spread by capacity among the flow's optimal assignments) and
-# `xnode` (the latency-aware objective); their bars stand beside OServe's.
+# deployment), `balanced` (each type spread by capacity among the flow's optimal assignments),
+# `xnode` (the latency-aware objective) and `restarts` (Alg. 1 from three seeds per span, the plan
+# best on the objective kept); their bars stand beside OServe's.
 #
 # | level | paper speedup |
 # |---|---|
@@ -42,7 +43,7 @@ from servesim.analysis.outputs import FigureOutputs, apply_style
 apply_style()
 LEVELS = ["T1", "T2", "T3", "T4"]
 # with the claims' null (workflow/claims/oserve.yaml): vLLM reload (the best homogeneous deployment per span) in OServe's place
-# and the named readings uniform / balanced / xnode (runs `levels/temporal-<level>-<reading>`, paper scale)
+# and the named readings uniform / balanced / xnode / restarts (runs `levels/temporal-<level>-<reading>`, paper scale)
 sysdf, metrics = OO.level_metrics("temporal", LEVELS, scale, root, null="reload")
 pd.Series(metrics)
 

@@ -110,8 +110,12 @@ def level_speedups(kind: str, levels, scale: str, root=None, system: str = "oser
     return sysdf, _level_speedups(sysdf, levels, system, "speedup_{lv}" + ("" if system == "oserve" else f"_{system}"))
 
 
-#: the online runs' named readings also run on the Tables 1-2 levels (workflow/runs/oserve.yaml)
-LEVEL_READINGS = ("uniform", "balanced", "xnode")
+#: the online runs' named readings whose OServe rows the notebooks pair with the main runs' static
+#: and reload (runs ``online/<trace>/<model>/<load>-<reading>``; workflow/runs/oserve.yaml); `openloop`
+#: re-runs every system, so its gains are read within its own runs instead
+ONLINE_READINGS = ("reference", "xnode", "balanced", "uniform", "restarts")
+#: those that also run on the Tables 1-2 levels (``levels/<level>-<reading>``)
+LEVEL_READINGS = ("uniform", "balanced", "xnode", "restarts")
 
 
 def level_metrics(kind: str, levels, scale: str, root=None, null: str = "static") -> tuple[pd.DataFrame, dict]:
