@@ -62,6 +62,7 @@ import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
 from IPython.display import display
 import numpy as np
 import pandas as pd
@@ -370,7 +371,9 @@ for ax, (m, title) in zip(axes, (("ttft", "TTFT"), ("tpot", "TBT"), ("e2el", "E2
     ax.set_xlabel("load (x measured capacity)")
     ax.set_ylabel("ms")
     ax.set_yscale("log")
-axes[0].legend(fontsize=7, ncol=2, loc="best", framealpha=0.85)
+lo, hi = axes[0].get_ylim()  # log axis: the data in its lower 60 %, the legend above them
+axes[0].set_ylim(lo, lo * (hi / lo) ** (1 / 0.6))
+axes[0].legend(fontsize=7, ncol=2, loc="upper left", framealpha=0.85)
 # bottom row: per-request CDFs of each load's first replay (engine solid, simulator dashed)
 cdf_cols = (("ttft_s", "TTFT"), ("tbt_mean_s", "TBT (per-request mean gap)"), ("e2e_s", "E2E"))
 for ax, (col, title) in zip(grid[1], cdf_cols):
@@ -378,13 +381,16 @@ for ax, (col, title) in zip(grid[1], cdf_cols):
         for df, ls, who in ((per_request[x][0], "-", "vLLM"), (per_request[x][1], "--", "sim")):
             v = np.sort(pd.to_numeric(df[col], errors="coerce").dropna().to_numpy()) * 1e3
             if len(v):
-                ax.plot(v, np.arange(1, len(v) + 1) / len(v), ls, color=f"C{i}", lw=1.2,
-                        label=f"{who} load {x}" if col == "ttft_s" else None)
+                ax.plot(v, np.arange(1, len(v) + 1) / len(v), ls, color=f"C{i}", lw=1.2)
     ax.set_xscale("log")
     ax.xaxis.set_minor_formatter(plt.NullFormatter())  # a narrow log range labels its minor ticks: they collide
     ax.set_xlabel(f"{title} (ms)")
     ax.set_ylabel("fraction of requests")
-grid[1][0].legend(fontsize=6, ncol=2, loc="best", framealpha=0.85)
+# one legend for the row, above it (inside a panel it covered the curves): colour = load, style = who
+row_keys = [Line2D([], [], color=f"C{i}", lw=1.2, label=f"load {x}") for i, x in enumerate(loads)]
+row_keys += [Line2D([], [], color="k", ls=ls, lw=1.2, label=who) for ls, who in (("-", "vLLM"), ("--", "sim"))]
+grid[1][1].legend(handles=row_keys, fontsize=7, ncol=len(row_keys), loc="lower center",
+                  bbox_to_anchor=(0.5, 1.02), frameon=False).set_in_layout(False)  # the columns keep their width
 # third row: the held-out shapes' errors (median over repeats), the engine's spread as a whisker
 bar_metrics = (("p50_ttft_s", "TTFT P50"), ("p90_ttft_s", "TTFT P90"), ("p50_tpot_s", "TBT P50"),
                ("p50_e2el_s", "E2E P50"), ("p90_e2el_s", "E2E P90"))
@@ -413,7 +419,7 @@ if shapes:
     ax.set_title("held-out shapes: simulator error (bars; black marks: the readings steps and speed-matched), "
                  "the engine's repeat spread (whiskers), ±10 % band", fontsize=9)
     ax.legend(fontsize=7, ncol=len(bar_metrics) + 2, loc="upper center")
-fig.tight_layout()
+fig.tight_layout(h_pad=3.5)  # room between the rows for the CDF row's legend
 
 # %%
 out = FigureOutputs("calibration", "sim_vs_vllm", scale=scale, root=root)
