@@ -289,12 +289,25 @@ def test_search_restarts_keep_the_best_seeds_plan(monkeypatch):
         assert calls == want_seeds and plan.alpha == want_alpha
     with pytest.raises(ValueError, match="restarts=0"):
         online.Planner(FakeProf(), "opt-30b", 8, restarts=0)
+    with pytest.raises(ValueError, match="restarts=2 is a reading of the randomised search"):
+        online.Planner(FakeProf(), "opt-30b", 8, search="exhaustive", restarts=2)
+
+
+def test_online_search_restarts_refused_with_exhaustive(tmp_path, oserve_tiny_trace, capsys):
+    """--search exhaustive is deterministic: restarts there would be silently ignored, so the CLI
+    refuses them by name (1, the default, stays valid)."""
+    from servesim.systems.oserve import online
+
+    args = [*oserve_tiny_trace, "--max-pp", "2", "--systems", "oserve"]  # the fixture searches exhaustively
+    assert online.main([*args, "--search-restarts", "2", "-o", str(tmp_path / "x")]) == 2
+    assert "--search exhaustive is deterministic" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
 
 
 def test_online_search_restarts_reading(tmp_path, oserve_tiny_trace):
     from servesim.systems.oserve import online
 
-    args = [*oserve_tiny_trace, "--max-pp", "2", "--systems", "oserve"]
+    args = [*oserve_tiny_trace, "--max-pp", "2", "--systems", "oserve", "--search", "heuristic"]
     assert online.main([*args, "--search-restarts", "2", "-o", str(tmp_path / "r2")]) == 0
     assert json.loads((tmp_path / "r2" / "summary.json").read_text())["search_restarts"] == 2
     assert online.main([*args, "--search-restarts", "0", "-o", str(tmp_path / "r0")]) == 2

@@ -117,6 +117,9 @@ class Planner:
         self.prof, self.model, self.gpus, self.search, self.seed, self.init = prof, model, gpus, search, seed, init
         if int(restarts) < 1:
             raise ValueError(f"restarts={restarts!r}: Alg. 1 runs from at least one seed")
+        if int(restarts) > 1 and search != "heuristic":
+            # the exhaustive search is deterministic: restarts would be ignored, so say so
+            raise ValueError(f"restarts={restarts!r} is a reading of the randomised search (heuristic), not {search!r}")
         # Alg. 1 is randomised and the paper reports one run (restarts=1, seed `seed`); restarts=N (a
         # named reading) runs it from seeds seed..seed+N-1 and keeps the best plan on the objective:
         # from §4.3's memory-minimum start one seed can stall at a merge-only local optimum far below
@@ -368,6 +371,9 @@ def check(a: argparse.Namespace) -> None:
         raise InputError("--minute-stride, --level-minutes and --gpus must be >= 1")
     if a.search_restarts < 1:
         raise InputError(f"--search-restarts {a.search_restarts}: Alg. 1 runs from at least one seed (1: one run)")
+    if a.search_restarts > 1 and a.search != "heuristic":
+        raise InputError(f"--search-restarts {a.search_restarts}: restarts are a reading of the randomised search "
+                         f"(--search heuristic); --search {a.search} is deterministic and would ignore them")
     LL.LlumnixOptions.parse(getattr(a, "llumnix_option", ()))
     if a.predictor not in ("oracle", *PR.PREDICTORS):
         raise InputError(f"--predictor {a.predictor!r}: oracle or one of {', '.join(PR.PREDICTORS)}")
