@@ -12,7 +12,7 @@ from servesim.fleet.control import EndpointStats, Scale
 from servesim.fleet.lifecycle import State
 from servesim.metrics.timeline import binned_mean, saving_pct
 from servesim.policies.autoscalers import ReactiveAutoscaler
-from servesim.systems.preserve.autoscaling import fig08_metrics, main
+from servesim.systems.preserve.autoscaling import fig08_metrics, main, step_down_largest
 from tests.data_marks import needs_azure_code
 from servesim.systems.preserve.scaler import PreServeScaler, ProactiveScaler, instance_count, kv_projection, overloaded
 
@@ -129,6 +129,24 @@ def test_binned_mean_by_arrival_and_saving():
     assert saving_pct(55.0, 100.0) == pytest.approx(45.0)
 
 
+def test_step_down_largest_finds_the_largest_passing_value_below_the_start():
+    calls = []
+
+    def test(x):
+        calls.append(x)
+        return x <= 0.83, x
+
+    x, log = step_down_largest(test, 1.0, 0.1, 0.05, 3)
+    # 1.0, 0.95, 0.9025, 0.857 fail; 0.8145 passes; three bisection steps in (0.8145, 0.857)
+    assert [e[1] for e in log[:5]] == [False, False, False, False, True] and len(log) == 8
+    assert 0.83 - (0.857375 - 0.81450625) / 8 <= x <= 0.83 and log == [(c, c <= 0.83, c) for c in calls]
+    # the start passes: one test, the start returned
+    assert step_down_largest(lambda v: (True, v), 0.5, 0.1, 0.05, 3) == (0.5, [(0.5, True, 0.5)])
+    # nothing passes down to the floor: the floor, every step logged
+    x, log = step_down_largest(lambda v: (False, v), 0.2, 0.1, 0.5, 3)
+    assert x == 0.1 and [e[0] for e in log] == [0.2, 0.1]
+
+
 def test_fig08_metrics_on_hand_summaries():
     runs = {}
     for svc in ("code", "chat"):
@@ -155,6 +173,16 @@ def test_cli_plan_and_replay_at_test_scale_are_deterministic(tmp_path):
     assert main(["plan", "--service", "code", "--scale", "test", "-o", str(plan)]) == 0
     p = json.loads((plan / "summary.json").read_text())
     assert p["train_days"] == 2 and p["targets"] and all(1 <= n <= 8 for n in p["targets"])
+    # the thinning rule's promise (spec §2.2: zero SLO violations under static-8) holds on the
+    # static replay itself, not only on the windows the rule probes
+    assert p["thinning_check"] == "span" and p["thinning_f"] <= p["thinning_f_windows"]
+    assert p["thinning_span_log"] and p["thinning_span_log"][-1]["f"] >= p["thinning_f"] > 0
+    st = tmp_path / "static"
+    assert main(["replay", str(plan / "summary.json"), "--policy", "static", "-o", str(st)]) == 0
+    s8 = json.loads((st / "summary.json").read_text())
+    assert s8["bins_over_slo"] == 0 and s8["unfinished"] == 0 and s8["peak_norm_latency_s"] <= 0.2
+    ok_at_f = [e for e in p["thinning_span_log"] if e["f"] == p["thinning_f"]]
+    assert ok_at_f and ok_at_f[-1]["ok"] and ok_at_f[-1]["peak_s"] == pytest.approx(s8["peak_norm_latency_s"])
     outs = []
     for k in range(2):
         o = tmp_path / f"run{k}"
