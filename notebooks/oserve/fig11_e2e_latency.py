@@ -45,7 +45,7 @@
 # starts Alg. 1 from the best homogeneous deployment instead of §4.3's memory minimum
 # (`uniform_*` metrics). The reading `restarts` (`...-restarts`, full scale) runs Alg. 1 from three
 # seeds in every span and keeps the plan best on the objective, as a user re-running a randomised
-# search would; the paper reports one run (`restarts_*` metrics). The reading `openloop` (`...-openloop`)
+# search would; the paper reports one run (`restarts_*` metrics). The reading `openloop` (`...-openloop`, full scale)
 # re-runs OServe, static and reload with n_kj measured under open-loop traffic instead of closed
 # batches (the trace's rate can differ, as static's reference deployment is chosen on them); its
 # speedups are within its own runs (`openloop_*` metrics).

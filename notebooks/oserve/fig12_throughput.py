@@ -39,7 +39,7 @@
 # `balanced` (`...-balanced`: the same plans, each type spread over its replicas by capacity among
 # the flow's optimal assignments), `uniform` (`...-uniform`: Alg. 1 from the best homogeneous
 # deployment instead of §4.3's memory minimum), `restarts` (`...-restarts`, full scale: Alg. 1 from
-# three seeds per span, the plan best on the objective kept); `openloop` (`...-openloop`: every system planned on n_kj measured
+# three seeds per span, the plan best on the objective kept); `openloop` (`...-openloop`, full scale: every system planned on n_kj measured
 # under open-loop traffic; gains within its own runs).
 
 # %% tags=["parameters"]

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -19,7 +19,7 @@
 # Up to 8 LLaMA-2-7B instances (simulated A40s: Vidur's operator profiles, vLLM V0 limits, KV
 # capacity from 48 GB) serve 48 h of the synthetic Azure-2024-like code and chat weeks (days 3-4;
 # days 1-2 train the Tier-1 mLSTM), thinned by the factor at which static-8 just meets the 0.2 s
-# SLO in the busiest windows (runs `fig08/plan/*`). Policies: Reactive (KV > 95 % -> +1, < 30 %
+# SLO in the busiest windows and then in every 5-minute bin of its own replay (runs `fig08/plan/*`). Policies: Reactive (KV > 95 % -> +1, < 30 %
 # for 5 min -> -1, 60-s cooldown, every 10 s), Proactive (the Tier-1 plan at window boundaries),
 # Hybrid (both), PreServe (plan + anticipator-driven intra-window scaling), static-8 (the
 # resource reference). Ground-truth output lengths; cold start 60 s; router: least pending tokens.
@@ -68,7 +68,8 @@ table = pd.DataFrame([{"service": s, "policy": p, **{k: v[k] for k in (
 table.assign(instance_hours=table.instance_seconds / 3600).drop(columns="instance_seconds")
 
 # %%
-pd.DataFrame({svc: {"thinning f": p["thinning_f"], "mu_p (tok/window)": p["mu_prompt_tokens"],
+pd.DataFrame({svc: {"thinning f": p["thinning_f"], "f by the window rule": p.get("thinning_f_windows", p["thinning_f"]),
+                    "mu_p (tok/window)": p["mu_prompt_tokens"],
                     "mu_d (tok/window)": p["mu_response_tokens"], "N range": f"{min(p['targets'])}-{max(p['targets'])}",
                     "replayed requests": p["replay_requests"]} for svc, p in plans.items()})
 
