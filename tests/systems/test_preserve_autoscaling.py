@@ -111,6 +111,17 @@ def test_intra_window_scale_down_once_per_window_to_peak_over_tf():
     assert lit.act(FakeView(now=2.0, ready=4, loads=[low] * 4)) == [Scale("m", "r", -2)]
 
 
+def test_intra_window_scale_down_keeps_the_instance_started_for_the_next_window():
+    # window 0 plans 1, window 1 plans 2: the boundary pre-initialises one instance at once
+    s = PreServeScaler(targets=[1, 2], window_s=600.0)
+    assert s.act(FakeView(now=1.0, ready=1)) == [Scale("m", "r", 1)]
+    low = (np.array([100]), np.array([50]))                              # peak use 0.1
+    # seconds later, a quiet fleet: the scale-down's floor is what the boundary set up (2), so
+    # the instance still loading for window 1 stays (a floor of N_0 = 1 cancelled it)
+    assert s.act(FakeView(now=7.0, ready=1, starting=1, loads=[low])) == []
+    assert [d["kind"] for d in s.log] == ["window"]
+
+
 def test_reactive_scale_in_waits_down_for_s():
     r = ReactiveAutoscaler(period_s=10, up=0.95, down=0.3, cooldown_s=60, down_for_s=300)
     assert r.act(FakeView(now=10.0, ready=3, kv=0.1)) == []

@@ -45,9 +45,10 @@ Two readings the paper leaves open (spec §6.8), both options:
   With only prefilled requests the overload test cannot see a prefill-bound backlog: code
   requests (prompt ~1.8 K tokens, output ~13) leave the map within ~20 iterations, so U > 95 %
   in more than 10 of the next 100 iterations never holds however long the queue grows.
-- ``scaledown_floor`` (default ``plan``): the once-per-window scale-down keeps at least the
-  Tier-1 count of the current window (it trims instances beyond the plan, e.g. after intra-window
-  scale-ups); ``none`` is the literal rule, which on a prefill-bound service (KV use a few %
+- ``scaledown_floor`` (default ``plan``): the once-per-window scale-down keeps at least what the
+  window boundary set up, max(N_w, N_{w+1}) (it trims instances beyond the plan, e.g. after
+  intra-window scale-ups, and leaves the instances pre-initialised for the next window alone);
+  ``none`` is the literal rule, which on a prefill-bound service (KV use a few %
   while the GPUs are busy) isolates down to one instance every window.
 """
 
@@ -138,11 +139,14 @@ class PreServeScaler:
     def _book(self, now: float, kind: str, delta: int, **extra: Any) -> None:
         self.log.append({"time_s": now, "kind": kind, "delta": delta, **extra})
 
+    def planned(self, w: int) -> int:
+        """The instances the plan holds during window ``w``: max(N_w, N_{w+1}) (N_w serves it, and
+        N_{w+1} - N_w more are pre-initialised at its start for the next window)."""
+        return max(self.target(w), self.target(w + 1))
+
     def boundary(self, now: float, st) -> int:
-        """The window-boundary change: keep max(N_w, N_{w+1})."""
-        w = int(now // self.window_s)
-        keep = max(self.target(w), self.target(w + 1))
-        return keep - st.active
+        """The window-boundary change: keep the plan's ``planned`` count."""
+        return self.planned(int(now // self.window_s)) - st.active
 
     def intra_window(self, view: FleetView, key, st, now: float) -> int:
         """One instance per potentially overloaded one (less those already starting); else the
@@ -160,7 +164,9 @@ class PreServeScaler:
         if n_over == 0 and self._downs < self.max_scaledowns_per_window and max(peaks) < self.scaledown_threshold:
             keep = max(1, math.ceil(sum(peaks) / self.scaledown_threshold - 1e-9))
             if self.scaledown_floor == "plan":
-                keep = max(keep, self.target(int(now // self.window_s)))
+                # the boundary's count, pre-initialised instances included: a floor of N_w alone
+                # cancelled, seconds later, an instance the boundary had just started for N_{w+1}
+                keep = max(keep, self.planned(int(now // self.window_s)))
             if st.active > keep:
                 self._downs += 1
                 return keep - st.active
