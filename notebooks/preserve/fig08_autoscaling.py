@@ -137,6 +137,12 @@ for (svc, pol, tag), v in cold.items():   # sensitivity keys, written only where
         continue
     metrics[f"peak_norm_latency_{pol}_{svc}_cold{tag[1:]}_s"] = v["peak_norm_latency_s"]
     metrics[f"instance_hours_{pol}_{svc}_cold{tag[1:]}"] = v["instance_seconds"] / 3600
+# where each run's peak 5-minute bin falls and how many instances served it (the SLO diagnoses cite them)
+for (svc, pol), v in summaries.items():
+    t = timeline[(timeline.service == svc) & (timeline.policy == pol)]
+    at = t[np.isclose(t.hour, v["peak_hour"])]
+    metrics[f"peak_hour_{pol}_{svc}"] = v["peak_hour"]
+    metrics[f"peak_instances_{pol}_{svc}"] = float(at.instances_mean.iloc[0]) if len(at) else nan
 out = FigureOutputs("preserve", "fig08_autoscaling", scale=scale, root=root)
 out.save_figure(fig)
 out.write_data(timeline)
