@@ -20,6 +20,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def portable(argv: list[str]) -> list[str]:
+    """``argv`` as the record keeps it: an absolute path outside this checkout (a scratch folder
+    on the machine that ran it) becomes a placeholder named after its option (``--work DIR`` ->
+    ``WORK``; a positional one -> ``DEST``), so a tracked record names no machine's paths."""
+    out = []
+    for i, arg in enumerate(argv):
+        p = Path(arg)
+        if p.is_absolute() and not p.resolve().is_relative_to(ROOT):
+            prev = argv[i - 1] if i else ""
+            arg = prev.lstrip("-").replace("-", "_").upper() if prev.startswith("--") else "DEST"
+        out.append(arg)
+    return out
+
+
 def main(argv: list[str]) -> int:
     if not argv or not argv[0].endswith(".py"):
         raise SystemExit("usage: python benchmarks/record.py benchmarks/<script>.py [args...]")
@@ -42,7 +56,7 @@ def main(argv: list[str]) -> int:
     rec = {"date": datetime.date.today().isoformat(), "commit": git("rev-parse", "HEAD"),
            "what": " ".join(doc.split("\n\n")[0].split()).rstrip("."),  # the script's first paragraph
            "dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/records")), "script": argv[0],
-           "command": shlex.join(argv), "source": "record.py", "result": result}
+           "command": shlex.join(portable(argv)), "source": "record.py", "result": result}
     with open(ROOT / "benchmarks" / "records" / "scripts.jsonl", "a") as f:
         f.write(json.dumps(rec, sort_keys=True) + "\n")
     print(json.dumps(rec, sort_keys=True))

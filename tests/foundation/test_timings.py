@@ -139,3 +139,13 @@ def test_write_page_writes_what_render_renders(project_root, tmp_path):
     assert md == tmp_path / "t.md" and md.read_text() == timings.render(project_root, "quick")
     for script in ("record", "fresh_clone"):
         assert "write_page(ROOT)" in (project_root / "benchmarks" / f"{script}.py").read_text()
+
+
+def test_a_record_names_no_scratch_path_of_the_machine_that_ran_it(project_root, tmp_path):
+    """benchmarks/record.py keeps a script's arguments, but an absolute path outside the checkout
+    (a clone or work folder on that machine) becomes a placeholder named after its option."""
+    rec = _load_script(project_root, "record")
+    argv = ["benchmarks/paper_quick.py", "oserve", str(tmp_path / "clone"), "--bound-s", "240",
+            "--work", str(tmp_path / "w"), "--frontend", str(project_root / "benchmarks" / "records" / "x.json")]
+    assert rec.portable(argv) == ["benchmarks/paper_quick.py", "oserve", "DEST", "--bound-s", "240", "--work", "WORK",
+                                  "--frontend", str(project_root / "benchmarks" / "records" / "x.json")]
