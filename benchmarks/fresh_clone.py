@@ -83,6 +83,15 @@ def cold_env(dest: Path) -> dict[str, str]:
     return env
 
 
+def clone(dest: Path, commit: str) -> str:
+    """Clone this checkout into ``dest`` at ``commit``; the full commit id."""
+    full = subprocess.run(["git", "-C", str(ROOT), "rev-parse", commit], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(dest)], check=True)
+    subprocess.run(["git", "-C", str(dest), "checkout", "-q", full], check=True)
+    return full
+
+
 def check_mirror(dest: Path, root: Path) -> None:
     """Refuse a DEST that would not find the data mirror ``root`` finds: that clone would download
     every dataset (or fail offline), a different measurement."""
@@ -123,10 +132,7 @@ def main(argv=None) -> int:
     if a.dest.exists():
         raise SystemExit(f"{a.dest}: exists; give a new directory")
     check_mirror(a.dest, ROOT)
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", a.commit], check=True, capture_output=True,
-                            text=True).stdout.strip()
-    subprocess.run(["git", "clone", "-q", str(ROOT), str(a.dest)], check=True)
-    subprocess.run(["git", "-C", str(a.dest), "checkout", "-q", commit], check=True)
+    commit = clone(a.dest, a.commit)
     rec = {"date": datetime.date.today().isoformat(), "commit": commit, "source": "fresh_clone.py",
            "machine": {"cpus": os.cpu_count(), "memory_gb": memory_gb()}, "commands": [],
            "caches": "cold" if a.cold else "as found"}

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from fresh_clone import check_mirror, cold_env, memory_gb  # noqa: E402
+from fresh_clone import check_mirror, clone, cold_env, memory_gb  # noqa: E402
 
 from servesim.analysis.benchmarks import read_benchmarks  # noqa: E402
 
@@ -49,10 +49,7 @@ def main(argv=None) -> int:
     if not (ROOT / ".venv").is_dir():
         raise SystemExit(f"{ROOT / '.venv'}: no environment to link (run the README's install first)")
     check_mirror(a.dest, ROOT)
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], check=True, capture_output=True,
-                            text=True).stdout.strip()
-    subprocess.run(["git", "clone", "-q", str(ROOT), str(a.dest)], check=True)
-    subprocess.run(["git", "-C", str(a.dest), "checkout", "-q", commit], check=True)
+    commit = clone(a.dest, "HEAD")
     (a.dest / ".venv").symlink_to(ROOT / ".venv")  # .venv is git-ignored: the clone stays clean
     env = os.environ.copy() if a.warm else cold_env(a.dest)
     t0 = time.time()
