@@ -721,3 +721,50 @@ def test_a_reading_run_only_at_full_scale_is_not_read_at_quick(tmp_path):
     notebook(tmp_path, "demo", "fig01_x", {"x": 10.0}, scale="full")
     with pytest.raises(ClaimsError, match="x_oracle.*of reading oracle"):
         check_claims(tmp_path, "full")
+
+
+def test_the_unmet_page_groups_each_non_pass_claim_by_what_it_needs(tmp_path):
+    """docs/unmet-claims.md: a FAIL a reading passes, a FAIL none passes (with its diagnosis), a
+    WEAK (with its null); PASSes and the echo kinds are not listed; the counts add up."""
+    from servesim.analysis import unmet_doc
+
+    by_reading = claim(diagnosis={"kind": "open", "why": "the demo link decides it"},
+                       readings=[{"reading": "oracle", "metric": "x_oracle"}])
+    no_reading = claim(id="demo-02-x", metric="y", diagnosis={"kind": "substitute-data", "why": "demo trace too short"},
+                       readings=[{"reading": "oracle", "metric": "y_oracle"}])
+    weak = claim(id="demo-03-x", metric="z", null_system={"system": "round-robin", "metric": "z_null"})
+    passing = claim(id="demo-04-x", metric="w")
+    stated = claim(id="demo-05-x", kind="stated", metric="v", expected=1)
+    _with_readings(tmp_path, [by_reading, no_reading, weak, passing, stated], READINGS)
+    notebook(tmp_path, "demo", "fig01_x", {"x": 20.0, "x_oracle": 10.5, "y": 30.0, "y_oracle": 40.0, "z": 10.0,
+                                           "z_null": 10.2, "w": 10.0, "v": 3.0}, scale="full")
+    rows = check_claims(tmp_path, "full")
+    assert [unmet_doc.group(r) for r in rows] == ["reading", "no-reading", "weak", None, None]
+    c = unmet_doc.counts(rows)
+    assert (c["judged"], c["PASS"], c["WEAK"], c["FAIL, a reading gives it"]) == (4, 1, 1, 1)
+    assert c["FAIL, no reading: substitute-data"] == 1 and c["FAIL, no reading: open"] == 0
+    out = unmet_doc.write(tmp_path, rows, {"demo": "`results-full/` at abc"})
+    text = out.read_text()
+    assert out == tmp_path / unmet_doc.PAGE
+    assert "| demo | 4 | 1 | 1 | 1 | 0 | 1 | 0 | 0 | `results-full/` at abc |" in text
+    assert "Holds under `oracle` 10.5 (PASS). Diagnosis open: the demo link decides it" in text
+    assert "No named reading passes it (tried: `oracle` 40 (FAIL)). Diagnosis substitute-data: demo trace too short" in text
+    assert "Its null, round-robin, gives 10.2 (PASS)" in text
+    assert "`demo-04-x`" not in text and "`demo-05-x`" not in text
+    assert unmet_doc.write(tmp_path, None) is None  # no snapshot: no page
+
+
+def test_the_unmet_page_lists_every_non_pass_claim_of_the_published_snapshot(project_root):
+    """The page in docs/ is the one the published report gives (regenerate: `servesim claims --readme
+    README.md`), and the README's claims section points to it."""
+    from servesim.analysis import snapshot, unmet_doc
+    from servesim.analysis.claims import README_BEGIN, README_END, UNMET_DOC
+
+    rows = snapshot.read_report(project_root)
+    if rows is None:
+        pytest.skip("no published snapshot in this checkout")
+    section = (project_root / "README.md").read_text().split(README_BEGIN, 1)[1].split(README_END, 1)[0]
+    assert f"`{UNMET_DOC}`" in section, f"the README's claims section does not point to {UNMET_DOC}"
+    sources = {p: f"`{snapshot.SNAPSHOT}/` at {st.get('commit', '?')[:10]}" for p, st in snapshot.stamps(project_root).items()}
+    assert (project_root / UNMET_DOC).read_text() == unmet_doc.page(rows, sources), \
+        f"{UNMET_DOC} is stale: regenerate it with `servesim claims --readme README.md`"

@@ -803,12 +803,17 @@ def readme_section(rows: list[dict], scale: str, full_rows: list[dict] | None = 
     nr = [r for r in rows if r["status"] == "NOT-REPRODUCIBLE"]
     if nr:
         lines += ["", f"Not reproducible: {len(nr)} claims, each with its reason, in `{NR_DOC}`."]
+    if full_rows is not None:
+        lines += ["", "What each measured claim that is not a PASS needs at paper scale, claim by claim (a named "
+                  f"reading under which its check holds, or its diagnosis: what would settle it): `{UNMET_DOC}`."]
     lines += ["", README_END]
     return "\n".join(lines)
 
 
 #: the list of NOT-REPRODUCIBLE claims, written beside the README's tables (its path from the README)
 NR_DOC = "docs/not-reproducible.md"
+#: what each measured claim that is not a PASS needs at paper scale (`servesim.analysis.unmet_doc`)
+UNMET_DOC = "docs/unmet-claims.md"
 
 
 def not_reproducible_doc(rows: list[dict]) -> str:
