@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -30,7 +30,7 @@
 # which leaves it out under two weeks of data: the training half is 3.5 days), each **fit once** on
 # the training half and forecasting the whole test half (the protocol the paper's baseline APEs
 # imply: row `once`, claim 42a) and, as a second reading, **rolling** two steps ahead with the truth
-# (`*_rolling`, the same information PreServe gets: claim 42a-rolling). Full scale adds other
+# (`*_rolling`, the same information PreServe gets: claim 42a's reading `rolling`). Full scale adds other
 # history lengths k and daily retraining.
 #
 # **Data substitute.** The Azure 2024 weeks are not reachable offline: the windows come from the

@@ -92,6 +92,9 @@ def test_engine_fidelity_table_errors_with_spreads_and_the_verdict(tmp_path):
     assert "| TTFT P50 | +7.4 % (2.8 %) | -11.8 % |" in lines
     assert "| E2E P50 | +9.5 % |  |" in lines and not any(line.startswith("| TBT") for line in lines)
     assert "Saturation capacity -0.5 %" in text and "undecided" in text
+    assert "(one replay per load: no engine spread at this scale)" in text  # no spread measured: said so
+    m.write_text(json.dumps({**json.loads(m.read_text()), "max_engine_spread_p50_p90_ttft_e2e_below_saturation": 0.058}))
+    assert "against an engine spread up to 5.8 %; step-time fit" in docs_blocks.engine_fidelity(m)
     assert "take the host's speed out" not in text  # no reading measured: no line
     d = json.loads(m.read_text())
     m.write_text(json.dumps({**d, "speed_matched_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation": 0.083,

@@ -162,11 +162,14 @@ def engine_fidelity(metrics_file: Path) -> str:
         if any(cells):
             out.append(f"| {title} | " + " | ".join(cells) + " |")
     verdict = m.get("meets_10pct_or_spread_below_saturation")
+    spread = m.get("max_engine_spread_p50_p90_ttft_e2e_below_saturation")
+    spread_txt = (f"against an engine spread up to {_pct(spread, False)}; " if spread is not None
+                  else "(one replay per load: no engine spread at this scale); ")
     out += ["", f"Saturation capacity {_pct(m.get('capacity_rel_err'))}; {m.get('replays')} replays "
             f"({m.get('replay_mode')}, at least {m.get('replay_repeats_min')} per load), {m.get('lagged_replays')} lagged; "
             f"the worst P50/P90 TTFT and E2E error below saturation {_pct(m.get('max_abs_rel_err_p50_p90_ttft_e2e_below_saturation'), False)} "
-            f"against an engine spread up to {_pct(m.get('max_engine_spread_p50_p90_ttft_e2e_below_saturation'), False)}; "
-            f"step-time fit, held-out MAPE {m.get('step_fit_heldout_mape_pct', float('nan')):.1f} %"
+            + spread_txt
+            + f"step-time fit, held-out MAPE {m.get('step_fit_heldout_mape_pct', float('nan')):.1f} %"
             + (f" (steps of one shape scatter by a median {m['step_time_noise_floor_median_pct']:.1f} % on their own)"
                if m.get("step_time_noise_floor_median_pct") is not None else "") + "; "
             "within 10 % or the engine's spread below saturation: "

@@ -60,8 +60,10 @@ def _entry(r: dict) -> str:
     head = f"- `{r['id']}` ({_md_cell(r['where'])}): {_md_cell(r['claim'])}. {_paper_vs_ours(r)}"
     g = group(r)
     if g == "weak":
+        tried = _readings(r)
         return (f"{head}. Its null, {_md_cell(r['null_system']) or 'none declared'}, gives "
-                f"{_md_cell(r['null_observed']) or 'no value'} ({r['null_status']})")
+                f"{_md_cell(r['null_observed']) or 'no value'} ({r['null_status']})"
+                + (f". Under its readings: {tried}" if tried else ""))
     tried = _readings(r)
     lead = (f"Holds under {_readings(r, 'PASS')}" if g == "reading"
             else f"No named reading passes it{f' (tried: {tried})' if tried else ''}")
