@@ -768,3 +768,17 @@ def test_the_unmet_page_lists_every_non_pass_claim_of_the_published_snapshot(pro
     sources = {p: f"`{snapshot.SNAPSHOT}/` at {st.get('commit', '?')[:10]}" for p, st in snapshot.stamps(project_root).items()}
     assert (project_root / UNMET_DOC).read_text() == unmet_doc.page(rows, sources), \
         f"{UNMET_DOC} is stale: regenerate it with `servesim claims --readme README.md`"
+
+
+def test_a_check_that_cannot_fail_is_weak_whatever_it_measures(tmp_path):
+    """`null_system: {cannot_fail: why}`: the check holds and the claim is WEAK with the reason;
+    a FAIL stays a FAIL (its check did fail)."""
+    why = "a moving average has nothing to fit, so every implementation trains it faster"
+    write(tmp_path, [claim(null_system={"cannot_fail": why}),
+                     claim(id="demo-02-x", metric="y", null_system={"cannot_fail": why},
+                           diagnosis={"kind": "open", "why": "the demo would settle it"})])
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10.0, "y": 30.0})
+    a, b = check_claims(tmp_path, "quick")
+    assert (a["status"], a["null_status"], a["null_system"]) == ("WEAK", "CANNOT-FAIL", f"cannot fail: {why}")
+    assert a["reason"].startswith("WEAK: its check holds for any system (cannot fail: a moving average")
+    assert (b["status"], b["null_status"]) == ("FAIL", "CANNOT-FAIL")

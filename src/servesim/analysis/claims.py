@@ -39,9 +39,10 @@ REPORT_COLUMNS = ("id", "paper", "kind", "where", "claim", "expected", "observed
 # readings: the claim's value under each named reading it declares and the claim's own check on it
 # ("<reading>: <value> (PASS|FAIL|CENSORED|NOT-MEASURED)", "; "-joined); never the claim's status
 # null_status: PASS / FAIL (the claim's check applied to the null's value), NONE (the claim says no
-# naive system applies), MISSING (no null declared), NOT-MEASURED (the null's value is NaN/null),
-# CENSORED (the null's value is a bound that leaves its verdict open: servesim.metrics.bounds)
-NULL_STATUSES = ("PASS", "FAIL", "NONE", "MISSING", "NOT-MEASURED", "CENSORED")
+# naive system applies), CANNOT-FAIL (the claim says its check holds for any system: WEAK), MISSING
+# (no null declared), NOT-MEASURED (the null's value is NaN/null), CENSORED (the null's value is a
+# bound that leaves its verdict open: servesim.metrics.bounds)
+NULL_STATUSES = ("PASS", "FAIL", "NONE", "CANNOT-FAIL", "MISSING", "NOT-MEASURED", "CENSORED")
 REL_TOLERANCE_NEEDS_WHY = 0.5  # a tolerance this loose (or looser) must say why
 SCALES = ("quick", "full")
 # the workflow's `test` scale (tiny runs the test suite drives) is checked as the quick scale is
@@ -74,12 +75,13 @@ class Diagnosis:
 
 @dataclass(frozen=True)
 class NullSystem:
-    """The claim's null: `system` with its value(s) `metric` in `figure`'s metrics.json, or
-    `none` (why no naive system applies)."""
+    """The claim's null: `system` with its value(s) `metric` in `figure`'s metrics.json, `none`
+    (why no naive system applies), or `cannot_fail` (why the check holds for any system: WEAK)."""
     system: str = ""
     metric: object = None  # str, or list[str] (same length as the claim's ordering metrics)
     figure: str = ""
     none: str = ""
+    cannot_fail: str = ""
 
 
 @dataclass(frozen=True)
@@ -245,6 +247,8 @@ def _null_system(raw, figure: str) -> NullSystem | None:
         return None
     if "none" in raw:
         return NullSystem(none=raw["none"])
+    if "cannot_fail" in raw:
+        return NullSystem(cannot_fail=raw["cannot_fail"])
     return NullSystem(raw["system"], raw["metric"], raw.get("figure", figure))
 
 
@@ -514,6 +518,8 @@ def _null_status(c: Claim, check: Check, null_value, null_unmeasured: bool,
         return "", "", "MISSING"
     if ns.none:
         return f"none: {ns.none}", "", "NONE"
+    if ns.cannot_fail:
+        return f"cannot fail: {ns.cannot_fail}", "", "CANNOT-FAIL"
     if null_unmeasured:
         return ns.system, _fmt(null_value), "NOT-MEASURED"
     verdict = decide(check, null_value, null_bounds)
@@ -585,6 +591,8 @@ _WEAK_REASON = {
     "PASS": "WEAK: its null ({system}) passes the same check ({value}), so the check cannot tell the paper's "
             "idea from a system without it",
     "MISSING": "WEAK: no null declared (null_system), so nothing shows the check can fail",
+    "CANNOT-FAIL": "WEAK: its check holds for any system ({system}), so it cannot tell the paper's idea from a "
+                   "system without it",
     "NOT-MEASURED": "WEAK: its null ({system}) could not be measured at this scale, so nothing shows the check "
                     "can fail",
     "CENSORED": "WEAK: its null's value ({system}: {value}) is a bound its sweep's grid leaves open for this check, "
