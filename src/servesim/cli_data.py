@@ -69,9 +69,6 @@ def _claims(args) -> int:
         sources = {p: f"`{snapshot.SNAPSHOT}/` at {st.get('commit', '?')[:10]}"
                    for p, st in snapshot.stamps(root).items()}
         update_readme(args.readme, rows, args.scale, full_rows, sources)
-        from servesim.analysis import unmet_doc
-
-        unmet_doc.write(Path(args.readme).parent, full_rows, sources)
         from servesim.analysis import readings_doc
 
         readings_doc.update(args.readme, root / snapshot.SNAPSHOT,

@@ -417,6 +417,11 @@ def test_update_readme_writes_the_not_reproducible_page(tmp_path):
     doc = (tmp_path / NR_DOC).read_text()
     assert "## demo" in doc and "- `demo-03-x`" in doc and "needs production telemetry" in doc
     assert "`demo-01" not in doc  # only the NOT-REPRODUCIBLE ones
+    from servesim.analysis.claims import UNMET_DOC
+
+    assert not (tmp_path / UNMET_DOC).exists()  # no snapshot rows: no unmet page
+    update_readme(readme, check_claims(tmp_path, "quick"), "quick", full_rows=[])
+    assert (tmp_path / UNMET_DOC).read_text().startswith("# What each unmet claim needs")
 
 
 def test_not_reproducible_claim_needs_no_metric(tmp_path):
@@ -727,6 +732,7 @@ def test_the_unmet_page_groups_each_non_pass_claim_by_what_it_needs(tmp_path):
     """docs/unmet-claims.md: a FAIL a reading passes, a FAIL none passes (with its diagnosis), a
     WEAK (with its null); PASSes and the echo kinds are not listed; the counts add up."""
     from servesim.analysis import unmet_doc
+    from servesim.analysis.claims import UNMET_DOC
 
     by_reading = claim(diagnosis={"kind": "open", "why": "the demo link decides it"},
                        readings=[{"reading": "oracle", "metric": "x_oracle"}])
@@ -745,7 +751,7 @@ def test_the_unmet_page_groups_each_non_pass_claim_by_what_it_needs(tmp_path):
     assert c["FAIL, no reading: substitute-data"] == 1 and c["FAIL, no reading: open"] == 0
     out = unmet_doc.write(tmp_path, rows, {"demo": "`results-full/` at abc"})
     text = out.read_text()
-    assert out == tmp_path / unmet_doc.PAGE
+    assert out == tmp_path / UNMET_DOC
     assert "| demo | 4 | 1 | 1 | 1 | 0 | 1 | 0 | 0 | `results-full/` at abc |" in text
     assert "Holds under `oracle` 10.5 (PASS). Diagnosis open: the demo link decides it" in text
     assert "No named reading passes it (tried: `oracle` 40 (FAIL)). Diagnosis substitute-data: demo trace too short" in text

@@ -849,3 +849,6 @@ def update_readme(readme: str | Path, rows: list[dict], scale: str, full_rows: l
     doc = Path(readme).parent / NR_DOC
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(not_reproducible_doc(rows))
+    from .unmet_doc import write as write_unmet  # (it reads this module's report helpers)
+
+    write_unmet(Path(readme).parent, full_rows, full_sources)

@@ -1,4 +1,4 @@
-"""What each measured claim that is not a PASS needs, at paper scale: the page `PAGE`.
+"""What each measured claim that is not a PASS needs, at paper scale: the page `claims.UNMET_DOC`.
 
 The paper issues' bar is a share of measured PASSes; where a paper's number is out of reach, the
 alternative is to show, claim by claim, which reading the paper's number needs (issue 30). This
@@ -9,7 +9,7 @@ page does it for every paper, from the published snapshot's report rows (never t
 - a FAIL that no implemented reading passes: its diagnosis, which says what would settle it;
 - a WEAK: the check holds, and so does its null (or nothing shows it can fail).
 
-Written by `servesim claims --readme README.md` beside `docs/not-reproducible.md`.
+Written by `claims.update_readme` (`servesim claims --readme README.md`) beside `docs/not-reproducible.md`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from .claims import DIAGNOSES, MEASURED_STATUSES, UNDIAGNOSED, UNMET_DOC, _by_paper, _md_cell, reading_verdicts
-
-#: the page, relative to the README's folder
-PAGE = UNMET_DOC
 
 #: the groups a measured claim that is not a PASS falls in, in the page's order
 GROUPS = ("reading", "no-reading", "weak")
@@ -102,10 +99,10 @@ def page(rows: list[dict], sources: dict | None = None) -> str:
 
 
 def write(readme_dir: str | Path, rows: list[dict] | None, sources: dict | None = None) -> Path | None:
-    """Write `PAGE` under the README's folder from the snapshot's rows (nothing without a snapshot)."""
+    """Write `UNMET_DOC` under the README's folder from the snapshot's rows (nothing without a snapshot)."""
     if rows is None:
         return None
-    out = Path(readme_dir) / PAGE
+    out = Path(readme_dir) / UNMET_DOC
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page(rows, sources))
     return out
