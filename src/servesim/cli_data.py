@@ -45,7 +45,8 @@ def _manifest(args) -> int:
 
 
 def _claims(args) -> int:
-    from servesim.analysis.claims import check_claims, update_readme, write_report
+    from servesim.analysis.claims import check_claims, write_report
+    from servesim.analysis.claims_pages import update_readme
 
     from servesim.errors import InputError
     from servesim.output_dir import check_output_file

@@ -405,7 +405,8 @@ def test_readme_section_round_trips_through_the_parser(tmp_path):
 
 def test_update_readme_writes_the_not_reproducible_page(tmp_path):
     """The README's section names the count and the page; the page lists each claim with its reason."""
-    from servesim.analysis.claims import NR_DOC, README_BEGIN, README_END, update_readme
+    from servesim.analysis.claims import NR_DOC, README_BEGIN, README_END
+    from servesim.analysis.claims_pages import update_readme
 
     write(tmp_path, [claim(), claim(id="demo-03-x", not_reproducible="needs production telemetry")])
     notebook(tmp_path, "demo", "fig01_x", {"x": 10})

@@ -835,20 +835,3 @@ def not_reproducible_doc(rows: list[dict]) -> str:
         lines += [f"- `{r['id']}` ({_md_cell(r['where'])}, {r['kind']}): {_md_cell(r['reason'])}" for r in group]
         lines += [""]
     return "\n".join(lines)
-
-
-def update_readme(readme: str | Path, rows: list[dict], scale: str, full_rows: list[dict] | None = None,
-                  full_sources: dict | None = None) -> None:
-    from .docs_blocks import replace_block
-
-    text = replace_block(Path(readme).read_text(), README_BEGIN, README_END,
-                         readme_section(rows, scale, full_rows, full_sources))
-    if text is None:
-        raise ClaimsError(f"{readme}: markers {README_BEGIN!r} ... {README_END!r} not found")
-    Path(readme).write_text(text)
-    doc = Path(readme).parent / NR_DOC
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text(not_reproducible_doc(rows))
-    from .unmet_doc import write as write_unmet  # (it reads this module's report helpers)
-
-    write_unmet(Path(readme).parent, full_rows, full_sources)

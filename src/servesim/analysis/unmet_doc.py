@@ -9,7 +9,7 @@ page does it for every paper, from the published snapshot's report rows (never t
 - a FAIL that no implemented reading passes: its diagnosis, which says what would settle it;
 - a WEAK: the check holds, and so does its null (or nothing shows it can fail).
 
-Written by `claims.update_readme` (`servesim claims --readme README.md`) beside `docs/not-reproducible.md`.
+Written by `claims_pages.update_readme` (`servesim claims --readme README.md`) beside `docs/not-reproducible.md`.
 """
 
 from __future__ import annotations
