@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -30,7 +30,7 @@ scale = "quick"     # "quick" or "full"; names the output folders
 root = None         # project root; None finds it from the working directory
 seed = 0
 gen_scale = 0.02    # fraction of the 7.2 M-request synthetic week (full: 1.0)
-growth = 1.0        # 1 = Nov'24 volume; 5 = the Jul'25 level (J §3: ≈5× growth)
+growth = 1.0        # 1: the Nov 2024 volume; 5: the Jul 2025 level (J §3: ≈5× growth)
 
 # %%
 import matplotlib.pyplot as plt

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -65,7 +65,7 @@ scale = "quick"
 root = None
 seed = 0
 policies = ["fcfs", "edf", "pf", "dpa"]
-extra_runs = ["dpa_taun1"]   # sensitivity: DPA with tau_n = 1 s
+extra_runs = ["dpa_taun1"]   # sensitivity: DPA with tau_n of 1 s
 oracle_runs = ["fcfs_oracle", "edf_oracle", "pf_oracle", "dpa_oracle"]  # reading `oracle` (below)
 
 # %%

