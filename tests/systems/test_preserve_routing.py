@@ -191,6 +191,30 @@ def test_routing_sweep_cli_test_scale(tmp_path):
     assert not (tmp_path / "bad").exists()
 
 
+@needs_a40_profile
+def test_routing_sweep_true_lengths_changes_only_what_the_router_is_told(tmp_path):
+    """--lengths true: the same requests and arrivals, PreServe's router told the true lengths."""
+    from servesim.systems.preserve import routing_sweep, serving as sv
+
+    args = ["--model", "7b", "--router", "preserve", "--qps", "6", "--duration-s", "20", "--max-conversations", "150"]
+    pool, _ = sv.request_pool(max_conversations=150)
+    pool = pool.assign(pred=np.maximum(1, pool["output_tokens"] // 7))  # a poor predictor, far from the truth
+    csv = tmp_path / "length_predictions.csv"
+    pd.DataFrame({"label_set": "first", "conv_id": range(len(pool)), "turn": 0, "prompt_tokens": pool.prompt_tokens,
+                  "output_tokens": pool.output_tokens, "pred_preserve": pool.pred, "pred_museve": pool.pred}).to_csv(csv, index=False)
+    runs = {}
+    for lengths in ("predicted", "true"):
+        out = tmp_path / lengths
+        assert routing_sweep.main(args + ["--predictions", str(csv), "--lengths", lengths, "-o", str(out)]) == 0
+        runs[lengths] = (pd.read_csv(out / "points.csv"), json.loads((out / "summary.json").read_text()))
+    (p_pred, s_pred), (p_true, s_true) = runs["predicted"], runs["true"]
+    assert s_pred["lengths"] == "predicted" and s_true["lengths"] == "true"
+    assert p_pred.n_requests.iloc[0] == p_true.n_requests.iloc[0]
+    assert "true lengths" in s_true["request_source"]
+    cols = ["ttft_mean_s", "norm_p99_s", "preemptions"]
+    assert not p_pred[cols].equals(p_true[cols])  # the router's decisions followed what it was told
+
+
 def test_min_use_router_with_a_second_sampler_ends():
     from servesim.systems.preserve.routing import MinUseRouter
     from servesim.systems.preserve.serving import instance_sampler, sample_frame

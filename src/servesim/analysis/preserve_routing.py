@@ -204,6 +204,30 @@ def fig09_metrics(cur: pd.DataFrame, summ: dict[str, dict]) -> dict:
     return m
 
 
+#: fig09_metrics' keys that the claims read under the reading `true-lengths`, and those their
+#: diagnoses cite
+TRUE_LENGTHS_KEYS = (
+    "p99_norm_latency_reduction_vs_second_best_pct_min", "slo_violation_reduction_vs_second_best_pct_min",
+    "ttft_mean_reduction_vs_lr_pct_qps10p5", "ttft_mean_preserve_qps10p5_s",
+    "p99_norm_latency_reduction_vs_lr_pct_qps10p5", "p99_norm_latency_preserve_qps10p5_s",
+    "slo_attainment_preserve_qps10p5_pct", "slo_violation_reduction_vs_lr_pct_qps10p5",
+    "p99_norm_latency_reduction_vs_second_best_pct_13b", "slo_violation_reduction_vs_second_best_pct_13b",
+    "preserve_best_all_metrics_high_qps", "preemptions_preserve_qps10p5", "ttft_p99_preserve_qps10p5_s",
+)
+TRUE_LENGTHS_PREFIX = "truelen_"
+
+
+def true_lengths_metrics(cur: pd.DataFrame, cur_true: pd.DataFrame, summ: dict[str, dict]) -> dict:
+    """The reading `true-lengths`: `TRUE_LENGTHS_KEYS` of `fig09_metrics` with PreServe's rows
+    replaced by ``cur_true``'s (the runs whose router was told each request's true output length;
+    same requests, arrivals and grid), each key prefixed `truelen_`. Empty without such runs."""
+    if cur_true is None or cur_true.empty:
+        return {}
+    swapped = pd.concat([cur[cur.router != "preserve"], cur_true[cur_true.router == "preserve"]], ignore_index=True)
+    m = fig09_metrics(swapped, summ)
+    return {TRUE_LENGTHS_PREFIX + k: m[k] for k in TRUE_LENGTHS_KEYS}
+
+
 def fig10_metrics(cur: pd.DataFrame, summ: dict[str, dict], qps_normal: float = 9.3, qps_high: float = 10.5) -> dict:
     """Measured overheads (7B PreServe run) against its latencies at a non-overloaded load, and
     the worst baseline's latencies at a high load."""

@@ -69,6 +69,21 @@ def test_fig09_null_keys_are_nan_when_a_run_is_missing():
     assert m["rr_best_all_metrics_high_qps"] is None
 
 
+def test_fig09_true_lengths_reading_swaps_only_preserves_rows():
+    """The reading `true-lengths` is fig09_metrics with PreServe's rows taken from the true-length
+    runs: the baselines, the knee and the formulas stay; keys carry the `truelen_` prefix."""
+    base = [("7b", "lr", 10.5, 2.0, 0.08, 0.4, 92.0), ("7b", "mu", 10.5, 2.5, 0.09, 0.45, 91.0),
+            ("7b", "rr", 10.5, 3.0, 0.10, 0.5, 90.0), ("7b", "preserve", 10.5, 4.0, 0.2, 0.8, 80.0)]
+    true = [("7b", "preserve", 10.5, 1.0, 0.05, 0.2, 99.0)]
+    m = pr.fig09_metrics(_cur(base), _summ())
+    t = pr.true_lengths_metrics(_cur(base), _cur(true), _summ())
+    assert set(t) == {pr.TRUE_LENGTHS_PREFIX + k for k in pr.TRUE_LENGTHS_KEYS}
+    assert m["ttft_mean_reduction_vs_lr_pct_qps10p5"] == pytest.approx(-100.0)
+    assert t["truelen_ttft_mean_reduction_vs_lr_pct_qps10p5"] == pytest.approx(50.0)
+    assert t["truelen_slo_attainment_preserve_qps10p5_pct"] == 99.0
+    assert pr.true_lengths_metrics(_cur(base), _cur([]), _summ()) == {}
+
+
 def test_fig10_imbalance_null_reads_the_normal_load():
     rows = [("7b", r, q, t, n, 2 * n, 99.0) for q, f in ((9.3, 1.0), (10.5, 10.0))
             for r, t, n in (("rr", 0.3 * f, 0.08 * f), ("lr", 0.2 * f, 0.07 * f), ("mu", 0.25 * f, 0.075 * f),

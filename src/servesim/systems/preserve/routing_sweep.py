@@ -19,6 +19,9 @@ before PreServe routes a request, counted in its TTFT/E2E: ``paper`` (45.6 ms, Â
 ``measured`` (the --time-predictor mean) or ``none``. ``--mu-kv``: what the MU router reads,
 ``scraped`` (default: utilisation and KV usage every ``--mu-scrape-s`` = 1 s) or ``oracle`` (the
 engine's exact values at every decision); recorded under ``settings`` in summary.json.
+``--lengths``: what PreServe's router is told of each request's output length, ``predicted`` (default:
+the predictions' column) or ``true`` (the request's true length: the same requests and arrivals with a
+perfect length predictor, the reading that separates Eq. 1's form from its predictor's error).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from . import serving as sv
 from .routing import MU_KV_SOURCES
 
 OVERHEADS = ("paper", "measured", "none")
+LENGTHS = ("predicted", "true")
 
 
 def predictions_path(arg: str) -> Path:
@@ -121,6 +125,9 @@ def sweep(a: argparse.Namespace, s: sv.ServingSettings) -> tuple[pd.DataFrame, d
         path = predictions_path(a.predictions)
         pool, kind = sv.request_pool(read_predictions(path, a.label_set), max_model_len=s.max_model_len)
         source = f"{path.name} label_set={a.label_set} (cached PreServe predictions, test split)"
+    if a.lengths == "true":  # same pool and draws: only what the router is told changes
+        pool = pool.assign(pred=pool["output_tokens"])
+        source += "; the router told the true lengths"
     # only PreServe predicts lengths: the baselines' runs skip the timing (one matrix option for all)
     timed = a.time_predictor if a.router == "preserve" else 0
     pred_ms = time_predictor(timed, a.seed) if timed else np.array([])
@@ -150,7 +157,7 @@ def sweep(a: argparse.Namespace, s: sv.ServingSettings) -> tuple[pd.DataFrame, d
     summ = {
         "model": a.model, "router": a.router, "qps": a.qps, "seeds": a.seeds, "seed": a.seed,
         "duration_s": a.duration_s, "n_instances": s.n_instances, "predictions": kind, "request_source": source,
-        "request_pool_size": int(len(pool)), "dispatch_overhead": a.dispatch_overhead,
+        "request_pool_size": int(len(pool)), "lengths": a.lengths, "dispatch_overhead": a.dispatch_overhead,
         "dispatch_overhead_ms": overhead_ms if a.router == "preserve" else 0.0,
         "kv_capacity_tokens": sv.kv_capacity_tokens(a.model, s),
         "isolated_norm_latency_s": sv.isolated_norm_latency(a.model, pool, s, seed=a.seed),
@@ -193,6 +200,8 @@ def main(argv=None) -> int:
     ap.add_argument("--predictions", default="oracle",
                     help="'oracle', 'collected', or table2's length_predictions.csv (the file or its folder)")
     ap.add_argument("--label-set", default="first", choices=("first", "all"))
+    ap.add_argument("--lengths", default="predicted", choices=LENGTHS,
+                    help="what the router is told of output lengths: the predictions or the true lengths")
     ap.add_argument("--max-conversations", type=int, default=None, help="ShareGPT conversations read (oracle pool)")
     ap.add_argument("--dispatch-overhead", default="paper", choices=OVERHEADS)
     ap.add_argument("--time-predictor", type=int, default=0, metavar="N", help="time the length predictor on N prompts")
