@@ -260,8 +260,9 @@ class DecodeInstance:
         dt = self.pool.costs_of(b.model).decode_s(len(act), ctx)
         for r in act:
             r.in_step = True
-        self.busy_until = now + dt
-        self.pool.kernel.at(now + dt, self._step_done, (act, dt))
+        end = now + self.pool.s.control_step_s + dt  # the control plane's dispatch, then the step
+        self.busy_until = end
+        self.pool.kernel.at(end, self._step_done, (act, dt))
 
     def _fit_kv(self, b: Batch, now: float) -> bool:
         """The KV re-check: swap out the resident requests admitted last until the rest, each with
@@ -296,11 +297,13 @@ class DecodeInstance:
         act, dt = arg
         pool = self.pool
         now = pool.kernel.now
-        self.credit += dt
+        c = pool.s.control_step_s
+        self.credit += c + dt
         ended = False
         for r in act:
             r.in_step = False
             r.exec_s += dt
+            r.control_s += c
             tk = r.tokens
             tk.append(now)
             if r.failed or len(tk) >= r.output:  # r.done

@@ -25,7 +25,7 @@ class Req:
 
     __slots__ = ("rid", "model", "mid", "ckpt", "arrival", "prompt", "output", "tokens", "failed", "node",
                  "on_device", "dev_ready", "in_step", "kv_s", "started", "prefill_start", "prefill_switch_s",
-                 "exec_s", "switch_wait_s", "kv_wait_s", "end_state", "reason", "inst", "preemptions")
+                 "exec_s", "switch_wait_s", "kv_wait_s", "control_s", "end_state", "reason", "inst", "preemptions")
 
     def __init__(self, rid: int, model: str, arrival: float, prompt: int, output: int):
         self.rid, self.model, self.arrival = rid, model, arrival
@@ -47,6 +47,7 @@ class Req:
         self.exec_s = 0.0
         self.switch_wait_s = 0.0
         self.kv_wait_s = 0.0    # KV transfer it waited on (blocking part of kv_s: Fig 14/15 "data overhead")
+        self.control_s = 0.0    # control-plane time of the steps it was in (Fig 14 "control"; Settings.control_step_s)
         self.end_state = ""     # a failed request's standard state (FAIL_STATES) and why
         self.reason = ""
         self.inst = ""          # the instance (worker) that holds it last
@@ -156,6 +157,7 @@ def to_table(reqs: list[Req]) -> pd.DataFrame:
         "exec_s": np.array([r.exec_s for r in reqs], float),
         "switch_wait_s": np.array([r.switch_wait_s for r in reqs], float),
         "kv_wait_s": np.array([r.kv_wait_s for r in reqs], float),
+        "control_s": np.array([r.control_s for r in reqs], float),
         "token_times": [np.asarray(r.tokens, float) for r in reqs],
     })
 

@@ -30,10 +30,14 @@ ambiguous the default is the artifact's reading and the alternatives are named o
   vLLM's ``gpu_memory_utilization``; one rule for every system, issue 29) | ``"ae"`` (the authors'
   simulator: ``sllm_kv_fraction`` = 0.8 of the memory the weights leave, about 6-10 % fewer tokens
   for the 7-13B checkpoints on an 80-GB GPU).
-- control-plane cost: none is charged to any system. The paper measures Aegaeon's (Fig 14's
-  "control": cache-index bookkeeping and CUDA events) but gives no value, and the measured
-  iteration profiles already hold the engine's own per-step CPU work; the baselines' request-level
-  control costs are not modelled either, so the comparison charges neither side.
+- ``control_step_s`` (Aegaeon's control-plane time per decode step: the dispatch, cache-index
+  bookkeeping and CUDA events of Fig 14's "control", spent before each step's kernels): 0 by
+  default, no control-plane cost charged to any system. The paper measures Aegaeon's but gives no
+  value, and the measured iteration profiles already hold the engine's own per-step CPU work; the
+  baselines' request-level control costs are not modelled either, so the default charges neither
+  side. A value above 0 is a what-if (notebook cost_sensitivity): it delays every Aegaeon decode
+  step by that much, counts it as the request's ``control_s`` (Fig 14's control overhead) and as
+  compute time for the prefetch credit.
 - ``load_bw`` / ``kv_bw`` (host <-> GPU link for weight loads / KV copies): 32 GB/s each by
   default, the link bandwidth of the paper's own scale-up floor (§3: a 13B FP16 model over PCIe
   takes >= 26 GB / 32 GB/s = 0.8125 s); weights and KV cross the same host link. The authors'
@@ -93,6 +97,7 @@ class Settings:
     kv_recheck: str = "step"          # resident KV fitted before every decode step | "admission" (authors' simulator)
     prefetch: bool = True             # artifact's credit: switch = max(min_switch_s, load - compute since last switch)
     min_switch_s: float = 0.010
+    control_step_s: float = 0.0       # Aegaeon's control-plane time per decode step (none given: a what-if)
     prefetch_min_blocks: int = 1024   # AE: prefetch off if fewer than max(1024, max_len/16) KV blocks would remain
     slab_bytes: float = 2.0**30       # host KV cache: 1 GiB slabs (AE), one block shape per slab
     slabs_per_node: int = 256
@@ -118,6 +123,8 @@ class Settings:
         for name in ("ttft_s", "tbt_s", "q_max_s", "load_bw", "kv_bw", "vram_fraction"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"aegaeon settings: {name} must be > 0, got {getattr(self, name)!r}")
+        if not self.control_step_s >= 0:
+            raise ValueError(f"aegaeon settings: control_step_s must be >= 0, got {self.control_step_s!r}")
         if not self.checkpoints or not all(isinstance(c, str) for c in self.checkpoints):
             raise ValueError(f"aegaeon settings: checkpoints must be catalog model keys, got {self.checkpoints!r}")
         if self.tp < 1 or (self.tp > 1 and self.step_model != "roofline"):
