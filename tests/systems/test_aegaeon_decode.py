@@ -169,3 +169,36 @@ def test_kv_swap_in_per_request_events_or_whole_batch(kv_sync):
         # the whole batch is copied before the first step: both wait 2 s
         assert first_a == first_b == pytest.approx(0.5 + 2.0 + 0.25)
         assert [r.kv_wait_s for r in reqs] == pytest.approx([2.0, 2.0])
+
+
+def test_control_time_delays_every_decode_step_and_is_counted_as_control():
+    # one model, one batch, no switches: every decode step takes the control time, then T
+    c = 1 / 64
+    s = Settings(layout="single", n_nodes=1, prefill_per_node=1, decode_per_node=1, prefetch=False,
+                 control_step_s=c)
+    p = pool(["m_00"], s)
+    d = p.decode[0][0]
+    r = prefilled(0, "m_00", output=9)
+    d.add_new_batch(r, 0.0, start=False)
+    d.start(0.0)
+    p.kernel.run(until=10.0)
+    gaps = [b - a for a, b in zip(r.tokens, r.tokens[1:])]
+    assert len(r.tokens) == 9
+    assert gaps[1:] == pytest.approx([c + T] * 7)  # the first gap also holds the model's load
+    assert r.control_s == pytest.approx(8 * c)      # eight decode steps, each with its control time
+    assert r.exec_s == pytest.approx(8 * T)         # compute time alone
+    # Fig 14's breakdown reads it as control overhead, and the six parts still sum to the request's time
+    from servesim.metrics.time_breakdown import CATEGORIES, request_breakdown
+    from servesim.systems.aegaeon.request import to_table
+
+    r.prefill_start = 0.0
+    t = to_table([r])
+    br = request_breakdown(t)
+    assert br.control_overhead.iloc[0] == pytest.approx(8 * c)
+    assert br[list(CATEGORIES)].sum(axis=1).iloc[0] == pytest.approx(br.total.iloc[0])
+
+
+def test_control_time_is_zero_by_default_and_never_negative():
+    assert Settings().control_step_s == 0.0
+    with pytest.raises(ValueError, match="control_step_s"):
+        Settings(control_step_s=-0.001)

@@ -67,6 +67,8 @@ CASES = [
                                             kv_sync="batch", move_period_s=0.0, kv_recheck="admission"), (20, 0.5)),
     ("aegaeon-kv-recheck", "aegaeon", dict(prefill_per_node=1, decode_per_node=1, vram_fraction=0.36,
                                            kv_sync="batch", move_period_s=0.0), (20, 0.5)),
+    # a per-step control time (the what-if of notebook cost_sensitivity) on the contended pool
+    ("aegaeon-control", "aegaeon", dict(prefill_per_node=1, decode_per_node=1, control_step_s=0.005), (12, 0.5)),
     ("sllm-timeouts", "sllm", dict(sllm_workers=4), (12, 0.5)),
     ("sllm_plus-timeouts", "sllm_plus", dict(sllm_workers=4), (12, 0.5)),
     # 0.2 % of the free memory as KV (the authors' rule, reading ae): the 13B checkpoints hold ~200 tokens, long prompts are rejected
