@@ -174,6 +174,22 @@ def test_remake_replaces_one_figure_and_names_its_commit(tmp_path):
     assert f"fig01_x re-made at {first['commit'][:10]}" in (root / "results-full" / "claims_report.md").read_text()
 
 
+def test_remake_drops_a_published_figure_whose_notebook_is_gone(tmp_path):
+    """A notebook renamed since its figure was published: re-making the new name takes the old one
+    out of the part, its folder and its stamp entries (claims can no longer cite it)."""
+    root = _project(tmp_path)
+    snapshot.publish(root, "demo")
+    snapshot.remake(root, "demo", ["fig01_x"])
+    (root / "notebooks/demo/fig01_x.ipynb").rename(root / "notebooks/demo/fig03_z.ipynb")
+    notebook(root, "demo", "fig03_z", {"x": 10.0}, scale="full")
+    (root / "results/full/demo/fig03_z/data.csv").write_text("a\n1\n")
+    (root / "figures/full/demo/fig03_z.png").write_bytes(b"\x89PNG renamed")
+    st = snapshot.remake(root, "demo", ["fig03_z"])
+    part = root / "results-full" / "demo"
+    assert st["figures"] == ["fig03_z"] and set(st["remade"]) == {"fig03_z"}
+    assert not (part / "fig01_x").exists() and (part / "fig03_z" / "fig03_z.png").read_bytes() == b"\x89PNG renamed"
+
+
 def test_the_calibration_part_counts_its_engine_job(tmp_path):
     """The engine job's benchmark (workflow/rules/engine.smk) is written under the calibration's
     own folder, so the calibration part's stamp counts it."""

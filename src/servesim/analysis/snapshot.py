@@ -132,7 +132,8 @@ def remake(root: str | Path, paper: str, figures: list[str], out: str | Path | N
     """Replace some figures of a published paper by this checkout's full-scale outputs (a figure
     re-drawn, or its runs re-run alone), keeping the rest of the part and its stamp. The stamp's
     ``remade`` names, per figure, the commit and date it now comes from, so a reviewer sees which
-    files postdate the paper's run."""
+    files postdate the paper's run. A published figure whose notebook is gone (removed or renamed)
+    leaves the part, stamp entries included: the claims can no longer cite it."""
     root = Path(root)
     out = Path(out) if out else root / SNAPSHOT
     part = out / paper
@@ -155,8 +156,12 @@ def remake(root: str | Path, paper: str, figures: list[str], out: str | Path | N
         shutil.rmtree(part / f, ignore_errors=True)
         staging.rename(part / f)
         remade[f] = {**origin, "wall_s": walls.get(f)}
+    gone = [f for f in st.get("figures", []) if f not in known]
+    for f in gone:
+        shutil.rmtree(part / f, ignore_errors=True)
+        remade.pop(f, None)
     stamp = dict(st, remade=remade)
-    stamp["figures"] = sorted(set(st.get("figures", [])) | set(figures))
+    stamp["figures"] = sorted((set(st.get("figures", [])) - set(gone)) | set(figures))
     stamp["missing"] = [f for f in st.get("missing", []) if f not in figures]
     tmp = part / f".{STAMP}.part"
     tmp.write_text(json.dumps(stamp, indent=1, sort_keys=True) + "\n")
