@@ -181,12 +181,13 @@ def test_remake_drops_a_published_figure_whose_notebook_is_gone(tmp_path):
     snapshot.publish(root, "demo")
     snapshot.remake(root, "demo", ["fig01_x"])
     (root / "notebooks/demo/fig01_x.ipynb").rename(root / "notebooks/demo/fig03_z.ipynb")
+    (root / "notebooks/demo/fig02_y.ipynb").unlink()   # a figure the part lists as not run
     notebook(root, "demo", "fig03_z", {"x": 10.0}, scale="full")
     (root / "results/full/demo/fig03_z/data.csv").write_text("a\n1\n")
     (root / "figures/full/demo/fig03_z.png").write_bytes(b"\x89PNG renamed")
     st = snapshot.remake(root, "demo", ["fig03_z"])
     part = root / "results-full" / "demo"
-    assert st["figures"] == ["fig03_z"] and set(st["remade"]) == {"fig03_z"}
+    assert st["figures"] == ["fig03_z"] and set(st["remade"]) == {"fig03_z"} and st["missing"] == []
     assert not (part / "fig01_x").exists() and (part / "fig03_z" / "fig03_z.png").read_bytes() == b"\x89PNG renamed"
 
 

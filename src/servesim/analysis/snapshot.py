@@ -156,13 +156,13 @@ def remake(root: str | Path, paper: str, figures: list[str], out: str | Path | N
         shutil.rmtree(part / f, ignore_errors=True)
         staging.rename(part / f)
         remade[f] = {**origin, "wall_s": walls.get(f)}
-    gone = [f for f in st.get("figures", []) if f not in known]
+    gone = [f for f in (*st.get("figures", []), *st.get("missing", [])) if f not in known]
     for f in gone:
         shutil.rmtree(part / f, ignore_errors=True)
         remade.pop(f, None)
     stamp = dict(st, remade=remade)
     stamp["figures"] = sorted((set(st.get("figures", [])) - set(gone)) | set(figures))
-    stamp["missing"] = [f for f in st.get("missing", []) if f not in figures]
+    stamp["missing"] = [f for f in st.get("missing", []) if f not in figures and f not in gone]
     tmp = part / f".{STAMP}.part"
     tmp.write_text(json.dumps(stamp, indent=1, sort_keys=True) + "\n")
     tmp.replace(part / STAMP)
