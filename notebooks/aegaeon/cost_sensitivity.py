@@ -76,15 +76,16 @@ AXIS = {"link": "host link (GB/s, weights and KV)", "control": "Aegaeon control 
 decode_gpus = 10   # §7.1: 10 decoding instances (2 nodes x 5)
 
 
-def facets(name: str) -> list[str]:
-    """A run's facets after its figure: the swept families name their value first."""
-    return (["value"] if name.startswith(("link", "ctl")) else []) + ["slo" if "/x0." in name else "panel"]
+def facets(name: str, last: str) -> list[str]:
+    """A run's facets between its figure and its system: the swept families (``linkseeds/g20/...``)
+    name their value before the figure's own facet (``last``: the panel or the SLO scale)."""
+    return ["value"] * (len(name.split("/")) - 3) + [last]
 
 
 def seed_points(names):
     """The points of those seed runs this scale declares (a ``panel`` column); None if it declares none."""
     found = [n for n in names if sw.declared(n, scale, root)]
-    return pd.concat([sw.load(n, facets(n), scale, root) for n in found], ignore_index=True) if found else None
+    return pd.concat([sw.load(n, facets(n, "panel"), scale, root) for n in found], ignore_index=True) if found else None
 
 
 def seed_value_metrics(gp) -> dict:
@@ -111,7 +112,7 @@ def point_metrics(seed_runs, strict_run, detail_run) -> dict:
         m.update({k: v for k, v in sw.seed_metrics(pts, ["panel"], goodput_reading, seed_value_metrics).items()
                   if "__seed_mean" in k})
     if sw.declared(strict_run, scale, root):
-        strict = sw.load(strict_run, facets(strict_run), scale, root)
+        strict = sw.load(strict_run, facets(strict_run, "slo"), scale, root)
         m.update(sw.censored_metrics(sw.goodput(sw.curves(strict, ["slo"], muxserve_rule=False), ["slo"],
                                                 goodput_reading), strict_metrics))
     if sw.declared(detail_run, scale, root):
@@ -122,9 +123,10 @@ def point_metrics(seed_runs, strict_run, detail_run) -> dict:
 
 
 rows, metrics = [], {"link_default_gbps": default_gbps, "control_default_ms": default_ms}
+default_point = point_metrics(*DEFAULT_RUNS)   # both sweeps' default point: computed once
 for cost, points in SWEEPS.items():
     for x, runs in sorted(points.items()):
-        m = point_metrics(*runs)
+        m = default_point if runs is DEFAULT_RUNS else point_metrics(*runs)
         metrics.update({f"{cost}{x}_{k}": v for k, v in m.items()})
         # bound: "lower" where the sweep's grid ends before Aegaeon misses the 90 % line (servesim.metrics.bounds)
         rows += [{"cost": cost, "x": x, "metric": k.split("__")[0], "value": v, "bound": m.get(f"{k}__bound")}

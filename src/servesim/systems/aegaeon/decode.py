@@ -61,6 +61,7 @@ class DecodeInstance:
         self.h2d_free = 0.0              # when the copy stream is free (kv_sync="per-request")
         self.recheck = pool.s.kv_recheck == "step"
         self._bt = pool.s.kv_block_tokens
+        self._control_s = pool.s.control_step_s  # before every step (a what-if; 0 by default)
         self.evictions = 0               # requests swapped out mid-turn by the KV re-check
         self._caps: dict[str, float] = {}  # model -> KV blocks of this GPU
         # the last step's active requests and their context, while every live request of the
@@ -260,7 +261,7 @@ class DecodeInstance:
         dt = self.pool.costs_of(b.model).decode_s(len(act), ctx)
         for r in act:
             r.in_step = True
-        end = now + self.pool.s.control_step_s + dt  # the control plane's dispatch, then the step
+        end = now + self._control_s + dt  # the control plane's dispatch, then the step
         self.busy_until = end
         self.pool.kernel.at(end, self._step_done, (act, dt))
 
@@ -297,13 +298,11 @@ class DecodeInstance:
         act, dt = arg
         pool = self.pool
         now = pool.kernel.now
-        c = pool.s.control_step_s
-        self.credit += c + dt
+        self.credit += self._control_s + dt
         ended = False
         for r in act:
             r.in_step = False
             r.exec_s += dt
-            r.control_s += c
             tk = r.tokens
             tk.append(now)
             if r.failed or len(tk) >= r.output:  # r.done

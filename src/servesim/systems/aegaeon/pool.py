@@ -154,4 +154,4 @@ class AegaeonPool(BaseSim):
                  "host_cache": [h.report() for h in self.host],
                  "host_cache_overflow_blocks": sum(h.overflow_blocks for h in self.host),
                  "events": self.kernel.events_processed, "end_s": self.kernel.now}
-        return PoolResult(to_table(reqs), self.switches_table(), stats)
+        return PoolResult(to_table(reqs, self.s.control_step_s), self.switches_table(), stats)

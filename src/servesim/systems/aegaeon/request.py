@@ -25,7 +25,7 @@ class Req:
 
     __slots__ = ("rid", "model", "mid", "ckpt", "arrival", "prompt", "output", "tokens", "failed", "node",
                  "on_device", "dev_ready", "in_step", "kv_s", "started", "prefill_start", "prefill_switch_s",
-                 "exec_s", "switch_wait_s", "kv_wait_s", "control_s", "end_state", "reason", "inst", "preemptions")
+                 "exec_s", "switch_wait_s", "kv_wait_s", "end_state", "reason", "inst", "preemptions")
 
     def __init__(self, rid: int, model: str, arrival: float, prompt: int, output: int):
         self.rid, self.model, self.arrival = rid, model, arrival
@@ -47,7 +47,6 @@ class Req:
         self.exec_s = 0.0
         self.switch_wait_s = 0.0
         self.kv_wait_s = 0.0    # KV transfer it waited on (blocking part of kv_s: Fig 14/15 "data overhead")
-        self.control_s = 0.0    # control-plane time of the steps it was in (Fig 14 "control"; Settings.control_step_s)
         self.end_state = ""     # a failed request's standard state (FAIL_STATES) and why
         self.reason = ""
         self.inst = ""          # the instance (worker) that holds it last
@@ -109,9 +108,11 @@ def _tbt(r: Req, state: str) -> tuple[float, float, float]:
     return (ts[-1] - ts[0]) / (r.output - 1), float(g.max()), p99(g, inplace=True)
 
 
-def to_table(reqs: list[Req]) -> pd.DataFrame:
+def to_table(reqs: list[Req], control_step_s: float = 0.0) -> pd.DataFrame:
     """One row per request (by request id): the standard columns (``REQUEST_COLUMNS``, same names,
-    dtypes and meanings), then the Aegaeon ones. ``output_tokens`` is the tokens the request asked
+    dtypes and meanings), then the Aegaeon ones. ``control_s`` (Fig 14's control overhead) is
+    ``control_step_s`` per decode step the request was in: every such step gave it one token after
+    its prefill's, so it is counted here, not on the decode loop's hot path. ``output_tokens`` is the tokens the request asked
     for (at least 1: the prefill always yields the first); ``tokens_out`` the tokens it got;
     ``failed``: it ended without finishing (state ``timeout`` or ``rejected``); ``first_token_s`` is set for a failed request that had a
     token, ``finish_s`` / ``e2e_s`` only for a finished one; ``scheduled_s`` (= ``prefill_start_s``)
@@ -157,7 +158,7 @@ def to_table(reqs: list[Req]) -> pd.DataFrame:
         "exec_s": np.array([r.exec_s for r in reqs], float),
         "switch_wait_s": np.array([r.switch_wait_s for r in reqs], float),
         "kv_wait_s": np.array([r.kv_wait_s for r in reqs], float),
-        "control_s": np.array([r.control_s for r in reqs], float),
+        "control_s": control_step_s * np.array([max(len(r.tokens) - 1, 0) for r in reqs], float),
         "token_times": [np.asarray(r.tokens, float) for r in reqs],
     })
 
