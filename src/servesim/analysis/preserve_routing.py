@@ -9,6 +9,8 @@ Readings (each stated where the metric is made):
   best baseline by the metric compared;
 * Fig 4 overload: an instance with KV usage > 95 % while prompts queue on it; an episode is a run
   of such samples, its minute the episode's start;
+* readings that change one router (`swapped_metrics`): PreServe's told the true lengths
+  (`true-lengths`), MU's reads of the engines (`MU_READINGS`);
 * the claims' nulls (workflow/claims/README.md): round robin in PreServe's place (``*_rr_*``,
   compared with the best of LR and MU), PreServe's router in LR's / MU's place in the Fig 4 pilot,
   and the Fig 9/10 load-dependent claims read at the other side of the knee.
@@ -42,6 +44,19 @@ def load(pattern: str, scale: str, root=None) -> tuple[pd.DataFrame, dict[str, d
     if not frames:
         raise FileNotFoundError(f"no preserve runs match {pattern!r} at scale {scale}")
     return pd.concat(frames, ignore_index=True), summ
+
+
+def load_mu_readings(scale: str, root=None) -> dict[str, pd.DataFrame]:
+    """Curves of the MU readings' runs (``fig09mu/{model}/{read}``) by ``read``; empty at a scale
+    that declares none (quick)."""
+    names: dict[str, list[str]] = {}
+    for r in runs.select("preserve", ["fig09mu/*"], scale, root):
+        names.setdefault(r.name.rsplit("/", 1)[1], []).append(r.name)
+    out = {}
+    for read, rs in names.items():
+        pts = [load(n, scale, root)[0] for n in rs]
+        out[read] = curves(pd.concat(pts, ignore_index=True))
+    return out
 
 
 def curves(pts: pd.DataFrame) -> pd.DataFrame:
@@ -204,6 +219,18 @@ def fig09_metrics(cur: pd.DataFrame, summ: dict[str, dict]) -> dict:
     return m
 
 
+def swapped_metrics(cur: pd.DataFrame, alt: pd.DataFrame, summ: dict[str, dict], router: str,
+                    keys: tuple[str, ...], prefix: str) -> dict:
+    """A Fig 9 reading that changes one router: ``keys`` of `fig09_metrics` with ``router``'s rows
+    replaced by ``alt``'s (runs on the same requests, arrivals and grid), each key prefixed
+    ``prefix``; the other routers, the knee rule and the formulas stay. Empty without such runs."""
+    if alt is None or alt.empty or not (alt.router == router).any():
+        return {}
+    swapped = pd.concat([cur[cur.router != router], alt[alt.router == router]], ignore_index=True)
+    m = fig09_metrics(swapped, summ)
+    return {prefix + k: m[k] for k in keys}
+
+
 #: fig09_metrics' keys that the claims read under the reading `true-lengths`, and those their
 #: diagnoses cite
 TRUE_LENGTHS_KEYS = (
@@ -218,14 +245,34 @@ TRUE_LENGTHS_PREFIX = "truelen_"
 
 
 def true_lengths_metrics(cur: pd.DataFrame, cur_true: pd.DataFrame, summ: dict[str, dict]) -> dict:
-    """The reading `true-lengths`: `TRUE_LENGTHS_KEYS` of `fig09_metrics` with PreServe's rows
-    replaced by ``cur_true``'s (the runs whose router was told each request's true output length;
-    same requests, arrivals and grid), each key prefixed `truelen_`. Empty without such runs."""
-    if cur_true is None or cur_true.empty:
-        return {}
-    swapped = pd.concat([cur[cur.router != "preserve"], cur_true[cur_true.router == "preserve"]], ignore_index=True)
-    m = fig09_metrics(swapped, summ)
-    return {TRUE_LENGTHS_PREFIX + k: m[k] for k in TRUE_LENGTHS_KEYS}
+    """The reading `true-lengths`: PreServe's rows from the runs whose router was told each
+    request's true output length (`swapped_metrics`, keys prefixed `truelen_`)."""
+    return swapped_metrics(cur, cur_true, summ, "preserve", TRUE_LENGTHS_KEYS, TRUE_LENGTHS_PREFIX)
+
+
+#: Fig 9's readings of what MU reads (runs ``fig09mu/{model}/{read}``): reading name -> (the runs'
+#: ``read``, the key prefix). The default (fig09's MU) reads the engines every 1 s
+MU_READINGS = {"mu-oracle": ("oracle", "muoracle_"), "mu-scrape15": ("s15", "mu15_"), "mu-scrape30": ("s30", "mu30_")}
+#: fig09_metrics' keys that the claims against the best baseline read under those readings, and
+#: those their diagnoses cite (the 13B knee is the best baseline's, so it moves with MU)
+MU_READING_KEYS = (
+    "p99_norm_latency_reduction_vs_second_best_pct_min", "slo_violation_reduction_vs_second_best_pct_min",
+    "p99_norm_latency_reduction_vs_second_best_pct_13b", "slo_violation_reduction_vs_second_best_pct_13b",
+    "preserve_best_all_metrics_high_qps", "knee_qps_13b", "second_best_p99_qps10p5", "second_best_violations_qps10p5",
+    "ttft_mean_mu_qps10p5_s", "p99_norm_latency_mu_qps10p5_s", "slo_attainment_mu_qps10p5_pct",
+    "preemptions_mu_qps10p5", "p99_norm_latency_mu_13b_knee_s", "slo_violation_mu_13b_knee_pct",
+)
+
+
+def mu_reading_metrics(cur: pd.DataFrame, by_read: dict[str, pd.DataFrame], summ: dict[str, dict]) -> dict:
+    """Every `MU_READINGS` reading: `MU_READING_KEYS` with MU's rows swapped for the reading's runs
+    in ``by_read`` (curves by the runs' ``read``; `swapped_metrics`), NaN where its runs are not
+    there (quick declares none: the claims then report the reading as not measured)."""
+    m: dict = {}
+    for read, prefix in MU_READINGS.values():
+        m.update(dict.fromkeys((prefix + k for k in MU_READING_KEYS), math.nan))
+        m.update(swapped_metrics(cur, by_read.get(read), summ, "mu", MU_READING_KEYS, prefix))
+    return m
 
 
 def fig10_metrics(cur: pd.DataFrame, summ: dict[str, dict], qps_normal: float = 9.3, qps_high: float = 10.5) -> dict:

@@ -84,6 +84,29 @@ def test_fig09_true_lengths_reading_swaps_only_preserves_rows():
     assert pr.true_lengths_metrics(_cur(base), _cur([]), _summ()) == {}
 
 
+def test_fig09_mu_readings_swap_only_mus_rows_and_are_nan_without_their_runs():
+    """The readings of what MU reads replace MU's rows (runs fig09mu/*): with MU the best baseline
+    PreServe trails it; with a slower-reading MU worse than LR, LR becomes the best baseline and
+    PreServe leads. A reading whose runs are missing (quick) gives NaN keys, not absent ones."""
+    base = [(mo, r, q, *v) for mo, q in (("7b", 10.5), ("13b", 11.7))
+            for r, v in (("lr", (2.0, 0.08, 0.4, 92.0)), ("mu", (1.0, 0.05, 0.2, 98.0)),
+                         ("rr", (3.0, 0.10, 0.5, 90.0)), ("preserve", (1.5, 0.06, 0.3, 96.0)))]
+    slow = [(mo, "mu", q, 4.0, 0.2, 0.8, 80.0) for mo, q in (("7b", 10.5), ("13b", 11.7))]
+    m = pr.fig09_metrics(_cur(base), _summ())
+    r = pr.mu_reading_metrics(_cur(base), {"s30": _cur(slow)}, _summ())
+    assert set(r) == {p + k for _, p in pr.MU_READINGS.values() for k in pr.MU_READING_KEYS}
+    assert m["second_best_p99_qps10p5"] == "mu" and m["p99_norm_latency_reduction_vs_second_best_pct_qps10p5"] < 0
+    assert r["mu30_second_best_p99_qps10p5"] == "lr"
+    assert r["mu30_slo_attainment_mu_qps10p5_pct"] == 80.0
+    assert r["mu30_ttft_mean_mu_qps10p5_s"] == 4.0
+    # PreServe's own rows are untouched: its P99 (0.3) against the best baseline's, MU's 0.2 by
+    # default, LR's 0.4 when MU reads every 30 s
+    assert m["p99_norm_latency_reduction_vs_second_best_pct_min"] == pytest.approx(-50.0)
+    assert r["mu30_p99_norm_latency_reduction_vs_second_best_pct_min"] == pytest.approx(25.0)
+    assert r["mu30_slo_violation_reduction_vs_second_best_pct_min"] == pytest.approx(50.0)
+    assert math.isnan(r["mu15_slo_attainment_mu_qps10p5_pct"]) and math.isnan(r["muoracle_knee_qps_13b"])
+
+
 def test_fig10_imbalance_null_reads_the_normal_load():
     rows = [("7b", r, q, t, n, 2 * n, 99.0) for q, f in ((9.3, 1.0), (10.5, 10.0))
             for r, t, n in (("rr", 0.3 * f, 0.08 * f), ("lr", 0.2 * f, 0.07 * f), ("mu", 0.25 * f, 0.075 * f),
