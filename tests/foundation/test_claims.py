@@ -177,6 +177,29 @@ def test_a_diagnosis_cites_metrics_of_the_run_it_explains(tmp_path):
         check_claims(tmp_path, "quick")
 
 
+def test_diagnoses_share_a_paragraph_written_once_in_texts(tmp_path):
+    """[[name]] in a diagnosis is the file's texts[name] (its placeholders rendered as the rest);
+    an unknown name and a text no diagnosis uses are errors naming the file or the claim."""
+    def write_texts(texts, whys):
+        f = write(tmp_path, [claim(id=f"demo-0{i}-a", expected=20, diagnosis={"kind": "open", "why": w})
+                             for i, w in enumerate(whys, 1)])
+        doc = yaml.safe_load(f.read_text())
+        f.write_text(yaml.safe_dump({"paper": "demo", "texts": texts, "claims": doc["claims"]}))
+    notebook(tmp_path, "demo", "fig01_x", {"x": 10.04})
+    write_texts({"why_x": "x came out at {x:.1f} on the substitute trace"},
+                ["First: [[why_x]].", "Second, with more: [[why_x]]; and so on."])
+    r = {row["id"]: row["reason"] for row in check_claims(tmp_path, "quick")}
+    assert r == {"demo-01-a": "First: x came out at 10.0 on the substitute trace.",
+                 "demo-02-a": "Second, with more: x came out at 10.0 on the substitute trace; and so on."}
+    write_texts({"why_x": "x came out at {x:.1f} on the substitute trace"}, ["First: [[why_y]]."])
+    with pytest.raises(ClaimsError, match=r"demo-01-a.*\[\[why_y\]\].*defined: \['why_x'\]"):
+        check_claims(tmp_path, "quick")
+    write_texts({"why_x": "x came out at {x:.1f} on the substitute trace", "unused": "nobody cites this one"},
+                ["First: [[why_x]]."])
+    with pytest.raises(ClaimsError, match=r"demo.yaml: texts \['unused'\] are used by no diagnosis"):
+        check_claims(tmp_path, "quick")
+
+
 def test_cli_fails_on_undiagnosed_only_when_asked(tmp_path, capsys):
     from servesim.cli_data import _claims
 

@@ -234,12 +234,29 @@ def _semantic_errors(d: dict, paper: str, label: str, readings: dict | None = No
     return errs
 
 
-def _diagnoses(raw) -> dict:
+#: a shared paragraph in a diagnosis's ``why``: ``[[name]]``, one of the file's ``texts``
+_TEXT = re.compile(r"\[\[([a-z][a-z0-9_]*)\]\]")
+
+
+def _with_texts(why: str, texts: dict, label: str, used: set, errs: list) -> str:
+    """``why`` with every ``[[name]]`` replaced by the file's ``texts[name]`` (one paragraph that
+    several diagnoses share, written once); an unknown name is an error naming the claim."""
+    def sub(m: re.Match) -> str:
+        if m[1] not in texts:
+            errs.append(f"{label}: its diagnosis uses [[{m[1]}]], which the file's texts do not define "
+                        f"(defined: {sorted(texts)})")
+            return m[0]
+        used.add(m[1])
+        return texts[m[1]]
+    return _TEXT.sub(sub, why)
+
+
+def _diagnoses(raw, texts: dict, label: str, used: set, errs: list) -> dict:
     if raw is None:
         return {}
     if "kind" in raw:
-        return {s: Diagnosis(raw["kind"], raw["why"]) for s in SCALES}
-    return {s: Diagnosis(v["kind"], v["why"]) for s, v in raw.items()}
+        raw = dict.fromkeys(SCALES, raw)
+    return {s: Diagnosis(v["kind"], _with_texts(v["why"], texts, label, used, errs)) for s, v in raw.items()}
 
 
 def _null_system(raw, figure: str) -> NullSystem | None:
@@ -271,6 +288,7 @@ def load_claims(path: str | Path, schema_path: str | Path | None = None) -> list
     if path.suffix in (".yaml", ".yml") and path.stem != paper:
         raise ClaimsError(f"{path}: paper is {paper!r} but the file is named {path.name} (use {paper}.yaml)")
     out, seen, errs = [], {}, []
+    texts, used = doc.get("texts") or {}, set()
     for i, d in enumerate(doc["claims"]):
         label = _label(path, doc["claims"], i)
         if d["id"] in seen:
@@ -278,6 +296,7 @@ def load_claims(path: str | Path, schema_path: str | Path | None = None) -> list
             continue
         seen[d["id"]] = i
         errs += _semantic_errors(d, paper, label, doc.get("readings"))
+        diagnoses = _diagnoses(d.get("diagnosis"), texts, label, used, errs)
         if errs:
             continue
         full = Check(d["check"], d.get("expected"), d.get("tolerance"))
@@ -285,11 +304,13 @@ def load_claims(path: str | Path, schema_path: str | Path | None = None) -> list
         quick = Check(q["check"], q.get("expected"), q.get("tolerance")) if isinstance(q, dict) else None
         out.append(Claim(d["id"], paper, d["source"], d["where"], d["claim"], d["figure"], d["metric"], full, quick,
                          q == "skip", d.get("not_reproducible"), d.get("note", ""), str(path), d["kind"],
-                         _diagnoses(d.get("diagnosis")), _null_system(d.get("null_system"), d["figure"]),
+                         diagnoses, _null_system(d.get("null_system"), d["figure"]),
                          d.get("tolerance_why", ""),
                          tuple(Reading(r["reading"], r["metric"], r.get("figure", d["figure"]),
                                        doc["readings"][r["reading"]], tuple(r.get("scales", SCALES)))
                                for r in d.get("readings") or [])))
+    if not errs and set(texts) - used:
+        errs.append(f"{path}: texts {sorted(set(texts) - used)} are used by no diagnosis")
     if errs:
         raise ClaimsError("\n".join(errs))
     return out
