@@ -49,14 +49,8 @@ def load(pattern: str, scale: str, root=None) -> tuple[pd.DataFrame, dict[str, d
 def load_mu_readings(scale: str, root=None) -> dict[str, pd.DataFrame]:
     """Curves of the MU readings' runs (``fig09mu/{model}/{read}``) by ``read``; empty at a scale
     that declares none (quick)."""
-    names: dict[str, list[str]] = {}
-    for r in runs.select("preserve", ["fig09mu/*"], scale, root):
-        names.setdefault(r.name.rsplit("/", 1)[1], []).append(r.name)
-    out = {}
-    for read, rs in names.items():
-        pts = [load(n, scale, root)[0] for n in rs]
-        out[read] = curves(pd.concat(pts, ignore_index=True))
-    return out
+    reads = sorted({r.name.rsplit("/", 1)[1] for r in runs.select("preserve", ["fig09mu/*"], scale, root)})
+    return {read: curves(load(f"fig09mu/*/{read}", scale, root)[0]) for read in reads}
 
 
 def curves(pts: pd.DataFrame) -> pd.DataFrame:
