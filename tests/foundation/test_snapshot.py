@@ -174,6 +174,39 @@ def test_remake_replaces_one_figure_and_names_its_commit(tmp_path):
     assert f"fig01_x re-made at {first['commit'][:10]}" in (root / "results-full" / "claims_report.md").read_text()
 
 
+def test_remake_updates_the_wall_times_of_the_figure_and_the_runs_it_reads(tmp_path):
+    """The stamp's per-job wall times follow what is published: re-making a figure takes its own and
+    its runs' times (and the runs those collect) from this checkout's benchmark files; other jobs'
+    times stay those of the paper's run."""
+    import shutil
+
+    import yaml
+
+    root = _project(tmp_path)
+    (root / "workflow/runs").mkdir(parents=True)
+    (root / "workflow/schemas").mkdir(parents=True)
+    shutil.copy(Path(__file__).parents[2] / "workflow/schemas/runs.schema.yaml", root / "workflow/schemas/")
+    run = {"module": "servesim.cli", "outputs": ["summary.json"], "full": {}}
+    (root / "workflow/runs/demo.yaml").write_text(yaml.safe_dump({"paper": "demo", "runs": {
+        "sweep": run, "table": {**run, "collects": ["sweep"]}, "other": run}}))
+    (root / "workflow/params").mkdir(parents=True)
+    (root / "workflow/params/demo.yaml").write_text(yaml.safe_dump({"fig01_x": {"runs": ["table"]},
+                                                                     "fig02_y": {"runs": ["other"]}}))
+    bench = root / "results/full/benchmarks/demo"
+
+    def times(**walls):
+        for job, s in walls.items():
+            (bench / f"{job}.tsv").write_text(f"s\th:m:s\n{s}\t0:00:01\n")
+
+    times(sweep=100, table=10, other=50)
+    first = snapshot.publish(root, "demo")
+    assert first["wall_s"] == {"fig01_x": 12.5, "sweep": 100.0, "table": 10.0, "other": 50.0}
+    times(fig01_x=13, sweep=400, table=20, other=60)   # everything re-ran; fig01_x is re-published
+    st = snapshot.remake(root, "demo", ["fig01_x"])
+    assert st["wall_s"] == {"fig01_x": 13.0, "sweep": 400.0, "table": 20.0, "other": 50.0}
+    assert st["wall_s_total"] == 483.0 and st["remade"]["fig01_x"]["wall_s"] == 13.0
+
+
 def test_remake_drops_a_published_figure_whose_notebook_is_gone(tmp_path):
     """A notebook renamed since its figure was published: re-making the new name takes the old one
     out of the part, its folder and its stamp entries (claims can no longer cite it)."""

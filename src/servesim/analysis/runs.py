@@ -215,6 +215,25 @@ def select(paper: str, patterns, scale: str, root: str | Path | None = None) -> 
     return list(out.values())
 
 
+def figure_runs(paper: str, figure: str, scale: str, root: str | Path | None = None) -> list[str]:
+    """The runs one figure reads at this scale: those its parameters name (``runs:`` in
+    workflow/params/<paper>.yaml) and, transitively, the runs they collect."""
+    path = _decl_root(root) / "workflow" / "params" / f"{paper}.yaml"
+    params = (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
+    pats = (params.get(figure) or {}).get("runs", [])
+    if not pats:
+        return []
+    runs = declared(paper, scale, root)
+    todo = [r.name for r in select(paper, pats, scale, root)]
+    seen: list[str] = []
+    while todo:
+        name = todo.pop(0)
+        if name not in seen:
+            seen.append(name)
+            todo += list(runs[name].collects)
+    return seen
+
+
 def run_dir(paper: str, name: str, scale: str, root: str | Path | None = None) -> Path:
     """The folder holding run ``name``'s outputs (a ``same_as`` run resolves to its source)."""
     return _results_root(root) / run(paper, name, scale, root).dir

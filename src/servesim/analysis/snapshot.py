@@ -19,6 +19,7 @@ from pathlib import Path
 
 from servesim.analysis.claims import REPORT_COLUMNS, ClaimsError, check_claims, to_markdown, write_csv
 from servesim.analysis.provenance import _git, _machine, _versions
+from servesim.analysis import runs as runs_api
 from servesim.analysis.benchmarks import read_benchmarks
 
 SNAPSHOT = "results-full"
@@ -156,11 +157,20 @@ def remake(root: str | Path, paper: str, figures: list[str], out: str | Path | N
         shutil.rmtree(part / f, ignore_errors=True)
         staging.rename(part / f)
         remade[f] = {**origin, "wall_s": walls.get(f)}
+    # the runs behind the re-made figures: their wall times now come from the runs whose outputs
+    # are published (re-run or not, this checkout's benchmark files are those of its results)
+    job_walls = dict(st.get("wall_s", {}))
+    for f in figures:
+        for job in (f, *runs_api.figure_runs(paper, f, SCALE, root)):
+            if job in walls:
+                job_walls[job] = walls[job]
     gone = [f for f in (*st.get("figures", []), *st.get("missing", [])) if f not in known]
     for f in gone:
         shutil.rmtree(part / f, ignore_errors=True)
         remade.pop(f, None)
-    stamp = dict(st, remade=remade)
+    for f in gone:
+        job_walls.pop(f, None)
+    stamp = dict(st, remade=remade, wall_s=job_walls, wall_s_total=round(sum(job_walls.values()), 1))
     stamp["figures"] = sorted((set(st.get("figures", [])) - set(gone)) | set(figures))
     stamp["missing"] = [f for f in st.get("missing", []) if f not in figures and f not in gone]
     tmp = part / f".{STAMP}.part"

@@ -115,20 +115,9 @@ def job_claims(root: str | Path, scale: str = "quick") -> dict[str, list[str]]:
         params = _params(root, paper)
         declared = runs_api.declared(paper, scale, root)
         figs_of: dict[str, set[str]] = defaultdict(set)
-        for fig, p in params.items():
-            pats = (p or {}).get("runs", [])
-            if pats:
-                for r in runs_api.select(paper, pats, scale, root):
-                    figs_of[r.name].add(fig)
-        # a run collected by another feeds that run's figures too (to a fixed point: chains are short)
-        changed = True
-        while changed:
-            changed = False
-            for r in declared.values():
-                for c in r.collects:
-                    if not figs_of[r.name] <= figs_of[c]:
-                        figs_of[c] |= figs_of[r.name]
-                        changed = True
+        for fig in params:
+            for name in runs_api.figure_runs(paper, fig, scale, root):
+                figs_of[name].add(fig)
         for name in declared:
             out[f"{paper}/{name}"] = sorted({i for f in figs_of[name] for i in claims_by_fig.get((paper, f), [])})
         for fig in params:
