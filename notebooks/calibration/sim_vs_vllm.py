@@ -317,6 +317,24 @@ sens = pd.concat([sensitivity(c) for c in cases], axis=1).T
 sens[["p50_ttft_s", "p90_ttft_s", "p50_tpot_s", "p50_e2el_s", "p90_e2el_s"]].round(1)
 
 # %% [markdown]
+# The step model's signed error on each case's busy time (`step_bias_pct`,
+# `servesim.engine.step_bias`: the profile's predicted over the engine's measured sum of step
+# times, - 1, first replay, in %) times that sensitivity: the part of
+# each latency error the step times alone would give, to first order. Where it is close to the
+# error measured above, the latency error is the step model's bias amplified at a queueing knee,
+# not the scheduler or the queues (whose step-by-step agreement is below).
+
+# %%
+from servesim.engine.step_bias import busy_time_bias
+
+bias = busy_time_bias([replay_dirs(c)[0] for c in cases if (replay_dirs(c)[0] / "steps.parquet").exists()], fit_json)
+first_order = pd.DataFrame({c: {"step_bias_pct": bias.get(c, np.nan),
+                                **{k: sens.loc[c, k] * bias.get(c, np.nan) / 100 for k in
+                                   ("p50_ttft_s", "p90_ttft_s", "p50_tpot_s", "p50_e2el_s", "p90_e2el_s")}}
+                            for c in cases}).T
+first_order.round(3)
+
+# %% [markdown]
 # ## Where the engine's TTFT goes (and the per-request distributions the figure's lower row draws)
 # Per-request means over each replay: the client's TTFT, vLLM's own timers (engine-side queue +
 # prefill; the frontend's TTFT, from the API server's arrival) and the simulator's TTFT. A gap
@@ -476,6 +494,12 @@ for case, row in sens.iterrows():  # the metrics' sensitivity to the step times,
     for k, key in named.items():
         if key in row.index and np.isfinite(row[key]):
             metrics[f"sensitivity_{k}_{case}"] = float(row[key])
+for case, row in first_order.iterrows():  # the step model's bias, and the error it gives to first order
+    if np.isfinite(row.step_bias_pct):
+        metrics[f"step_time_profile_bias_pct_{case}"] = float(row.step_bias_pct)
+    for k, key in named.items():
+        if key in row.index and np.isfinite(row[key]):
+            metrics[f"step_bias_first_order_{k}_rel_err_{case}"] = float(row[key])
 for r in sched.itertuples():  # scheduling, step by step (in-process only), each load and shape
     metrics[f"sched_same_share_{r.case}"] = float(r.same_share)
     metrics[f"sched_first_difference_{r.case}"] = None if pd.isna(r.first_difference) else int(r.first_difference)
