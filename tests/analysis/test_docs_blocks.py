@@ -114,6 +114,12 @@ def test_engine_fidelity_table_errors_with_spreads_and_the_verdict(tmp_path):
     assert "scatter" not in text
     m.write_text(json.dumps({**d, "step_time_noise_floor_median_pct": 7.94}))
     assert "held-out MAPE 6.5 % (steps of one shape scatter by a median 7.9 % on their own);" in docs_blocks.engine_fidelity(m)
+    assert "first order" not in docs_blocks.engine_fidelity(m)  # no step bias measured: no line
+    m.write_text(json.dumps({**d, "step_time_profile_bias_pct_load0.3": -2.0, "sensitivity_e2e_p50_load0.3": 4.5,
+                             "step_bias_first_order_e2e_p50_rel_err_load0.3": -0.09}))
+    assert docs_blocks.engine_fidelity(m).splitlines()[-1] == (
+        "That worst error (E2E P50 at load 0.3, +9.5 %) is, to first order, the step model's error on that replay's "
+        "busy time (-2.0 %) times the metric's sensitivity to step time (4.5): -9.0 %.")
     m.write_text(json.dumps({"capacity_rel_err": 0.0}))
     with pytest.raises(ValueError, match="ttft_p50_rel_err_load"):
         docs_blocks.engine_fidelity(m)

@@ -451,3 +451,26 @@ def test_step_noise_floor_is_the_scatter_of_same_shape_steps(tmp_path):
     st["decode_ctx"] = st.decode_seqs * rng.integers(50, 150, n)
     st.to_parquet(tmp_path / "steps.parquet")
     assert step_noise_floor([tmp_path]) == pytest.approx(10.0, abs=1.5)
+
+
+def test_busy_time_bias_is_the_models_signed_error_on_the_summed_step_times(tmp_path):
+    """A model that follows the steps' law has no bias; on a replay whose every step took 25 %
+    longer it predicts 1/1.25 of the busy time: -20 %."""
+    import json
+
+    from servesim.engine.compare import steps_fit_json
+    from servesim.engine.step_bias import busy_time_bias
+
+    loads = [_fake_steps(tmp_path / f"load{x}", s) for s, x in enumerate((0.3, 0.6))]
+    stub = tmp_path / "fit.json"
+    stub.write_text(json.dumps({"coefficients": {"a_p": 1.0, "a_d": 1.0, "b_pt": 0.0, "c_pc": 0.0, "b_ds": 0.0, "c_dc": 0.0},
+                                "frontend_overhead_s": 0.0, "capacity_req_s": 5.0}))
+    fit = steps_fit_json(loads, stub, tmp_path / "steps.json")
+    slow = _fake_steps(tmp_path / "slow", 7)
+    df = pd.read_parquet(slow / "steps.parquet")
+    df["end_s"] = df.start_s + (df.end_s - df.start_s) * 1.25
+    df.to_parquet(slow / "steps.parquet")
+    bias = busy_time_bias([*loads, slow], fit)
+    assert list(bias.index) == ["load0.3", "load0.6", "slow"]
+    assert abs(bias["load0.3"]) < 2 and abs(bias["load0.6"]) < 2
+    assert abs(bias["slow"] - (100 / 1.25 - 100)) < 2

@@ -191,6 +191,17 @@ def engine_fidelity(metrics_file: Path) -> str:
         out.append("Held-out shapes (bursty, long prompts, long outputs, a ramp through saturation), the worst P50/P90 "
                    "TTFT and E2E and P50 TBT error: " + "; ".join(f"{n} {_pct(v, False)}" for n, v in shape_errs
                                                                   if v is not None) + ".")
+    worst = max(((x, k) for x in loads if float(x) < 1.0 for k in ("ttft_p50", "ttft_p90", "e2e_p50", "e2e_p90")
+                 if m.get(f"{k}_rel_err_load{x}") is not None), key=lambda c: abs(m[f"{c[1]}_rel_err_load{c[0]}"]),
+                default=None)
+    first = m.get(f"step_bias_first_order_{worst[1]}_rel_err_load{worst[0]}") if worst else None
+    if first is not None:
+        x, k = worst
+        out.append(f"That worst error ({FIDELITY_ROWS.get(k, k)} at load {x}, {_pct(m[f'{k}_rel_err_load{x}'])}) is, to "
+                   f"first order, the step model's error on that replay's busy time "
+                   f"({_pct(m.get(f'step_time_profile_bias_pct_load{x}', float('nan')) / 100)}) times the metric's "
+                   f"sensitivity to step time ({m.get(f'sensitivity_{k}_load{x}', float('nan')):.1f}): "
+                   f"{_pct(first)}.")
     return "\n".join(out)
 
 
