@@ -69,8 +69,8 @@ import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.analysis.runs import run_dir
-from servesim.engine.compare import (batch_agreement, compare_repeats, compare_run, simulate, step_agreement,
-                                     step_noise_floor, step_time_error, steps_fit_json)
+from servesim.engine.compare import (batch_agreement, compare_repeats, compare_run, replay_speed, simulate,
+                                     step_agreement, step_noise_floor, step_time_error, steps_fit_json)
 from servesim.engine.profile import load_fitted, request_mix
 from servesim.engine.server import EngineConfig
 from servesim.metrics import summarize
@@ -317,17 +317,15 @@ sens = pd.concat([sensitivity(c) for c in cases], axis=1).T
 sens[["p50_ttft_s", "p90_ttft_s", "p50_tpot_s", "p50_e2el_s", "p90_e2el_s"]].round(1)
 
 # %% [markdown]
-# The step model's signed error on each case's busy time (`step_bias_pct`,
-# `servesim.engine.step_bias`: the profile's predicted over the engine's measured sum of step
-# times, - 1, first replay, in %) times that sensitivity: the part of
+# The step model's signed error on each case's busy time (`step_bias_pct`: the profile's predicted
+# over the engine's measured sum of step times, - 1, first replay, in %; the inverse of
+# `compare.replay_speed`, which weighs the long steps most) times that sensitivity: the part of
 # each latency error the step times alone would give, to first order. Where it is close to the
 # error measured above, the latency error is the step model's bias amplified at a queueing knee,
 # not the scheduler or the queues (whose step-by-step agreement is below).
 
 # %%
-from servesim.engine.step_bias import busy_time_bias
-
-bias = busy_time_bias([replay_dirs(c)[0] for c in cases if (replay_dirs(c)[0] / "steps.parquet").exists()], fit_json)
+bias = pd.Series({c: 100 / replay_speed(replay_dirs(c)[0], fit_json) - 100 for c in cases}, dtype=float)  # NaN: HTTP
 first_order = pd.DataFrame({c: {"step_bias_pct": bias.get(c, np.nan),
                                 **{k: sens.loc[c, k] * bias.get(c, np.nan) / 100 for k in
                                    ("p50_ttft_s", "p90_ttft_s", "p50_tpot_s", "p50_e2el_s", "p90_e2el_s")}}

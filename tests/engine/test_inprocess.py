@@ -454,12 +454,12 @@ def test_step_noise_floor_is_the_scatter_of_same_shape_steps(tmp_path):
 
 
 def test_busy_time_bias_is_the_models_signed_error_on_the_summed_step_times(tmp_path):
-    """A model that follows the steps' law has no bias; on a replay whose every step took 25 %
-    longer it predicts 1/1.25 of the busy time: -20 %."""
+    """The sim_vs_vllm notebook's step bias, 100 / `replay_speed` - 100: a model that follows the
+    steps' law has no bias; on a replay whose every step took 25 % longer it predicts 1/1.25 of the
+    busy time: -20 %."""
     import json
 
-    from servesim.engine.compare import steps_fit_json
-    from servesim.engine.step_bias import busy_time_bias
+    from servesim.engine.compare import replay_speed, steps_fit_json
 
     loads = [_fake_steps(tmp_path / f"load{x}", s) for s, x in enumerate((0.3, 0.6))]
     stub = tmp_path / "fit.json"
@@ -470,7 +470,7 @@ def test_busy_time_bias_is_the_models_signed_error_on_the_summed_step_times(tmp_
     df = pd.read_parquet(slow / "steps.parquet")
     df["end_s"] = df.start_s + (df.end_s - df.start_s) * 1.25
     df.to_parquet(slow / "steps.parquet")
-    bias = busy_time_bias([*loads, slow], fit)
+    bias = pd.Series({d.name: 100 / replay_speed(d, fit) - 100 for d in (*loads, slow)})
     assert list(bias.index) == ["load0.3", "load0.6", "slow"]
     assert abs(bias["load0.3"]) < 2 and abs(bias["load0.6"]) < 2
     assert abs(bias["slow"] - (100 / 1.25 - 100)) < 2

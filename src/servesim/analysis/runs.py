@@ -215,12 +215,22 @@ def select(paper: str, patterns, scale: str, root: str | Path | None = None) -> 
     return list(out.values())
 
 
+@lru_cache(maxsize=None)
+def _params_doc(path: Path, mtime: float) -> dict:
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def figure_params(paper: str, root: str | Path | None = None) -> dict:
+    """``{figure: its parameters}`` from workflow/params/<paper>.yaml (empty when there is none);
+    read once per edit of the file."""
+    path = _decl_root(root) / "workflow" / "params" / f"{paper}.yaml"
+    return _params_doc(path, path.stat().st_mtime) if path.is_file() else {}
+
+
 def figure_runs(paper: str, figure: str, scale: str, root: str | Path | None = None) -> list[str]:
     """The runs one figure reads at this scale: those its parameters name (``runs:`` in
     workflow/params/<paper>.yaml) and, transitively, the runs they collect."""
-    path = _decl_root(root) / "workflow" / "params" / f"{paper}.yaml"
-    params = (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
-    pats = (params.get(figure) or {}).get("runs", [])
+    pats = (figure_params(paper, root).get(figure) or {}).get("runs", [])
     if not pats:
         return []
     runs = declared(paper, scale, root)

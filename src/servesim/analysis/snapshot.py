@@ -17,10 +17,10 @@ import shutil
 import time
 from pathlib import Path
 
-from servesim.analysis.claims import REPORT_COLUMNS, ClaimsError, check_claims, to_markdown, write_csv
-from servesim.analysis.provenance import _git, _machine, _versions
 from servesim.analysis import runs as runs_api
 from servesim.analysis.benchmarks import read_benchmarks
+from servesim.analysis.claims import REPORT_COLUMNS, ClaimsError, check_claims, to_markdown, write_csv
+from servesim.analysis.provenance import _git, _machine, _versions
 
 SNAPSHOT = "results-full"
 SCALE = "full"
@@ -168,7 +168,6 @@ def remake(root: str | Path, paper: str, figures: list[str], out: str | Path | N
     for f in gone:
         shutil.rmtree(part / f, ignore_errors=True)
         remade.pop(f, None)
-    for f in gone:
         job_walls.pop(f, None)
     stamp = dict(st, remade=remade, wall_s=job_walls, wall_s_total=round(sum(job_walls.values()), 1))
     stamp["figures"] = sorted((set(st.get("figures", [])) - set(gone)) | set(figures))

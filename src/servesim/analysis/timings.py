@@ -90,13 +90,6 @@ def _flat(d: dict, prefix: str = ""):
             yield f"{prefix}{k}", v
 
 
-def _params(root: Path, paper: str) -> dict:
-    import yaml
-
-    path = root / "workflow" / "params" / f"{paper}.yaml"
-    return (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
-
-
 def job_claims(root: str | Path, scale: str = "quick") -> dict[str, list[str]]:
     """``{benchmark job ("<paper>/<run or figure>"): [claim id, ...]}`` for every declared run and
     figure of every paper: the claims judged on what the job writes (empty: none judges it)."""
@@ -112,7 +105,7 @@ def job_claims(root: str | Path, scale: str = "quick") -> dict[str, list[str]]:
             claims_by_fig[(c.paper, c.null_system.figure)].append(c.id)
     out: dict[str, list[str]] = {}
     for paper in runs_api.papers(root):
-        params = _params(root, paper)
+        params = runs_api.figure_params(paper, root)
         declared = runs_api.declared(paper, scale, root)
         figs_of: dict[str, set[str]] = defaultdict(set)
         for fig in params:
