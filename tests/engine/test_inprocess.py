@@ -294,6 +294,36 @@ def test_profile_fit_on_live_steps_or_the_sweep(tmp_path):
     assert res["fit_source"] == "sweep" and "coefficients_live" not in res
 
 
+def test_profile_step_form_default_fits_a_batch_quadratic_and_keeps_the_linear_fit(tmp_path):
+    """The default form (quadratic-seqs) recovers a per-sequence cost growing with the batch; fit.json
+    names the form and keeps every form's coefficients (the notebook's `linear` reading); a form not
+    known is refused when the plan is made, before any engine runs."""
+    from servesim.engine.profile import SweepPlan, write_profile
+
+    n = 400
+    ds = np.random.default_rng(1).integers(1, 33, n)
+    steps = pd.DataFrame({"step": np.arange(n), "start_s": np.arange(n) * 0.1,
+                          "end_s": np.arange(n) * 0.1 + 0.002 + 5e-5 * ds + 2e-6 * ds * ds,
+                          "prefill_tokens": 0, "prefill_ctx": 0, "decode_seqs": ds, "decode_ctx": ds * 100,
+                          "new_requests": 0, "preempted": 0, "scheduled_tokens": ds, "waiting_added": 0})
+    (tmp_path / "live").mkdir()
+    steps.to_parquet(tmp_path / "live" / "steps.parquet", index=False)
+    sweep = pd.DataFrame([{"prefill_tokens": 0, "prefill_ctx": 0, "decode_seqs": B, "decode_ctx": B * 100,
+                           "step_s": 0.002 + 5e-5 * B + 2e-6 * B * B, "regime": "decode-heavy"} for B in (1, 2, 4, 8, 16, 32)])
+    lone = pd.DataFrame(columns=["prompt_tokens", "ttft_s", "engine_queue_s", "engine_prefill_s"])
+    res = write_profile(tmp_path / "p", sweep, lone, 0.0, SweepPlan(), {}, {}, harness="in-process", wall_s=1.0,
+                        live_dir=tmp_path / "live")
+    assert res["step_form"] == "quadratic-seqs" and set(res["coefficients_by_form"]) == {"linear", "quadratic-seqs"}
+    assert res["coefficients"]["b_ds2"] == pytest.approx(2e-6, rel=1e-3)
+    assert res["coefficients_by_form"]["quadratic-seqs"] == res["coefficients"]
+    assert res["coefficients_by_form"]["linear"]["b_ds2"] == 0.0
+    lin = write_profile(tmp_path / "l", sweep, lone, 0.0, SweepPlan(step_form="linear"), {}, {}, harness="in-process",
+                        wall_s=1.0, live_dir=tmp_path / "live")
+    assert lin["coefficients"] == res["coefficients_by_form"]["linear"]
+    with pytest.raises(ValueError, match="step_form"):
+        SweepPlan(step_form="cubic")
+
+
 def test_engine_clock_counts_cpu_time_and_skips_idle_gaps_without_sleeping():
     import time
 

@@ -47,6 +47,29 @@ def test_fit_recovers_known_coefficients():
         assert getattr(m, k) == pytest.approx(v, rel=1e-6), k
 
 
+def test_quadratic_seqs_form_recovers_its_term_and_zero_term_is_bit_identical():
+    # the form fits a per-sequence cost growing with the batch; the linear form cannot (issue 33)
+    truth = FittedStepTime(**TRUE, b_ds2=3e-6)
+    tab = _table(truth)
+    m = fit(tab, form="quadratic-seqs")
+    assert m.b_ds2 == pytest.approx(3e-6, rel=1e-6) and m.meta["form"] == "quadratic-seqs"
+    lin = fit(tab)
+    assert lin.b_ds2 == 0.0 and "b_ds2" not in lin.meta["features"]
+    X = [tab[c].to_numpy(float) for c in M.AGGREGATES]
+    assert np.max(np.abs(m.step_time(*X) / tab.step_s - 1)) < 1e-9
+    assert np.max(np.abs(lin.step_time(*X) / tab.step_s - 1)) > 0.05
+    # scalar and vector paths agree, and a zero b_ds2 leaves the linear arithmetic bit for bit
+    assert [m.step_time(*(v[i] for v in X)) for i in range(20)] == list(m.step_time(*X)[:20])
+    plain = FittedStepTime(**TRUE)
+    for i in range(20):
+        a, b, c, d = (float(v[i]) for v in X)
+        expect = (TRUE["a_p"] if a > 0 else TRUE["a_d"]) + TRUE["b_pt"] * a + TRUE["c_pc"] * b + TRUE["b_ds"] * c \
+            + TRUE["c_dc"] * d
+        assert plain.step_time(a, b, c, d) == expect
+    with pytest.raises(ValueError, match="form"):
+        fit(tab, form="cubic")
+
+
 def test_fit_recovers_tp_communication_terms():
     base = dict(TRUE, k_tp_tok=4e-6, k_tp_step=1e-3)
     parts = [_table(FittedStepTime(**base, tp=tp), seed=tp, tp=tp) for tp in (1, 2, 4, 8)]

@@ -320,7 +320,7 @@ def _cmd_calibrate(a) -> int:
 
     vocab = _tiny_model_vocab(a.model) or (a.vocab_size, a.first_token_id)
     opts = ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1], seed=a.seed)
-    live = dict(live_requests=a.live_requests, fit_on=a.fit_on)
+    live = dict(live_requests=a.live_requests, fit_on=a.fit_on, step_form=a.step_form)
     plan = SweepPlan(repeats=a.repeats, capacity_requests=a.capacity_requests, seed=a.seed, **live)
     if a.tiny:  # the pipeline tests: a few shapes only
         plan = SweepPlan(decode_batches=(1, 4, 16, 32), decode_contexts=(32, 128, 512), decode_tokens=16,
@@ -394,6 +394,11 @@ def add_parser(subparsers) -> None:
     p.add_argument("--fit-on", choices=["live", "sweep"], default="live",
                    help="the steps the simulator's step model is fitted on: the live profile replay's (where "
                         "there is one) or the controlled sweep's; fit.json keeps both fits")
+    from servesim.perf.fitted import FORMS
+
+    p.add_argument("--step-form", choices=list(FORMS), default="quadratic-seqs",
+                   help="the step model's form (servesim.perf.fitted): quadratic-seqs adds a term in the square of "
+                        "the decoding sequences (the engine's per-sequence work grows with the batch); linear leaves it out")
     p.add_argument("--cpus", default=None, help="with --replay-mode in-process: pin the engine to these cores "
                                                  "(e.g. 1, 0,1, or last)")
     p.add_argument("--claim-from", type=int, default=None, metavar="PID",

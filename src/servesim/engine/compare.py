@@ -292,17 +292,27 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     return out
 
 
-def refit_on_steps(load_dirs, seed: int = 0):
-    """The step model refitted on the engine's own steps: `servesim.perf.fitted` on a random half
-    (stratified by regime) of the load replays' steps. Returns (model, all steps, the held-out
-    half); `step_time_error` scores it and `steps_fit_json` hands it to the simulator, so both read
-    the same half."""
+def step_form(fit_json: str | Path | None) -> str:
+    """The step model's form a profile's fit.json was fitted in (`servesim.perf.fitted.FORMS`;
+    ``linear`` for fits written before the form was recorded, and without a fit)."""
+    if fit_json is None:
+        return "linear"
+    from servesim.engine.profile import read_fit
+
+    return str(read_fit(fit_json).get("step_form", "linear"))
+
+
+def refit_on_steps(load_dirs, seed: int = 0, form: str = "linear"):
+    """The step model refitted on the engine's own steps: `servesim.perf.fitted` (of ``form``: the
+    profile's, `step_form`) on a random half (stratified by regime) of the load replays' steps.
+    Returns (model, all steps, the held-out half); `step_time_error` scores it and `steps_fit_json`
+    hands it to the simulator, so both read the same half."""
     from servesim.perf import fitted
     from servesim.perf import measurements as M
 
     loads = pd.concat([step_table(d) for d in load_dirs], ignore_index=True)
     train, test = M.split(loads, 0.5, seed)
-    return fitted.fit(train), loads, test
+    return fitted.fit(train, form=form), loads, test
 
 
 def step_time_error(load_dirs, shape_dirs=(), fit_json: str | Path | None = None, seed: int = 0) -> pd.DataFrame:
@@ -314,7 +324,7 @@ def step_time_error(load_dirs, shape_dirs=(), fit_json: str | Path | None = None
     median_ape_pct."""
     from servesim.perf import measurements as M
 
-    refit, loads, test = refit_on_steps(load_dirs, seed)
+    refit, loads, test = refit_on_steps(load_dirs, seed, step_form(fit_json))
     shapes = [(Path(d).name, step_table(d)) for d in shape_dirs]
     scored = [("refit", refit, "loads (held-out half)", test), *[("refit", refit, n, t) for n, t in shapes]]
     if fit_json is not None:
@@ -365,11 +375,27 @@ def steps_fit_json(step_dirs, fit_json: str | Path, out: str | Path, seed: int =
     from servesim.engine.profile import read_fit
 
     step_dirs = list(step_dirs)
-    m, tab, _ = refit_on_steps(step_dirs, seed)
+    m, tab, _ = refit_on_steps(step_dirs, seed, step_form(fit_json))
     d = read_fit(fit_json, "coefficients")
     d["coefficients"] = {k: v for k, v in asdict(m).items() if k in d["coefficients"]}
     d["frontend_overhead_s"] = 0.0
     d["step_model_source"] = f"refit on half of {len(tab)} engine steps of {len(step_dirs)} in-process replays"
+    out = Path(out)
+    out.write_text(json.dumps(d, indent=1) + "\n")
+    return out
+
+
+def form_fit_json(fit_json: str | Path, form: str, out: str | Path) -> Path | None:
+    """A copy of ``fit_json`` whose simulator step model is its fit in another ``form``
+    (``coefficients_by_form``, `servesim.perf.fitted.FORMS`: the same steps, the same profile), for the
+    sim_vs_vllm notebook's reading of that name; None where the profile predates the forms."""
+    from servesim.engine.profile import read_fit
+
+    d = read_fit(fit_json, "coefficients")
+    by_form = d.get("coefficients_by_form") or {}
+    if form not in by_form:
+        return None
+    d["coefficients"], d["step_form"] = by_form[form], form
     out = Path(out)
     out.write_text(json.dumps(d, indent=1) + "\n")
     return out

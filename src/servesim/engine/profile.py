@@ -59,6 +59,17 @@ class SweepPlan:
     #: which steps the simulator's fit is made on: "live" (the live replay's, where there is one)
     #: or "sweep" (the controlled batch shapes); both fits are in fit.json
     fit_on: str = "live"
+    #: the step model's form (`servesim.perf.fitted.FORMS`), both fits: ``quadratic-seqs`` (default;
+    #: the engine's per-sequence work grows with the batch) or ``linear``
+    step_form: str = "quadratic-seqs"
+
+    def __post_init__(self):  # before an engine runs for minutes
+        from servesim.perf.fitted import FORMS
+
+        if self.fit_on not in FIT_ON:
+            raise ValueError(f"fit_on={self.fit_on!r}: one of {FIT_ON}")
+        if self.step_form not in FORMS:
+            raise ValueError(f"step_form={self.step_form!r}: one of {FORMS}")
 
 
 FIT_ON = ("live", "sweep")
@@ -285,14 +296,14 @@ def capacity_of(burst: pd.DataFrame, records, prompt_range=(16, 512), output_ran
             "prompt_range": list(prompt_range), "output_range": list(output_range)}
 
 
-def fit_and_evaluate(table: pd.DataFrame, seed: int = 0):
-    """Fit the perf fitted model on 80% of rows, report its error on the held-out 20%,
+def fit_and_evaluate(table: pd.DataFrame, seed: int = 0, form: str = "linear"):
+    """Fit the perf fitted model (of ``form``) on 80% of rows, report its error on the held-out 20%,
     then refit on all rows. Returns (model, held-out error table, in-sample error table)."""
     from servesim.perf import fitted, measurements
 
     train, test = measurements.split(table, 0.2, seed)
-    held = measurements.evaluate(fitted.fit(train), test)
-    model = fitted.fit(table)
+    held = measurements.evaluate(fitted.fit(train, form=form), test)
+    model = fitted.fit(table, form=form)
     return model, held, measurements.evaluate(model, table)
 
 
@@ -344,18 +355,24 @@ def write_profile(out_dir: str | Path, steps: pd.DataFrame, lone: pd.DataFrame, 
                                                                  repeats=("step_s", "size"))
     measurements.write(steps, out / "steps.csv")
     lone.to_csv(out / "lone_ttft.csv", index=False)
-    if plan.fit_on not in FIT_ON:
-        raise ValueError(f"fit_on={plan.fit_on!r}: one of {FIT_ON}")
-    fits = {"sweep": fit_and_evaluate(measurements.read(out / "steps.csv"), plan.seed)}
+    from servesim.perf import fitted
+
+    tables = {"sweep": measurements.read(out / "steps.csv")}
     if live_dir is not None:
         from servesim.engine.records import step_table
 
-        fits["live"] = fit_and_evaluate(step_table(live_dir), plan.seed)
+        tables["live"] = step_table(live_dir)
+    fits = {k: fit_and_evaluate(t, plan.seed, plan.step_form) for k, t in tables.items()}
     source = plan.fit_on if plan.fit_on in fits else "sweep"
     model, held, insample = fits[source]
+    # the simulator's fit in every form on the same steps: the sim_vs_vllm notebook reads the
+    # others as readings of their own (``linear``)
+    forms = {f: model if f == plan.step_form else fitted.fit(tables[source], form=f) for f in fitted.FORMS}
     result = {
         "coefficients": model.coefficients(),
         "fit_source": source,
+        "step_form": plan.step_form,
+        "coefficients_by_form": {f: m.coefficients() for f, m in forms.items()},
         **{f"coefficients_{k}": f[0].coefficients() for k, f in fits.items()},
         **{f"heldout_error_{k}": f[1].to_dict(orient="records") for k, f in fits.items()},
         "frontend_overhead_s": overhead,

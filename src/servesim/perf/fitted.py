@@ -4,7 +4,10 @@
     decode-only step:         a_d + b_ds*decode_seqs + c_dc*decode_ctx
 
 (the decode terms of a mixed batch add to the prefill terms; one intercept per step because a
-step is one forward pass). Communication terms for tensor parallelism (ring all-reduce volume
+step is one forward pass). The form ``quadratic-seqs`` (`FORMS`) adds b_ds2*decode_seqs^2 to both:
+a serving engine's per-sequence work that grows with the batch (issue 33: vLLM 0.32 on a CPU core
+ran decode steps of 24-32 sequences 17 % over the linear fit made on its own steps, and those of
+1 sequence 5 % over, 4-8 sequences 3 % under; with the term every batch size was within 5 %). Communication terms for tensor parallelism (ring all-reduce volume
 factor f_tp = 2(tp-1)/tp) and pipeline parallelism (f_pp = pp-1) scale per-token and per-step
 costs; they are fitted only when the table spans several tp / pp values, and folded into the
 six coefficients above for the replica's (tp, pp) at construction.
@@ -20,9 +23,11 @@ import pandas as pd
 from .base import StepTimeModel
 from .measurements import AGGREGATES, MeasurementError
 
-BASE_COEFS = ("a_p", "a_d", "b_pt", "c_pc", "b_ds", "c_dc")
+BASE_COEFS = ("a_p", "a_d", "b_pt", "c_pc", "b_ds", "c_dc", "b_ds2")
 COMM_COEFS = ("k_tp_tok", "k_tp_step", "k_pp_tok", "k_pp_step")
 COEFS = BASE_COEFS + COMM_COEFS
+#: the fitted forms: ``linear`` (the six terms above) or ``quadratic-seqs`` (with b_ds2)
+FORMS = ("linear", "quadratic-seqs")
 
 
 def tp_factor(tp) -> float:
@@ -39,6 +44,7 @@ class FittedStepTime(StepTimeModel):
     c_pc: float = 0.0
     b_ds: float = 0.0
     c_dc: float = 0.0
+    b_ds2: float = 0.0
     k_tp_tok: float = 0.0
     k_tp_step: float = 0.0
     k_pp_tok: float = 0.0
@@ -53,8 +59,8 @@ class FittedStepTime(StepTimeModel):
         step = self.k_tp_step * ft + self.k_pp_step * fp
         tok = self.k_tp_tok * ft + self.k_pp_tok * fp
         # effective coefficients for this replica; the hot path reads only these
-        self._e = (self.a_p + step, self.a_d + step, self.b_pt + tok, self.c_pc, self.b_ds + tok, self.c_dc)
-        ap, ad, bpt, cpc, bds, cdc = self._e
+        self._e = (self.a_p + step, self.a_d + step, self.b_pt + tok, self.c_pc, self.b_ds + tok, self.c_dc, self.b_ds2)
+        ap, ad, bpt, cpc, bds, cdc, bds2 = self._e
         vector = FittedStepTime.step_time.__get__(self)
         ndarray = np.ndarray
 
@@ -68,7 +74,9 @@ class FittedStepTime(StepTimeModel):
                 a = ad
             else:
                 return 0.0
-            return float(a + bpt * float(prefill_tokens) + cpc * float(prefill_ctx) + bds * float(decode_seqs) + cdc * float(decode_ctx))
+            ds = float(decode_seqs)
+            return float(a + bpt * float(prefill_tokens) + cpc * float(prefill_ctx) + bds * ds + cdc * float(decode_ctx)
+                         + bds2 * (ds * ds))
 
         self.step_time = step_time
 
@@ -79,12 +87,13 @@ class FittedStepTime(StepTimeModel):
         return FittedStepTime(**self.coefficients(), tp=tp, pp=pp, name=self.name, meta=dict(self.meta))
 
     def step_time(self, prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
-        ap, ad, bpt, cpc, bds, cdc = self._e
+        ap, ad, bpt, cpc, bds, cdc, bds2 = self._e
         if type(prefill_tokens) is np.ndarray or type(decode_seqs) is np.ndarray:
             pt = np.asarray(prefill_tokens, dtype=float)
             ds = np.asarray(decode_seqs, dtype=float)
             a = np.where(pt > 0, ap, np.where(ds > 0, ad, 0.0))
-            t = a + bpt * pt + cpc * np.asarray(prefill_ctx, float) + bds * ds + cdc * np.asarray(decode_ctx, float)
+            t = a + bpt * pt + cpc * np.asarray(prefill_ctx, float) + bds * ds + cdc * np.asarray(decode_ctx, float) \
+                + bds2 * (ds * ds)
             return np.where((pt > 0) | (ds > 0), t, 0.0)
         # scalar fast path: the same operations in the same order as above (bit-identical)
         if prefill_tokens > 0:
@@ -93,15 +102,21 @@ class FittedStepTime(StepTimeModel):
             a = ad
         else:
             return 0.0
-        return float(a + bpt * float(prefill_tokens) + cpc * float(prefill_ctx) + bds * float(decode_seqs) + cdc * float(decode_ctx))
+        ds = float(decode_seqs)
+        return float(a + bpt * float(prefill_tokens) + cpc * float(prefill_ctx) + bds * ds + cdc * float(decode_ctx)
+                     + bds2 * (ds * ds))
 
 
-def design(df: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+def design(df: pd.DataFrame, form: str = "linear") -> tuple[np.ndarray, list[str]]:
     """Feature matrix of a measurement table and the coefficient names of its columns."""
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
     pt, pc, ds, dc = (df[c].to_numpy(float) for c in AGGREGATES)
     P = (pt > 0).astype(float)
     D = ((pt == 0) & (ds > 0)).astype(float)
     cols = {"a_p": P, "a_d": D, "b_pt": pt, "c_pc": pc, "b_ds": ds, "c_dc": dc}
+    if form == "quadratic-seqs":
+        cols["b_ds2"] = ds * ds
     tok, step = pt + ds, np.ones(len(df))
     for col, fn, pre in (("tp", tp_factor, "k_tp"), ("pp", lambda v: v - 1.0, "k_pp")):
         if col in df.columns and df[col].nunique() > 1:
@@ -114,16 +129,17 @@ def design(df: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
 
 
 def fit(df: pd.DataFrame, weighting: str = "relative", tp: int | None = None, pp: int | None = None,
-        name: str = "fitted") -> FittedStepTime:
+        name: str = "fitted", form: str = "linear") -> FittedStepTime:
     """Least-squares fit (non-negative coefficients) of `FittedStepTime` to a measurement table.
 
     ``weighting="relative"`` minimises squared relative error (each row divided by its measured
     time, which matches the MAPE we report); ``"absolute"`` minimises squared seconds (matches R²).
     The returned model is for ``tp``/``pp`` (default: the table's value when it has a single one).
+    ``form``: `FORMS` (``quadratic-seqs`` adds the b_ds2 term).
     """
     if len(df) == 0:
         raise MeasurementError("cannot fit a step-time model to an empty table")
-    X, names = design(df)
+    X, names = design(df, form)
     y = df["step_s"].to_numpy(float)
     if weighting == "relative":
         w = 1.0 / y
@@ -151,7 +167,7 @@ def fit(df: pd.DataFrame, weighting: str = "relative", tp: int | None = None, pp
         raise MeasurementError(f"the table holds only pp={int(df['pp'].iloc[0])}; it cannot predict pp={pp}")
     # a single-tp table has no comm features (k_* = 0): its comm cost is inside the base terms
     return FittedStepTime(**vals, tp=int(tp), pp=int(pp), name=name,
-                          meta={"fitted_on_rows": int(len(df)), "weighting": weighting, "features": names,
+                          meta={"fitted_on_rows": int(len(df)), "weighting": weighting, "form": form, "features": names,
                                 # a regime absent from the table has unidentified terms (left 0):
                                 # do not use the model for it
                                 "regimes": sorted(set(df["regime"])) if "regime" in df.columns else None})
