@@ -70,8 +70,9 @@ import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.analysis.runs import run_dir
-from servesim.engine.compare import (batch_agreement, compare_repeats, compare_run, form_fit_json, replay_speed,
-                                     simulate, step_agreement, step_noise_floor, step_time_error, steps_fit_json)
+from servesim.engine.compare import (batch_agreement, compare_repeats, compare_run, form_fit_json, probe_speed,
+                                     replay_speed, simulate, step_agreement, step_noise_floor, step_time_error,
+                                     steps_fit_json)
 from servesim.engine.profile import load_fitted, request_mix
 from servesim.engine.server import EngineConfig
 from servesim.metrics import summarize
@@ -256,14 +257,37 @@ case_errors(steps_cmp).round(3) if len(steps_cmp) else steps_cmp
 # engine, 5 Dec): the same workload replayed three times in a row on one engine ran its decode steps
 # 0.96, 1.00 and 1.02 x a refit on all of that run's steps, and different workloads 0.94-1.04 x;
 # a few % of step time become 10-15 % of a loaded replay's TPOT and E2E (more steps queue behind
-# each), which is where the held-out shapes' errors as profiled came from. A fixed probe workload
-# run just before and after each replay did not track a replay's speed (quick engine: probe times
-# 0.42-0.48 s against replay decode speeds 1.01-1.10, uncorrelated), so only the replay's own steps
-# tell it.
+# each), which is where the held-out shapes' errors as profiled came from. An earlier fixed probe
+# (quick engine, the older host, the linear step form) did not track the replays' decode speeds
+# (probe times 0.42-0.48 s against 1.01-1.10, uncorrelated); those speeds then also held the
+# linear form's error on each load's batch sizes, which the probe's batches do not share. The
+# reading `probe-matched` below tries again with the quadratic form.
 
 # %%
 speed_cmp = cases_compared(fit_json, frontend_overhead=frontend_overhead, speed_matched=True) if step_dirs else empty
 case_errors(speed_cmp).round(3) if len(speed_cmp) else speed_cmp
+
+# %% [markdown]
+# The reading `probe-matched`: each replay simulated at the host's speed measured around it and
+# apart from it (`compare.probe_speed`: the same fixed burst of the mix, `engine-calibrate
+# --probe-requests`, run just before and just after the replay, its busy time over the same burst's
+# around the live profile the step model was fitted on), both regimes alike. Unlike `speed-matched`
+# it reads nothing of the replay's own steps. The table under it says how well the probe tracked
+# each replay's own speed (`replay_speed`, the measured over the predicted time of the replay's
+# steps). Measured on the paper-scale engine (6 Dec, before the probe existed): the replays' own
+# speeds ran 0.98-1.12 x the profile's, in levels that held for minutes, and the last and first 5 s
+# of the replays on either side of each tracked it within 1.4 % on average (correlation 0.88).
+# Runs without a probe leave this reading out.
+
+# %%
+probe_rows = [{"case": c, "replay": d.name, "replay_speed": replay_speed(d, fit_json),
+               "probe_speed": probe_speed(d, fit_json)} for c in cases for d in replay_dirs(c)]
+probes = pd.DataFrame(probe_rows, columns=["case", "replay", "replay_speed", "probe_speed"])
+has_probe = bool(len(probes)) and bool(probes.probe_speed.notna().all())
+probe_cmp = (cases_compared(fit_json, frontend_overhead=frontend_overhead, probe_matched=True)
+             if has_probe and step_dirs else empty)
+display(probes.round(3))
+case_errors(probe_cmp).round(3) if len(probe_cmp) else probe_cmp
 
 # %% [markdown]
 # The reading `linear`: the profile reading with the step model fitted in the linear form on the
@@ -439,7 +463,7 @@ if shapes:
         ax.errorbar(xs, np.zeros(len(xs)), yerr=spread, fmt="none", ecolor="0.4", lw=0.8, capsize=2)
         drawn += [*(sub.rel_err * 100), *spread, *(-spread)]
         for t, mk, name in ((steps_cmp, "_", "reading steps"), (speed_cmp, "x", "speed-matched"),
-                            (linear_cmp, "o", "linear form")):
+                            (probe_cmp, "+", "probe-matched"), (linear_cmp, "o", "linear form")):
             if len(t):  # the readings' errors on each bar (black)
                 r = t[(t.metric == key) & t["shape"].notna()].set_index("shape").reindex(shapes)
                 ax.plot(xs, r.rel_err * 100, mk, color="k", mfc="none", ms=7, mew=1.4, label=name if j == 0 else None)
@@ -450,9 +474,10 @@ if shapes:
     ax.axhline(0, color="k", lw=0.6)
     ax.set_xticks(np.arange(len(shapes)), shapes)
     ax.set_ylabel("sim error (%)")
-    ax.set_title("held-out shapes: simulator error (bars; black marks: the readings steps, speed-matched, linear), "
+    ax.set_title("held-out shapes: simulator error (bars; black marks: the readings steps, speed-matched, probe-matched, "
+                 "linear), "
                  "the engine's repeat spread (whiskers), ±10 % band", fontsize=9)
-    ax.legend(fontsize=7, ncol=len(bar_metrics) + 3, loc="upper center")
+    ax.legend(fontsize=7, ncol=len(bar_metrics) + 4, loc="upper center")
 fig.tight_layout(h_pad=3.5)  # room between the rows for the CDF row's legend
 
 # %%
@@ -521,7 +546,12 @@ for r in sched.itertuples():  # scheduling, step by step (in-process only), each
     metrics[f"sched_first_difference_{r.case}"] = None if pd.isna(r.first_difference) else int(r.first_difference)
     metrics[f"sched_forced_e2e_max_abs_diff_s_{r.case}"] = float(r.e2e_s_max_abs_diff_s)
 metrics["step_form"] = step_form
-for reading, table in (("steps", steps_cmp), ("speed_matched", speed_cmp), ("linear", linear_cmp)):
+if has_probe:  # how well the probe tracked each replay's own speed, against how far that speed was from the profile
+    metrics["probe_tracking_mean_abs_pct"] = float((probes.probe_speed / probes.replay_speed - 1).abs().mean() * 100)
+    metrics["replay_speed_mean_abs_dev_pct"] = float((probes.replay_speed - 1).abs().mean() * 100)
+    metrics["probe_replay_speed_corr"] = float(probes[["probe_speed", "replay_speed"]].corr().iloc[0, 1])
+for reading, table in (("steps", steps_cmp), ("speed_matched", speed_cmp), ("probe_matched", probe_cmp),
+                       ("linear", linear_cmp)):
     for col, values in (("load", loads), ("shape", shapes)):
         for c in values:
             rows = table[table[col] == c]
@@ -547,7 +577,7 @@ spreads_adj = [metrics[f"{k}_engine_spread_speed_adj_load{x}"] for x, k in targe
 metrics["max_engine_spread_speed_adj_p50_p90_ttft_e2e_below_saturation"] = (
     float(np.nanmax(spreads_adj)) if np.isfinite(spreads_adj).any() else float("nan"))
 metrics["meets_15pct_capacity_target"] = abs(cap_err) <= 0.15
-for reading in ("steps", "speed_matched", "linear"):  # the same target under the other readings
+for reading in ("steps", "speed_matched", "probe_matched", "linear"):  # the same target under the other readings
     errs = [metrics.get(f"{reading}_{k}_rel_err_load{x}") for x, k in target if k != "tbt_p50"]
     if all(e is not None for e in errs):
         metrics[f"{reading}_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation"] = max(abs(e) for e in errs)
@@ -561,7 +591,7 @@ if shapes:
     metrics["every_shape_has_a_lag_clean_replay"] = bool(cmp_shapes.groupby("shape").lag_clean.all().all())
     ok = [abs(metrics[f"{k}_rel_err_{n}"]) <= np.nanmax([0.10, metrics[f"{k}_engine_spread_{n}"]]) for n, k in judged]
     metrics["shapes_meet_10pct_or_spread"] = bool(all(ok)) if metrics["every_shape_has_a_lag_clean_replay"] else None
-    for reading in ("steps", "speed_matched", "linear"):  # the shapes under the other readings
+    for reading in ("steps", "speed_matched", "probe_matched", "linear"):  # the shapes under the other readings
         errs = [metrics.get(f"{reading}_{k}_rel_err_{n}") for n, k in judged]
         if all(e is not None for e in errs):
             metrics[f"{reading}_shapes_max_abs_rel_err_p50_p90_ttft_e2e_tbt"] = max(abs(e) for e in errs)

@@ -120,6 +120,23 @@ def test_engine_fidelity_table_errors_with_spreads_and_the_verdict(tmp_path):
     assert docs_blocks.engine_fidelity(m).splitlines()[-1] == (
         "That worst error (E2E P50 at load 0.3, +9.5 %) is, to first order, the step model's error on that replay's "
         "busy time (-2.0 %) times the metric's sensitivity to step time (4.5): -9.0 %.")
+    m.write_text(json.dumps({**d, "step_form": "quadratic-seqs", "linear_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation": 0.186,
+                             "speed_spread_load0.3": 0.012, "speed_spread_ramp": 0.071, "speed_spread_load1.2": None,
+                             "shapes_max_abs_rel_err_p50_p90_ttft_e2e_tbt": 0.26,
+                             "linear_shapes_max_abs_rel_err_p50_p90_ttft_e2e_tbt": 0.24}))
+    text3 = docs_blocks.engine_fidelity(m)
+    assert ("The step model's form is quadratic-seqs (`servesim.perf.fitted.FORMS`); fitted in the linear form on the "
+            "same profile steps (the reading `linear`) that worst error is 18.6 %.") in text3
+    assert "differed between repeats of one workload by up to 7.1 % (`speed_spread_<case>`)." in text3
+    m.write_text(json.dumps({**json.loads(m.read_text()), "probe_tracking_mean_abs_pct": 1.43,
+                             "replay_speed_mean_abs_dev_pct": 5.3,
+                             "probe_matched_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation": 0.091}))
+    text4 = docs_blocks.engine_fidelity(m)
+    assert ("(`speed_spread_<case>`); each replay's speed was 5.3 % from the profile's on average, and the speed probe "
+            "around it tracked it within 1.4 %.") in text4
+    assert "probe-matched (each replay simulated at the host speed a fixed probe measured just before and after it) 9.1 %" \
+        in text4
+    assert text3.splitlines()[-1].endswith("as profiled 26.0 %; linear form 24.0 %.")
     m.write_text(json.dumps({"capacity_rel_err": 0.0}))
     with pytest.raises(ValueError, match="ttft_p50_rel_err_load"):
         docs_blocks.engine_fidelity(m)

@@ -200,6 +200,40 @@ def test_speed_matched_reading_simulates_each_replay_at_its_own_speed(tmp_path):
     assert np.isnan(regime_speeds(tmp_path, fit)).all()  # no steps recorded
 
 
+def test_probe_matched_reading_simulates_each_replay_at_the_probed_host_speed(tmp_path):
+    """A replay on a host running the engine 1.25 x slower than at the profile, which the speed probe
+    around it measured (its bursts took 1.2 and 1.3 x the profile's): the probe-matched reading is the
+    same simulation, error 0, reading nothing of the replay's steps; without both probes it is as profiled."""
+    from servesim.engine.compare import _Scaled, compare_repeats, probe_speed
+    from servesim.perf.fitted import FittedStepTime
+
+    cfg = EngineConfig(max_num_seqs=8, max_num_batched_tokens=256, block_size=32)
+    coefs = {"a_p": 0.01, "a_d": 0.005, "b_pt": 1e-5, "c_pc": 0.0, "b_ds": 1e-4, "c_dc": 1e-7}
+    fit = tmp_path / "fit.json"
+    probe = {"requests": 8, "steps": 40}
+    fit.write_text(json.dumps({"coefficients": coefs, "frontend_overhead_s": 0.0,
+                               "speed_probe": {"before": {**probe, "busy_s": 0.9}, "after": {**probe, "busy_s": 1.1}}}))
+    model = FittedStepTime(**coefs)
+    slow = simulate(_wl(), _Scaled(model, 1.25), cfg, kv_blocks=100)
+    d = _replay_dir(tmp_path / "r", slow, cfg, lag_clean=True,
+                    speed_probe={"before": {**probe, "busy_s": 1.2}, "after": {**probe, "busy_s": 1.3}})
+    assert probe_speed(d, fit) == pytest.approx(1.25, rel=1e-12)
+    matched = compare_repeats([d], fit, probe_matched=True).set_index("metric")
+    assert matched.loc["p50_e2el_s"].rel_err == pytest.approx(0.0, abs=1e-9) and matched.probe_matched.all()
+    plain = compare_repeats([d], fit).set_index("metric").loc["p50_e2el_s"]
+    assert plain.rel_err < -0.1 and not plain.probe_matched
+    # a replay without the after probe (stopped), or a fit without a baseline: NaN, simulated as profiled
+    d2 = _replay_dir(tmp_path / "r2", slow, cfg, lag_clean=True, speed_probe={"before": {**probe, "busy_s": 1.2}})
+    assert np.isnan(probe_speed(d2, fit))
+    assert compare_repeats([d2], fit, probe_matched=True).set_index("metric").loc["p50_e2el_s"].rel_err == \
+        pytest.approx(plain.rel_err, rel=1e-12)
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps({"coefficients": coefs, "frontend_overhead_s": 0.0}))
+    assert np.isnan(probe_speed(d, bare))
+    with pytest.raises(ValueError, match="not both"):
+        compare_repeats([d], fit, speed_matched=True, probe_matched=True)
+
+
 def test_send_lag_bound_and_replay_names(tmp_path):
     from servesim.engine.calibration import replay_name, send_lag_bound
 

@@ -261,6 +261,24 @@ def test_in_process_profile_needs_the_scheduler():
         Stepper(eng, ReplayOptions(), lambda n: n)
 
 
+def test_speed_probe_runs_the_same_burst_each_time_under_new_ids():
+    """The probe's busy time moves with the engine's speed only: the same batches each run (every
+    arrival at 0, the same lengths), new request ids each run (an engine refuses a live duplicate)."""
+    from servesim.engine.inprocess import PROBE_ID_BASE, SpeedProbe
+
+    clock = Clock()
+    eng = FakeEngine(clock)
+    probe = SpeedProbe(eng, 6, ReplayOptions(), sampling=lambda row: int(row.output_tokens), clock=clock,
+                       sleep=clock.sleep)
+    a, b = probe(), probe()
+    assert a == b and a["requests"] == 6 and a["busy_s"] == pytest.approx(a["steps"] * 0.01)
+    ids = [int(r["ext"]) for r in eng.reqs.values()]
+    assert len(set(ids)) == 12 and min(ids) >= PROBE_ID_BASE
+    eng.step_s = 0.013  # the host now runs the engine 1.3 x slower
+    c = probe()
+    assert c["steps"] == a["steps"] and c["busy_s"] == pytest.approx(1.3 * a["busy_s"])
+
+
 def test_profile_fit_on_live_steps_or_the_sweep(tmp_path):
     """write_profile with a live replay's steps: the simulator's fit is made on them (fit_on live) or
     on the sweep's shapes, and both fits are kept."""

@@ -85,7 +85,7 @@ def test_in_process_profile_fits_measured_steps_of_every_regime(tmp_path):
     cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=256, block_size=32, kv_blocks=256,
                        max_model_len=1024, enforce_eager=True)
     plan = SweepPlan(decode_batches=(1, 4, 16), decode_contexts=(32, 128), decode_tokens=8, prefill_lengths=(32, 128, 256),
-                     mixed_batches=(4,), repeats=1, capacity_requests=16, live_requests=24)
+                     mixed_batches=(4,), repeats=1, capacity_requests=16, live_requests=24, probe_requests=4)
     fit = profile_in_process(model, tmp_path / "profile", plan=plan, config=cfg,
                              opts=ReplayOptions(vocab_size=512, first_token_id=3), meta={"hardware": "cpu"})
     assert fit["harness"] == "in-process" and fit["frontend_overhead_s"] == 0.0
@@ -102,6 +102,9 @@ def test_in_process_profile_fits_measured_steps_of_every_regime(tmp_path):
     wl = pd.read_parquet(tmp_path / "profile" / "live" / "workload.parquet")
     assert len(wl) == 24 and live.prefill_tokens.sum() == wl.prompt_tokens.sum()
     assert fit["fit_source"] == "live" and fit["coefficients"] == fit["coefficients_live"] != fit["coefficients_sweep"]
+    # the speed probe around the live replay: the same burst twice, the same batches
+    pb, pa = fit["speed_probe"]["before"], fit["speed_probe"]["after"]
+    assert pb["requests"] == pa["requests"] == 4 and pb["steps"] == pa["steps"] > 0 and pb["busy_s"] > 0 < pa["busy_s"]
 
 
 def test_in_process_calibration_profiles_and_replays_on_one_engine_start(tmp_path):
@@ -121,7 +124,7 @@ def test_in_process_calibration_profiles_and_replays_on_one_engine_start(tmp_pat
     cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=256, block_size=32, kv_blocks=128,
                        max_model_len=1024, enforce_eager=True)
     plan = SweepPlan(decode_batches=(1, 4), decode_contexts=(32,), decode_tokens=4, prefill_lengths=(32, 128),
-                     mixed_batches=(4,), repeats=1, capacity_requests=8)
+                     mixed_batches=(4,), repeats=1, capacity_requests=8, probe_requests=3)
     out = tmp_path / "cal"
     res = run_calibration(model, out, cfg, plan=plan, loads=(0.5,), shapes=("bursty",), n_requests=5,
                           shape_requests=4, replay_repeats=2, replay_mode="in-process",
@@ -137,3 +140,8 @@ def test_in_process_calibration_profiles_and_replays_on_one_engine_start(tmp_pat
             s = json.loads((d / "summary.json").read_text())
             assert s["capacity_req_s"] == fit["capacity_req_s"] and s["replay"] == "in-process"
             assert len(pd.read_parquet(d / "requests.parquet")) == n and not (d / "workload.parquet").exists()
+    # a speed probe before and after every replay, the one between two replays shared by both
+    probes = [json.loads((out / "replay" / d / "summary.json").read_text())["speed_probe"]
+              for d in ("load0.5", "load0.5.rep1", "bursty", "bursty.rep1")]
+    assert all(p["before"]["steps"] == p["after"]["steps"] > 0 for p in probes)
+    assert all(a["after"] == b["before"] for a, b in zip(probes, probes[1:]))

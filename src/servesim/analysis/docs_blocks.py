@@ -175,6 +175,8 @@ def engine_fidelity(metrics_file: Path) -> str:
             "within 10 % or the engine's spread below saturation: "
             + {True: "**yes**", False: "**no**", None: "undecided (a load without a lag-clean replay)"}.get(verdict, str(verdict)) + "."]
     names = (("speed_matched", "speed-matched (each replay simulated at its own measured prefill and decode speeds)"),
+             ("probe_matched", "probe-matched (each replay simulated at the host speed a fixed probe measured just "
+                               "before and after it)"),
              ("steps", "steps (the step model refitted on the engine's own steps)"))
     readings = [(name, m.get(f"{key}_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation")) for key, name in names]
     shares = {k[len("sched_same_share_"):]: v for k, v in m.items() if k.startswith("sched_same_share_") and v is not None}
@@ -185,8 +187,20 @@ def engine_fidelity(metrics_file: Path) -> str:
     if any(v is not None for _, v in readings):
         out.append("The same worst error under the readings that take the host's speed out: "
                    + "; ".join(f"{n} {_pct(v, False)}" for n, v in readings if v is not None) + ".")
+    linear = m.get("linear_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation")
+    if m.get("step_form") and linear is not None:
+        out.append(f"The step model's form is {m['step_form']} (`servesim.perf.fitted.FORMS`); fitted in the linear form "
+                   f"on the same profile steps (the reading `linear`) that worst error is {_pct(linear, False)}.")
+    speeds = [v for k, v in m.items() if k.startswith("speed_spread_") and v is not None and v == v]
+    if speeds:
+        out.append(f"The engine's own speed (its steps' measured over predicted time) differed between repeats of one "
+                   f"workload by up to {_pct(max(speeds), False)} (`speed_spread_<case>`)"
+                   + (f"; each replay's speed was {m['replay_speed_mean_abs_dev_pct']:.1f} % from the profile's on average, "
+                      f"and the speed probe around it tracked it within {m['probe_tracking_mean_abs_pct']:.1f} %"
+                      if m.get("probe_tracking_mean_abs_pct") is not None else "") + ".")
     shape_errs = [(n, m.get(f"{k}shapes_max_abs_rel_err_p50_p90_ttft_e2e_tbt"))
-                  for k, n in (("", "as profiled"), ("speed_matched_", "speed-matched"), ("steps_", "steps"))]
+                  for k, n in (("", "as profiled"), ("speed_matched_", "speed-matched"), ("probe_matched_", "probe-matched"),
+                               ("steps_", "steps"), ("linear_", "linear form"))]
     if shape_errs[0][1] is not None:
         out.append("Held-out shapes (bursty, long prompts, long outputs, a ramp through saturation), the worst P50/P90 "
                    "TTFT and E2E and P50 TBT error: " + "; ".join(f"{n} {_pct(v, False)}" for n, v in shape_errs

@@ -320,7 +320,10 @@ def _cmd_calibrate(a) -> int:
 
     vocab = _tiny_model_vocab(a.model) or (a.vocab_size, a.first_token_id)
     opts = ReplayOptions(vocab_size=vocab[0], first_token_id=vocab[1], seed=a.seed)
-    live = dict(live_requests=a.live_requests, fit_on=a.fit_on, step_form=a.step_form)
+    if a.probe_requests < 0 or (a.probe_requests and a.replay_mode != "in-process"):
+        raise InputError(f"--probe-requests {a.probe_requests}: a count >= 0, and the speed probe runs on the "
+                         "in-process engine (--replay-mode in-process)")
+    live = dict(live_requests=a.live_requests, fit_on=a.fit_on, step_form=a.step_form, probe_requests=a.probe_requests)
     plan = SweepPlan(repeats=a.repeats, capacity_requests=a.capacity_requests, seed=a.seed, **live)
     if a.tiny:  # the pipeline tests: a few shapes only
         plan = SweepPlan(decode_batches=(1, 4, 16, 32), decode_contexts=(32, 128, 512), decode_tokens=16,
@@ -394,6 +397,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--fit-on", choices=["live", "sweep"], default="live",
                    help="the steps the simulator's step model is fitted on: the live profile replay's (where "
                         "there is one) or the controlled sweep's; fit.json keeps both fits")
+    p.add_argument("--probe-requests", type=int, default=0,
+                   help="with --replay-mode in-process: a speed probe of this many requests (a fixed burst of the mix) "
+                        "before and after the live profile and every held-out replay; the sim_vs_vllm notebook's "
+                        "reading probe-matched simulates each replay at the host speed it measured (0: none)")
     from servesim.perf.fitted import FORMS
 
     p.add_argument("--step-form", choices=list(FORMS), default="quadratic-seqs",

@@ -234,9 +234,30 @@ def regime_speeds(replay_dir: str | Path, fit_json: str | Path) -> tuple[float, 
     return tuple(float(took[k].sum() / pred[k].sum()) if k.any() else float("nan") for k in (pre, ~pre))
 
 
+def _probe_busy(probes) -> float:
+    """The mean busy time of a before/after pair of speed-probe runs (NaN without both)."""
+    if not isinstance(probes, dict) or not all(isinstance(probes.get(k), dict) for k in ("before", "after")):
+        return float("nan")
+    return float(np.mean([probes[k]["busy_s"] for k in ("before", "after")]))
+
+
+def probe_speed(replay_dir: str | Path, fit_json: str | Path) -> float:
+    """How slow the host ran the engine around one replay against the profile, measured apart from
+    the replay: the speed probe's busy time before and after it (``speed_probe`` of its
+    summary.json) over the probe's around the live profile replay the step model was fitted on
+    (fit.json), the same burst each time (`servesim.engine.inprocess.SpeedProbe`). NaN where
+    either has no probe (a run without ``--probe-requests``, an HTTP replay). Unlike
+    `replay_speed` it uses nothing of the replay's own steps: the reading ``probe-matched``."""
+    from servesim.engine.profile import read_fit
+
+    summary = json.loads((Path(replay_dir) / "summary.json").read_text())
+    base = _probe_busy(read_fit(fit_json).get("speed_probe"))
+    return _probe_busy(summary.get("speed_probe")) / base if base > 0 else float("nan")
+
+
 def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: bool = True,
                     arrivals: str = "scheduled", label: str = "", coalesced="keep",
-                    speed_matched: bool = False, frontend=None) -> pd.DataFrame:
+                    speed_matched: bool = False, probe_matched: bool = False, frontend=None) -> pd.DataFrame:
     """Engine vs simulator over repeated replays of one workload, with the engine's own spread.
 
     Each replay is simulated with its own send times (``compare_run``). Per metric: ``engine`` and
@@ -257,16 +278,28 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     error is batching, queueing and the step model's shape within a regime, not the host's speed
     (which moves by 13-17 % from one 0.1-s unit of work to the next on the 2-core host:
     benchmarks/host_speed.py) nor the profile's drift since it was measured. Replays without steps
-    (or a regime without steps) are simulated as is. ``frontend``: as `compare_run`'s (HTTP replays).
+    (or a regime without steps) are simulated as is. ``probe_matched`` (the reading ``probe-matched``)
+    simulates each replay at its `probe_speed` instead, both regimes alike: the host's speed measured
+    around the replay by a fixed burst, nothing of the replay's own (as is where there is no probe).
+    ``frontend``: as `compare_run`'s (HTTP replays).
     """
+    if speed_matched and probe_matched:
+        raise ValueError("compare_repeats: speed_matched or probe_matched, not both")
     dirs = [Path(d) for d in replay_dirs]
     if not dirs:
         raise ValueError("compare_repeats: no replay folders")
     clean = [d for d in dirs if json.loads((d / "summary.json").read_text()).get("lag_clean", True)]
     used = clean or dirs
     speeds = np.array([replay_speed(d, fit_json) for d in used])
-    matched = [tuple(v if np.isfinite(v) else 1.0 for v in regime_speeds(d, fit_json)) if speed_matched else (1.0, 1.0)
-               for d in used]
+    def matched_speed(d):
+        if speed_matched:
+            return tuple(v if np.isfinite(v) else 1.0 for v in regime_speeds(d, fit_json))
+        if probe_matched:
+            v = probe_speed(d, fit_json)
+            return (v, v) if np.isfinite(v) else (1.0, 1.0)
+        return 1.0, 1.0
+
+    matched = [matched_speed(d) for d in used]
     tables = [compare_run(d, fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals, coalesced=coalesced,
                           speed=v, frontend=frontend)[0] for d, v in zip(used, matched)]
     both = pd.concat([t.assign(_rel_speed=v / np.median(speeds)) for t, v in zip(tables, speeds)], ignore_index=True)
@@ -285,6 +318,7 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
         if len(used) > 1 else np.nan
     out["speed_spread"] = float((speeds.max() - speeds.min()) / np.median(speeds)) if len(used) > 1 else np.nan
     out["speed_matched"] = bool(speed_matched)
+    out["probe_matched"] = bool(probe_matched)
     out["n_repeats"] = len(used)
     out["n_replays"] = len(dirs)
     out["lag_clean"] = bool(clean)

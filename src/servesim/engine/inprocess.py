@@ -365,8 +365,38 @@ def _request_extras(rec: BatchRecorder | None, steps: pd.DataFrame) -> pd.DataFr
     return pd.DataFrame([(r, s, p) for r, (s, p) in rows.items()], columns=["request_id", "scheduled_s", "preemptions"])
 
 
+#: the speed probe's request ids: apart from every workload's, the warm-up's and the profile's
+PROBE_ID_BASE = 2 * 10**12
+#: the probe burst's length mix seed (`profile.request_mix`), apart from the capacity burst's
+PROBE_SEED = 0x5EED
+
+
+class SpeedProbe:
+    """The same burst of ``n`` requests of the mix (every arrival at 0: the same batches each time)
+    run to completion on the engine whenever called; each run's busy time (the sum of its step
+    times) against the others' is how fast the host ran the engine then, measured apart from any
+    replay (issue 33: on the paper-scale engine a replay's own speed moved by up to 11 % from one
+    replay to the next, and the last and first 5 s of the replays beside it tracked it within 1.4 %
+    on average). Each run gets new request ids; their lengths are the same."""
+
+    def __init__(self, engine, n: int, opts: ReplayOptions, *, sampling, clock=time.perf_counter,
+                 sleep=time.sleep) -> None:
+        from servesim.engine.profile import request_mix
+
+        self.engine, self.opts, self.sampling, self.clock, self.sleep = engine, opts, sampling, clock, sleep
+        self.burst = request_mix(int(n), PROBE_SEED)
+        self.runs = 0
+
+    def __call__(self) -> dict:
+        wl = self.burst.copy()
+        wl["request_id"] = PROBE_ID_BASE + self.runs * 10**6 + np.arange(len(wl))
+        self.runs += 1
+        _, steps, _ = drive(self.engine, wl, self.opts, sampling=self.sampling, clock=self.clock, sleep=self.sleep)
+        return {"requests": int(len(wl)), "steps": int(len(steps)), "busy_s": float((steps.end_s - steps.start_s).sum())}
+
+
 def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, params, sampling,
-             clock=time.perf_counter, sleep=time.sleep) -> None:
+             clock=time.perf_counter, sleep=time.sleep, probe: SpeedProbe | None = None) -> None:
     """The child's profiling work (`profile_in_process`): the sweep, the capacity burst, the files."""
     from servesim.engine.profile import SweepPlan, capacity_of, live_workload, request_mix, write_profile
 
@@ -393,7 +423,10 @@ def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, para
         live = Path(spec["out"]) / "live"
         live.mkdir(parents=True, exist_ok=True)
         wl.to_parquet(live / "workload.parquet", index=False)
+        before = probe() if probe else None  # the host's speed around the steps the fit is made on
         drive(engine, wl, opts, sampling=sampling, clock=clock, sleep=sleep)[1].to_parquet(live / "steps.parquet", index=False)
+        if probe:
+            meta["speed_probe"] = {"before": before, "after": probe()}
     # no API server in front of this engine: its frontend overhead is none by construction
     write_profile(spec["out"], steps, lone, 0.0, plan, meta, capacity, harness="in-process",
                   wall_s=time.perf_counter() - t0, live_dir=live)
@@ -424,15 +457,18 @@ def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opt
     def sampling(row):
         return params(row.output_tokens)
 
+    n_probe = int((profile or {}).get("plan", {}).get("probe_requests", 0) or 0)
+    probe = SpeedProbe(engine, n_probe, opts, sampling=sampling, clock=tick, sleep=sleep) if n_probe else None
     if profile is not None:
         profile["meta"] = {**(profile.get("meta") or {}), "startup_s": startup, "clock": clock}
-        _profile(engine, config, opts, profile, params, sampling, clock=tick, sleep=sleep)
+        _profile(engine, config, opts, profile, params, sampling, clock=tick, sleep=sleep, probe=probe)
         if profile.get("heldout"):  # the calibration's held-out replays, on this engine (no second start)
             jobs = list(jobs) + _heldout_jobs(profile["heldout"])
     if warmup and jobs:  # a fresh engine's first steps pay one-off costs
         warm = schema.make(np.zeros(warmup), np.full(warmup, 16), np.full(warmup, 4))
         warm["request_id"] = 10**12 + np.arange(warmup)  # apart from any workload id
         drive(engine, warm, opts, sampling=sampling, clock=tick, sleep=sleep)
+    last_probe = probe() if probe and jobs else None  # each replay's probes: the one before it and the one after
     cache = getattr(getattr(engine, "vllm_config", None), "cache_config", None)
     blocks = getattr(cache, "num_gpu_blocks", None)
     for k, (wl_path, out_dir) in enumerate(jobs):
@@ -446,6 +482,9 @@ def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opt
         t0 = time.perf_counter()
         records, steps, rec = drive(engine, wl, opts, sampling=sampling, clock=tick, sleep=sleep)
         wall = time.perf_counter() - t0
+        if probe:
+            after = probe()
+            meta["speed_probe"], last_probe = {"before": last_probe, "after": after}, after
         steps.to_parquet(out / "steps.parquet", index=False)
         meta.update(steps=int(len(steps)), steps_observed=bool(len(steps) and (steps.scheduled_tokens >= 0).all()),
                     preemptions_total=int(sum(rec.preemptions.values())) if rec else None)

@@ -62,6 +62,10 @@ class SweepPlan:
     #: the step model's form (`servesim.perf.fitted.FORMS`), both fits: ``quadratic-seqs`` (default;
     #: the engine's per-sequence work grows with the batch) or ``linear``
     step_form: str = "quadratic-seqs"
+    #: in-process harness only: requests of the speed probe (0: none), a fixed burst of the mix run
+    #: before and after the live profile replay and each held-out replay (`inprocess.SpeedProbe`;
+    #: fit.json and each summary.json keep its busy times; the notebook's reading ``probe-matched``)
+    probe_requests: int = 0
 
     def __post_init__(self):  # before an engine runs for minutes
         from servesim.perf.fitted import FORMS
@@ -70,6 +74,8 @@ class SweepPlan:
             raise ValueError(f"fit_on={self.fit_on!r}: one of {FIT_ON}")
         if self.step_form not in FORMS:
             raise ValueError(f"step_form={self.step_form!r}: one of {FORMS}")
+        if self.probe_requests < 0:
+            raise ValueError(f"probe_requests={self.probe_requests}: a count >= 0")
 
 
 FIT_ON = ("live", "sweep")
