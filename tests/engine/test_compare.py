@@ -234,6 +234,26 @@ def test_probe_matched_reading_simulates_each_replay_at_the_probed_host_speed(tm
         compare_repeats([d], fit, speed_matched=True, probe_matched=True)
 
 
+def test_form_fit_json_swaps_in_the_other_forms_coefficients(tmp_path):
+    """The reading `linear`: the profile's fit.json with its linear-form coefficients, the rest kept;
+    a profile written before the forms has none (None)."""
+    from servesim.engine.compare import form_fit_json, step_form
+    from servesim.engine.profile import load_fitted
+
+    quad = {"a_p": 0.01, "a_d": 0.005, "b_pt": 1e-5, "c_pc": 0.0, "b_ds": 1e-4, "c_dc": 1e-7, "b_ds2": 2e-6}
+    lin = dict(quad, b_ds=1.5e-4, b_ds2=0.0)
+    fit = tmp_path / "fit.json"
+    fit.write_text(json.dumps({"coefficients": quad, "frontend_overhead_s": 0.0, "step_form": "quadratic-seqs",
+                               "capacity_req_s": 7.0, "coefficients_by_form": {"linear": lin, "quadratic-seqs": quad}}))
+    out = form_fit_json(fit, "linear", tmp_path / "linear.json")
+    d = json.loads(out.read_text())
+    assert d["coefficients"] == lin and d["capacity_req_s"] == 7.0 and step_form(out) == "linear"
+    assert step_form(fit) == "quadratic-seqs" and load_fitted(out)[0].b_ds2 == 0.0
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"coefficients": lin, "frontend_overhead_s": 0.0}))
+    assert form_fit_json(old, "linear", tmp_path / "x.json") is None and step_form(old) == "linear"
+
+
 def test_send_lag_bound_and_replay_names(tmp_path):
     from servesim.engine.calibration import replay_name, send_lag_bound
 

@@ -276,8 +276,8 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     instead: the simulator is told how fast the engine stepped during that replay against its
     profile (two numbers, prefill and decode steps, from its recorded steps), so what is left of the
     error is batching, queueing and the step model's shape within a regime, not the host's speed
-    (which moves by 13-17 % from one 0.1-s unit of work to the next on the 2-core host:
-    benchmarks/host_speed.py) nor the profile's drift since it was measured. Replays without steps
+    (the engine's speed probe moved by up to 40 % over one paper-scale calibration on the 2-core
+    host, 7 Dec) nor the profile's drift since it was measured. Replays without steps
     (or a regime without steps) are simulated as is. ``probe_matched`` (the reading ``probe-matched``)
     simulates each replay at its `probe_speed` instead, both regimes alike: the host's speed measured
     around the replay by a fixed burst, nothing of the replay's own (as is where there is no probe).
@@ -291,6 +291,7 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     clean = [d for d in dirs if json.loads((d / "summary.json").read_text()).get("lag_clean", True)]
     used = clean or dirs
     speeds = np.array([replay_speed(d, fit_json) for d in used])
+
     def matched_speed(d):
         if speed_matched:
             return tuple(v if np.isfinite(v) else 1.0 for v in regime_speeds(d, fit_json))
@@ -399,24 +400,28 @@ def step_noise_floor(step_dirs, min_group: int = 10) -> float:
     return float(np.median(np.concatenate(devs)) * 100) if devs else float("nan")
 
 
+def _fit_json_with(fit_json: str | Path, out: str | Path, coefficients: dict, **fields) -> Path:
+    """A copy of ``fit_json`` (engine, capacity, mix kept) with another step model's
+    ``coefficients`` and the given ``fields``, written to ``out``: a reading's fit.json."""
+    from servesim.engine.profile import read_fit
+
+    d = read_fit(fit_json, "coefficients")
+    d.update(coefficients=dict(coefficients), **fields)
+    out = Path(out)
+    out.write_text(json.dumps(d, indent=1) + "\n")
+    return out
+
+
 def steps_fit_json(step_dirs, fit_json: str | Path, out: str | Path, seed: int = 0) -> Path:
     """A fit.json for the simulator whose step model is `refit_on_steps`' (the engine's own step
     times) and whose frontend overhead is 0 (an in-process replay has none); the rest (engine,
     capacity, mix) is ``fit_json``'s. The comparison read with it is the reading ``steps``: the
     simulator's scheduling and queueing with the step times the engine really took."""
-    from dataclasses import asdict
-
-    from servesim.engine.profile import read_fit
-
     step_dirs = list(step_dirs)
     m, tab, _ = refit_on_steps(step_dirs, seed, step_form(fit_json))
-    d = read_fit(fit_json, "coefficients")
-    d["coefficients"] = {k: v for k, v in asdict(m).items() if k in d["coefficients"]}
-    d["frontend_overhead_s"] = 0.0
-    d["step_model_source"] = f"refit on half of {len(tab)} engine steps of {len(step_dirs)} in-process replays"
-    out = Path(out)
-    out.write_text(json.dumps(d, indent=1) + "\n")
-    return out
+    return _fit_json_with(fit_json, out, m.coefficients(), frontend_overhead_s=0.0,
+                          step_model_source=f"refit on half of {len(tab)} engine steps of {len(step_dirs)} "
+                                            "in-process replays")
 
 
 def form_fit_json(fit_json: str | Path, form: str, out: str | Path) -> Path | None:
@@ -425,14 +430,8 @@ def form_fit_json(fit_json: str | Path, form: str, out: str | Path) -> Path | No
     sim_vs_vllm notebook's reading of that name; None where the profile predates the forms."""
     from servesim.engine.profile import read_fit
 
-    d = read_fit(fit_json, "coefficients")
-    by_form = d.get("coefficients_by_form") or {}
-    if form not in by_form:
-        return None
-    d["coefficients"], d["step_form"] = by_form[form], form
-    out = Path(out)
-    out.write_text(json.dumps(d, indent=1) + "\n")
-    return out
+    by_form = read_fit(fit_json, "coefficients").get("coefficients_by_form") or {}
+    return _fit_json_with(fit_json, out, by_form[form], step_form=form) if form in by_form else None
 
 
 class _RecordingStepTime(StepTimeModel):
