@@ -7,7 +7,8 @@
 step is one forward pass). The form ``quadratic-seqs`` (`FORMS`) adds b_ds2*decode_seqs^2 to both:
 a serving engine's per-sequence work that grows with the batch (issue 33: vLLM 0.32 on a CPU core
 ran decode steps of 24-32 sequences 17 % over the linear fit made on its own steps, and those of
-1 sequence 5 % over, 4-8 sequences 3 % under; with the term every batch size was within 5 %). Communication terms for tensor parallelism (ring all-reduce volume
+1 sequence 5 % over, 4-8 sequences 3 % under; with the term every batch size was within 5 %).
+Communication terms for tensor parallelism (ring all-reduce volume
 factor f_tp = 2(tp-1)/tp) and pipeline parallelism (f_pp = pp-1) scale per-token and per-step
 costs; they are fitted only when the table spans several tp / pp values, and folded into the
 six coefficients above for the replica's (tp, pp) at construction.
