@@ -334,8 +334,8 @@ def test_shapes_take_their_own_request_count(tmp_path):
     assert {label: len(wl) for label, _, wl in _cases(tmp_path, [0.3], ["ramp"], 40, 0)} == {"load0.3": 40, "ramp": 40}
     runs = replay_runs(tmp_path, [0.3], ["ramp"], 2)
     assert [(label, key, rep, d.relative_to(tmp_path).as_posix()) for label, key, rep, d in runs] == [
-        ("load0.3", 0.3, 0, "replay/load0.3"), ("load0.3", 0.3, 1, "replay/load0.3.rep1"),
-        ("ramp", "ramp", 0, "replay/ramp"), ("ramp", "ramp", 1, "replay/ramp.rep1")]
+        ("load0.3", 0.3, 0, "replay/load0.3"), ("ramp", "ramp", 0, "replay/ramp"),
+        ("load0.3", 0.3, 1, "replay/load0.3.rep1"), ("ramp", "ramp", 1, "replay/ramp.rep1")]
 
 
 def test_an_unknown_shape_stops_run_calibration_before_a_server_starts(tmp_path):

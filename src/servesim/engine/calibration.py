@@ -154,8 +154,8 @@ def _calibrate_http(out: Path, model, url, config, plan, opts, meta: dict, *, lo
         shutil.rmtree(out / "replay", ignore_errors=True)
         bound = send_lag_bound(out / "profile", max_send_lag_p99_s)
         cases = write_cases(out, loads, shapes, n_requests, seed, shape_requests)
-        for label, key, wl in cases:
-            for rep in range(replay_repeats):
+        for rep in range(replay_repeats):  # in rounds, as `replay_runs` orders the in-process replays
+            for label, key, wl in cases:
                 d = out / "replay" / replay_name(label, rep)
                 for attempt in range(lag_retries + 1):
                     s = replay(wl, d, url=url, config=config, opts=opts, warmup=2)

@@ -131,9 +131,12 @@ def case_labels(loads, shapes) -> list[tuple[str, float | str]]:
 
 
 def replay_runs(out: Path, loads, shapes, repeats: int) -> list[tuple[str, float | str, int, Path]]:
-    """(label, key, repeat, folder) of every replay: each case ``repeats`` times under ``out/replay``."""
+    """(label, key, repeat, folder) of every replay: each case ``repeats`` times under ``out/replay``,
+    in rounds (every case once, then every case again): the host's speed drifts over minutes, and a
+    case's repeats run back to back would share one slow spell (its spread would hide the drift
+    and its mean would carry it)."""
     return [(label, key, rep, Path(out) / "replay" / replay_name(label, rep))
-            for label, key in case_labels(loads, shapes) for rep in range(repeats)]
+            for rep in range(repeats) for label, key in case_labels(loads, shapes)]
 
 
 def replay_name(case: float | str, repeat: int) -> str:
