@@ -137,6 +137,15 @@ def test_engine_fidelity_table_errors_with_spreads_and_the_verdict(tmp_path):
     assert "probe-matched (each replay simulated at the host speed a fixed probe measured just before and after it) 9.1 %" \
         in text4
     assert text3.splitlines()[-1].endswith("as profiled 26.0 %; linear form 24.0 %.")
+    assert "no-gaps" not in text3  # no clock recorded: no line
+    m.write_text(json.dumps({**json.loads(m.read_text()), "step_clock": "cycle",
+                             "no_gaps_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation": 0.123,
+                             "no_gaps_shapes_max_abs_rel_err_p50_p90_ttft_e2e_tbt": 0.2}))
+    text5 = docs_blocks.engine_fidelity(m)
+    assert ("The live steps are timed by the clock cycle (`servesim.engine.records.STEP_CLOCKS`: each step with the "
+            "gap before it); fitted on the steps' own wall times instead (the reading `no-gaps`) that worst error is "
+            "12.3 %.") in text5
+    assert text5.splitlines()[-1].endswith("as profiled 26.0 %; linear form 24.0 %; no-gaps 20.0 %.")
     m.write_text(json.dumps({"capacity_rel_err": 0.0}))
     with pytest.raises(ValueError, match="ttft_p50_rel_err_load"):
         docs_blocks.engine_fidelity(m)

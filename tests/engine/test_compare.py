@@ -76,6 +76,26 @@ def test_compare_run_from_a_replay_directory(tmp_path):
         compare_run(d, tmp_path / "fit.json")
 
 
+def test_sent_times_of_an_in_process_replay_leave_the_engines_own_step_wait_to_the_simulator(tmp_path):
+    """The driver adds a request only between steps: one that arrived mid-step enters the simulator
+    at its arrival (the simulator waits for its own step boundary), one that arrived while the
+    engine was idle at the driver's add time (its lateness is the harness's); an HTTP replay's send
+    times are the client's, as recorded."""
+    from servesim.engine.compare import sent_entry
+    from servesim.errors import InputError
+
+    d = tmp_path / "r"
+    d.mkdir()
+    pd.DataFrame({"start_s": [0.0, 1.0, 3.5], "end_s": [1.0, 3.0, 4.0]}).to_parquet(d / "steps.parquet")
+    wl = pd.DataFrame({"request_id": [7, 8, 9, 10], "arrival_s": [0.5, 1.0, 3.2, 5.0]})
+    pd.DataFrame({"request_id": [10, 9, 8, 7], "sent_s": [5.001, 3.25, 3.0, 1.0]}).to_parquet(d / "sends.parquet")
+    np.testing.assert_array_equal(sent_entry(d, {"replay": "in-process"}, wl), [0.5, 1.0, 3.25, 5.001])
+    np.testing.assert_array_equal(sent_entry(d, {"replay": "http"}, wl), [1.0, 3.0, 3.25, 5.001])
+    (d / "steps.parquet").unlink()
+    with pytest.raises(InputError, match="steps.parquet: missing"):
+        sent_entry(d, {"replay": "in-process"}, wl)
+
+
 def _replay_dir(d, engine, cfg, **summary):
     d.mkdir(parents=True)
     engine.to_parquet(d / "requests.parquet")
@@ -252,6 +272,36 @@ def test_form_fit_json_swaps_in_the_other_forms_coefficients(tmp_path):
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"coefficients": lin, "frontend_overhead_s": 0.0}))
     assert form_fit_json(old, "linear", tmp_path / "x.json") is None and step_form(old) == "linear"
+
+
+def test_the_fits_clock_times_the_replays_steps_and_clock_fit_json_swaps_in_the_other(tmp_path):
+    """A replay's steps are timed as the profile's were (fit.json ``step_clock``; ``step`` before the
+    clocks): against a model of the steps' own times, a replay with a gap before each step runs at
+    speed 1 on the step clock and slower by the gaps on the cycle clock. The reading `no-gaps`
+    swaps in the step clock's coefficients, the rest kept; a profile without clocks has none."""
+    from servesim.engine.compare import clock_fit_json, replay_speed, step_clock
+    from servesim.perf.fitted import FittedStepTime
+
+    coefs = {"a_p": 0.01, "a_d": 0.004, "b_pt": 0.0, "c_pc": 0.0, "b_ds": 1e-4, "c_dc": 0.0, "b_ds2": 0.0}
+    d = tmp_path / "r"
+    d.mkdir()
+    ds = np.arange(100) % 8 + 1
+    took = np.array([FittedStepTime(**coefs).step_time(0, 0, int(b), int(b) * 10) for b in ds])
+    end = np.cumsum(took + 5e-4)  # 0.5 ms between steps
+    pd.DataFrame({"prefill_tokens": 0, "prefill_ctx": 0, "decode_seqs": ds, "decode_ctx": ds * 10, "new_requests": 0,
+                  "scheduled_tokens": ds, "start_s": end - took, "end_s": end}).to_parquet(d / "steps.parquet")
+    cycle = dict(coefs, a_d=0.0045)
+    fit = tmp_path / "fit.json"
+    fit.write_text(json.dumps({"coefficients": coefs, "frontend_overhead_s": 0.0, "step_clock": "cycle",
+                               "coefficients_by_clock": {"step": coefs, "cycle": cycle}}))
+    gaps = 5e-4 * 99 / took.sum()  # the first step has none before it
+    assert step_clock(fit) == "cycle" and replay_speed(d, fit) == pytest.approx(1 + gaps, rel=1e-9)
+    own = clock_fit_json(fit, "step", tmp_path / "own.json")
+    assert step_clock(own) == "step" and replay_speed(d, own) == pytest.approx(1.0, rel=1e-9)
+    assert json.loads(own.read_text())["coefficients"] == coefs
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"coefficients": coefs, "frontend_overhead_s": 0.0}))
+    assert step_clock(old) == "step" and clock_fit_json(old, "step", tmp_path / "x.json") is None
 
 
 def test_send_lag_bound_and_replay_names(tmp_path):

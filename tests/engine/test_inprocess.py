@@ -295,7 +295,9 @@ def test_profile_fit_on_live_steps_or_the_sweep(tmp_path):
     # live steps: the same but 100 us per decode sequence (a live mixed batch costs more per sequence)
     n = 400
     ds = rng.integers(1, 32, n)
-    steps = pd.DataFrame({"step": np.arange(n), "start_s": np.arange(n) * 0.01, "end_s": np.arange(n) * 0.01 + 0.002 + 1e-4 * ds,
+    took = 0.002 + 1e-4 * ds
+    end = np.cumsum(took + 2e-5)  # back to back, 20 us between steps (an engine with work)
+    steps = pd.DataFrame({"step": np.arange(n), "start_s": end - took, "end_s": end,
                           "prefill_tokens": 0, "prefill_ctx": 0, "decode_seqs": ds, "decode_ctx": ds * 100,
                           "new_requests": 0, "preempted": 0, "scheduled_tokens": ds, "waiting_added": 0})
     (tmp_path / "live").mkdir()
@@ -320,8 +322,9 @@ def test_profile_step_form_default_fits_a_batch_quadratic_and_keeps_the_linear_f
 
     n = 400
     ds = np.random.default_rng(1).integers(1, 33, n)
-    steps = pd.DataFrame({"step": np.arange(n), "start_s": np.arange(n) * 0.1,
-                          "end_s": np.arange(n) * 0.1 + 0.002 + 5e-5 * ds + 2e-6 * ds * ds,
+    took = 0.002 + 5e-5 * ds + 2e-6 * ds * ds
+    end = np.cumsum(took + 2e-5)
+    steps = pd.DataFrame({"step": np.arange(n), "start_s": end - took, "end_s": end,
                           "prefill_tokens": 0, "prefill_ctx": 0, "decode_seqs": ds, "decode_ctx": ds * 100,
                           "new_requests": 0, "preempted": 0, "scheduled_tokens": ds, "waiting_added": 0})
     (tmp_path / "live").mkdir()
@@ -340,6 +343,52 @@ def test_profile_step_form_default_fits_a_batch_quadratic_and_keeps_the_linear_f
     assert lin["coefficients"] == res["coefficients_by_form"]["linear"]
     with pytest.raises(ValueError, match="step_form"):
         SweepPlan(step_form="cubic")
+
+
+def test_live_steps_on_the_cycle_clock_carry_the_gap_before_them_while_the_engine_had_work(tmp_path):
+    """Clock ``cycle`` (the default): a step's time runs from the end of the step before, where the
+    engine had work (decoding sequences, or no new request); a step that takes in new requests with
+    nothing decoding may follow an idle engine and keeps its own time. The profile fits on that
+    clock, names it in fit.json and keeps the fit on every clock (the notebook's `no-gaps` reading)."""
+    from servesim.engine.profile import SweepPlan, write_profile
+    from servesim.engine.records import step_table
+
+    d = tmp_path / "live"
+    d.mkdir()
+    # steps: decode; decode after a 1 ms gap; a new request after 2 s idle; decode after 0.5 ms;
+    # a chunk of a prompt (no decode, no new request) after 0.1 ms
+    pd.DataFrame({"step": range(5), "start_s": [0.0, 0.011, 2.021, 2.0405, 2.0601],
+                  "end_s": [0.010, 0.021, 2.040, 2.0501, 2.0801], "prefill_tokens": [0, 0, 100, 0, 200],
+                  "prefill_ctx": [0, 0, 10000, 0, 40000], "decode_seqs": [2, 2, 0, 1, 0],
+                  "decode_ctx": [200, 202, 0, 101, 0], "new_requests": [0, 0, 1, 0, 0], "preempted": 0,
+                  "scheduled_tokens": [2, 2, 100, 1, 200], "waiting_added": 0}).to_parquet(d / "steps.parquet")
+    np.testing.assert_allclose(step_table(d).step_s, [0.010, 0.010, 0.019, 0.0096, 0.020])
+    np.testing.assert_allclose(step_table(d, clock="cycle").step_s, [0.010, 0.011, 0.019, 0.0101, 0.0300])
+    with pytest.raises(ValueError, match="clock"):
+        step_table(d, clock="wall")
+    with pytest.raises(ValueError, match="step_clock"):
+        SweepPlan(step_clock="wall")
+    # a fit on each clock: 2 ms + 50 us per sequence per step, and a 0.3 ms gap before each
+    n = 300
+    ds = np.random.default_rng(2).integers(1, 33, n)
+    took = 0.002 + 5e-5 * ds
+    end = np.cumsum(took + 3e-4)
+    pd.DataFrame({"step": np.arange(n), "start_s": end - took, "end_s": end, "prefill_tokens": 0, "prefill_ctx": 0,
+                  "decode_seqs": ds, "decode_ctx": ds * 100, "new_requests": 0, "preempted": 0, "scheduled_tokens": ds,
+                  "waiting_added": 0}).to_parquet(d / "steps.parquet")
+    sweep = pd.DataFrame([{"prefill_tokens": 0, "prefill_ctx": 0, "decode_seqs": B, "decode_ctx": B * 100,
+                           "step_s": 0.002 + 5e-5 * B, "regime": "decode-heavy"} for B in (1, 2, 4, 8, 16, 32)])
+    lone = pd.DataFrame(columns=["prompt_tokens", "ttft_s", "engine_queue_s", "engine_prefill_s"])
+    res = write_profile(tmp_path / "p", sweep, lone, 0.0, SweepPlan(step_form="linear"), {}, {}, harness="in-process",
+                        wall_s=1.0, live_dir=d)
+    assert res["step_clock"] == "cycle" and set(res["coefficients_by_clock"]) == {"step", "cycle"}
+    assert res["coefficients_by_clock"]["cycle"] == res["coefficients"]
+    # the first step has no step before it: its own time, the rest 0.3 ms more
+    assert res["coefficients"]["a_d"] == pytest.approx(0.0023, rel=0.01)
+    assert res["coefficients_by_clock"]["step"]["a_d"] == pytest.approx(0.002, rel=1e-6)
+    sweep_fit = write_profile(tmp_path / "s", sweep, lone, 0.0, SweepPlan(fit_on="sweep"), {}, {}, harness="in-process",
+                              wall_s=1.0, live_dir=d)
+    assert sweep_fit["step_clock"] == "step"  # the sweep's isolated steps have no gaps to carry
 
 
 def test_engine_clock_counts_cpu_time_and_skips_idle_gaps_without_sleeping():

@@ -102,6 +102,13 @@ def test_in_process_profile_fits_measured_steps_of_every_regime(tmp_path):
     wl = pd.read_parquet(tmp_path / "profile" / "live" / "workload.parquet")
     assert len(wl) == 24 and live.prefill_tokens.sum() == wl.prompt_tokens.sum()
     assert fit["fit_source"] == "live" and fit["coefficients"] == fit["coefficients_live"] != fit["coefficients_sweep"]
+    # timed on the cycle clock: each busy step with the gap the loop spent before it, which the real
+    # engine's loop has (the steps' own wall times are the other clock's fit)
+    from servesim.engine.records import step_table
+
+    assert fit["step_clock"] == "cycle" and fit["coefficients_by_clock"]["cycle"] == fit["coefficients"]
+    cycle, own = step_table(tmp_path / "profile" / "live", clock="cycle"), step_table(tmp_path / "profile" / "live")
+    assert (cycle.step_s >= own.step_s).all() and cycle.step_s.sum() > own.step_s.sum()
     # the speed probe around the live replay: the same burst twice, the same batches
     pb, pa = fit["speed_probe"]["before"], fit["speed_probe"]["after"]
     assert pb["requests"] == pa["requests"] == 4 and pb["steps"] == pa["steps"] > 0 and pb["busy_s"] > 0 < pa["busy_s"]
@@ -140,8 +147,9 @@ def test_in_process_calibration_profiles_and_replays_on_one_engine_start(tmp_pat
             s = json.loads((d / "summary.json").read_text())
             assert s["capacity_req_s"] == fit["capacity_req_s"] and s["replay"] == "in-process"
             assert len(pd.read_parquet(d / "requests.parquet")) == n and not (d / "workload.parquet").exists()
-    # a speed probe before and after every replay, the one between two replays shared by both
+    # a speed probe before and after every replay, the one between two replays shared by both; the
+    # replays ran in rounds (every case once, then again)
     probes = [json.loads((out / "replay" / d / "summary.json").read_text())["speed_probe"]
-              for d in ("load0.5", "load0.5.rep1", "bursty", "bursty.rep1")]
+              for d in ("load0.5", "bursty", "load0.5.rep1", "bursty.rep1")]
     assert all(p["before"]["steps"] == p["after"]["steps"] > 0 for p in probes)
     assert all(a["after"] == b["before"] for a, b in zip(probes, probes[1:]))

@@ -191,6 +191,11 @@ def engine_fidelity(metrics_file: Path) -> str:
     if m.get("step_form") and linear is not None:
         out.append(f"The step model's form is {m['step_form']} (`servesim.perf.fitted.FORMS`); fitted in the linear form "
                    f"on the same profile steps (the reading `linear`) that worst error is {_pct(linear, False)}.")
+    no_gaps = m.get("no_gaps_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation")
+    if m.get("step_clock") and no_gaps is not None:
+        out.append(f"The live steps are timed by the clock {m['step_clock']} (`servesim.engine.records.STEP_CLOCKS`: "
+                   f"each step with the gap before it); fitted on the steps' own wall times instead (the reading "
+                   f"`no-gaps`) that worst error is {_pct(no_gaps, False)}.")
     speeds = [v for k, v in m.items() if k.startswith("speed_spread_") and v is not None and v == v]
     if speeds:
         out.append(f"The engine's own speed (its steps' measured over predicted time) differed between repeats of one "
@@ -200,7 +205,7 @@ def engine_fidelity(metrics_file: Path) -> str:
                       if m.get("probe_tracking_mean_abs_pct") is not None else "") + ".")
     shape_errs = [(n, m.get(f"{k}shapes_max_abs_rel_err_p50_p90_ttft_e2e_tbt"))
                   for k, n in (("", "as profiled"), ("speed_matched_", "speed-matched"), ("probe_matched_", "probe-matched"),
-                               ("steps_", "steps"), ("linear_", "linear form"))]
+                               ("steps_", "steps"), ("linear_", "linear form"), ("no_gaps_", "no-gaps"))]
     if shape_errs[0][1] is not None:
         out.append("Held-out shapes (bursty, long prompts, long outputs, a ramp through saturation), the worst P50/P90 "
                    "TTFT and E2E and P50 TBT error: " + "; ".join(f"{n} {_pct(v, False)}" for n, v in shape_errs

@@ -323,7 +323,8 @@ def _cmd_calibrate(a) -> int:
     if a.probe_requests < 0 or (a.probe_requests and a.replay_mode != "in-process"):
         raise InputError(f"--probe-requests {a.probe_requests}: a count >= 0, and the speed probe runs on the "
                          "in-process engine (--replay-mode in-process)")
-    live = dict(live_requests=a.live_requests, fit_on=a.fit_on, step_form=a.step_form, probe_requests=a.probe_requests)
+    live = dict(live_requests=a.live_requests, fit_on=a.fit_on, step_form=a.step_form, probe_requests=a.probe_requests,
+                step_clock=a.step_clock)
     plan = SweepPlan(repeats=a.repeats, capacity_requests=a.capacity_requests, seed=a.seed, **live)
     if a.tiny:  # the pipeline tests: a few shapes only
         plan = SweepPlan(decode_batches=(1, 4, 16, 32), decode_contexts=(32, 128, 512), decode_tokens=16,
@@ -406,6 +407,11 @@ def add_parser(subparsers) -> None:
     p.add_argument("--step-form", choices=list(FORMS), default="quadratic-seqs",
                    help="the step model's form (servesim.perf.fitted): quadratic-seqs adds a term in the square of "
                         "the decoding sequences (the engine's per-sequence work grows with the batch); linear leaves it out")
+    from servesim.engine.records import STEP_CLOCKS
+
+    p.add_argument("--step-clock", choices=list(STEP_CLOCKS), default="cycle",
+                   help="what a live profile step's time is: cycle (the step and the gap before it while the engine "
+                        "had work, which a waiting request also waits) or step (the step's own wall time)")
     p.add_argument("--cpus", default=None, help="with --replay-mode in-process: pin the engine to these cores "
                                                  "(e.g. 1, 0,1, or last)")
     p.add_argument("--claim-from", type=int, default=None, metavar="PID",
@@ -430,7 +436,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--fit", required=True, help="fit.json of profile-engine")
     p.add_argument("--no-frontend-overhead", action="store_true")
     p.add_argument("--arrivals", choices=["scheduled", "sent"], default="sent",
-                   help="feed the simulator the scheduled arrivals or the client's real send times")
+                   help="feed the simulator the scheduled arrivals or the client's real send times (in "
+                        "process: the driver's, less the engine's own wait for a step's end; compare.sent_entry)")
     p.add_argument("--coalesced", choices=["keep", "drop"], default="keep",
                    help="drop: leave out requests whose stream reached the client in one read (their "
                         "first-token time is the client's, not the engine's); the table says how many")

@@ -142,12 +142,38 @@ def _replay(d: Path) -> tuple[dict, pd.DataFrame, EngineConfig, int | None, pd.D
     return summary, engine, config, summary.get("kv_blocks") or config.kv_blocks, wl
 
 
+def sent_entry(replay_dir: str | Path, summary: dict, wl: pd.DataFrame) -> np.ndarray:
+    """When each request of ``wl`` was put in front of the engine (the reading ``arrivals="sent"``):
+    the HTTP client's send time; in an in-process replay the driver's add time, except for a
+    request that arrived while a step was running, which enters at its scheduled arrival. The
+    driver adds requests only between steps, as the engine's own loop takes them, so that wait is
+    the engine's, and the simulator admits at its own step boundaries too: given the add time it
+    would wait twice (issue 33: on the quick engine the double wait was a median 2.5 ms of a
+    27 ms TTFT P50). Where the engine was idle the driver's lateness (its sleep's overshoot) stays."""
+    d = Path(replay_dir)
+    sends = pd.read_parquet(d / "sends.parquet").set_index("request_id")["sent_s"]
+    sent = wl["request_id"].map(sends).to_numpy(float)
+    if summary.get("replay") != "in-process":
+        return sent
+    steps = d / "steps.parquet"
+    if not steps.exists():
+        raise InputError(f"{steps}: missing; an in-process replay's send times need its steps "
+                         "(the driver adds requests between steps)")
+    st = pd.read_parquet(steps, columns=["start_s", "end_s"])
+    start, end = st["start_s"].to_numpy(float), st["end_s"].to_numpy(float)
+    arrival = wl["arrival_s"].to_numpy(float)
+    k = np.searchsorted(start, arrival, side="right") - 1  # the last step begun by the arrival
+    mid_step = (k >= 0) & (end[np.maximum(k, 0)] > arrival)
+    return np.where(mid_step & np.isfinite(sent), arrival, sent)
+
+
 def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhead: bool = True,
                 arrivals: str = "scheduled", label: str = "", coalesced="keep",
                 speed: tuple[float, float] = (1.0, 1.0), frontend=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Simulate the workload of a finished replay with the fitted profile; return
     (comparison table, simulator request table). ``arrivals="sent"`` feeds the simulator the
-    times the client really sent each request (``sends.parquet``) instead of the schedule.
+    times the client really sent each request (``sends.parquet``; in process, `sent_entry`)
+    instead of the schedule.
     ``coalesced="drop"`` leaves the requests whose stream reached the client in one read
     (`coalesced_streams`, gap bound `COALESCED_GAP_FRACTION` of the fitted one-sequence decode
     step) out of both sides' statistics; the table's ``coalesced_share`` says how many there were.
@@ -171,8 +197,7 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
         overhead = 0.0
     entry = None
     if arrivals == "sent":
-        sends = pd.read_parquet(d / "sends.parquet").set_index("request_id")["sent_s"]
-        entry = wl["request_id"].map(sends).to_numpy(float)
+        entry = sent_entry(d, summary, wl)
     elif arrivals != "scheduled":
         raise ValueError(f"arrivals must be 'scheduled' or 'sent', got {arrivals!r}")
     if frontend is not None:
@@ -204,7 +229,7 @@ def _step_times(replay_dir: str | Path, fit_json: str | Path):
 
     if not (Path(replay_dir) / "steps.parquet").exists():
         return None
-    steps = step_table(replay_dir)
+    steps = step_table(replay_dir, clock=step_clock(fit_json))  # timed as the model's steps were
     model = load_fitted(fit_json)[0]
     pred = np.asarray(model.step_time(*(steps[c].to_numpy(float) for c in M.AGGREGATES)), dtype=float)
     return steps.step_s.to_numpy(float), pred, steps.prefill_tokens.to_numpy(float) > 0
@@ -337,15 +362,26 @@ def step_form(fit_json: str | Path | None) -> str:
     return str(read_fit(fit_json).get("step_form", "linear"))
 
 
-def refit_on_steps(load_dirs, seed: int = 0, form: str = "linear"):
+def step_clock(fit_json: str | Path | None) -> str:
+    """How the steps a profile's fit.json was fitted on were timed (`servesim.engine.records.STEP_CLOCKS`;
+    ``step`` for fits written before the clock was recorded, and without a fit)."""
+    if fit_json is None:
+        return "step"
+    from servesim.engine.profile import read_fit
+
+    return str(read_fit(fit_json).get("step_clock", "step"))
+
+
+def refit_on_steps(load_dirs, seed: int = 0, form: str = "linear", clock: str = "step"):
     """The step model refitted on the engine's own steps: `servesim.perf.fitted` (of ``form``: the
-    profile's, `step_form`) on a random half (stratified by regime) of the load replays' steps.
+    profile's, `step_form`) on a random half (stratified by regime) of the load replays' steps
+    (timed by ``clock``: the profile's, `step_clock`).
     Returns (model, all steps, the held-out half); `step_time_error` scores it and `steps_fit_json`
     hands it to the simulator, so both read the same half."""
     from servesim.perf import fitted
     from servesim.perf import measurements as M
 
-    loads = pd.concat([step_table(d) for d in load_dirs], ignore_index=True)
+    loads = pd.concat([step_table(d, clock=clock) for d in load_dirs], ignore_index=True)
     train, test = M.split(loads, 0.5, seed)
     return fitted.fit(train, form=form), loads, test
 
@@ -359,8 +395,9 @@ def step_time_error(load_dirs, shape_dirs=(), fit_json: str | Path | None = None
     median_ape_pct."""
     from servesim.perf import measurements as M
 
-    refit, loads, test = refit_on_steps(load_dirs, seed, step_form(fit_json))
-    shapes = [(Path(d).name, step_table(d)) for d in shape_dirs]
+    clock = step_clock(fit_json)  # every step timed as the profile's were
+    refit, loads, test = refit_on_steps(load_dirs, seed, step_form(fit_json), clock)
+    shapes = [(Path(d).name, step_table(d, clock=clock)) for d in shape_dirs]
     scored = [("refit", refit, "loads (held-out half)", test), *[("refit", refit, n, t) for n, t in shapes]]
     if fit_json is not None:
         from servesim.engine.profile import load_fitted
@@ -379,15 +416,16 @@ def step_time_error(load_dirs, shape_dirs=(), fit_json: str | Path | None = None
     return pd.DataFrame(rows)
 
 
-def step_noise_floor(step_dirs, min_group: int = 10) -> float:
+def step_noise_floor(step_dirs, min_group: int = 10, clock: str = "step") -> float:
     """The engine's own step-to-step noise, in % (NaN when no group is large enough): the median
     relative deviation of pure decode steps from the median of their group, a group being one
     replay's steps of one batch size within one decile of its context sum (``min_group`` steps or
     more). No step-time model of the batch can score a median error far below it on single steps:
-    it is the host, not the batch (on the 2-core host 5-11 % per load)."""
+    it is the host, not the batch (on the 2-core host 5-11 % per load). ``clock``: how the steps
+    are timed (`servesim.engine.records.STEP_CLOCKS`; the profile's, `step_clock`)."""
     devs = []
     for d in step_dirs:
-        st = step_table(d)
+        st = step_table(d, clock=clock)
         dec = st[st.prefill_tokens == 0]
         for _, grp in dec.groupby("decode_seqs"):
             if len(grp) < 3 * min_group:
@@ -418,7 +456,7 @@ def steps_fit_json(step_dirs, fit_json: str | Path, out: str | Path, seed: int =
     capacity, mix) is ``fit_json``'s. The comparison read with it is the reading ``steps``: the
     simulator's scheduling and queueing with the step times the engine really took."""
     step_dirs = list(step_dirs)
-    m, tab, _ = refit_on_steps(step_dirs, seed, step_form(fit_json))
+    m, tab, _ = refit_on_steps(step_dirs, seed, step_form(fit_json), step_clock(fit_json))
     return _fit_json_with(fit_json, out, m.coefficients(), frontend_overhead_s=0.0,
                           step_model_source=f"refit on half of {len(tab)} engine steps of {len(step_dirs)} "
                                             "in-process replays")
@@ -432,6 +470,17 @@ def form_fit_json(fit_json: str | Path, form: str, out: str | Path) -> Path | No
 
     by_form = read_fit(fit_json, "coefficients").get("coefficients_by_form") or {}
     return _fit_json_with(fit_json, out, by_form[form], step_form=form) if form in by_form else None
+
+
+def clock_fit_json(fit_json: str | Path, clock: str, out: str | Path) -> Path | None:
+    """A copy of ``fit_json`` whose simulator step model is the live steps' fit under another
+    ``clock`` (``coefficients_by_clock``, `servesim.engine.records.STEP_CLOCKS`: the same steps, the
+    same form), for the sim_vs_vllm notebook's reading ``no-gaps`` (clock ``step``); None where
+    the profile predates the clocks or had no live steps."""
+    from servesim.engine.profile import read_fit
+
+    by_clock = read_fit(fit_json, "coefficients").get("coefficients_by_clock") or {}
+    return _fit_json_with(fit_json, out, by_clock[clock], step_clock=clock) if clock in by_clock else None
 
 
 class _RecordingStepTime(StepTimeModel):

@@ -66,9 +66,17 @@ class SweepPlan:
     #: before and after the live profile replay and each held-out replay (`inprocess.SpeedProbe`;
     #: fit.json and each summary.json keep its busy times; the notebook's reading ``probe-matched``)
     probe_requests: int = 0
+    #: what a live step's time is (`servesim.engine.records.STEP_CLOCKS`): ``cycle`` (default; the
+    #: step and the gap before it while the engine had work, as a request waits for them) or
+    #: ``step`` (the step's own wall time; the sweep's isolated steps are always timed so)
+    step_clock: str = "cycle"
 
     def __post_init__(self):  # before an engine runs for minutes
+        from servesim.engine.records import STEP_CLOCKS
         from servesim.perf.fitted import FORMS
+
+        if self.step_clock not in STEP_CLOCKS:
+            raise ValueError(f"step_clock={self.step_clock!r}: one of {STEP_CLOCKS}")
 
         if self.fit_on not in FIT_ON:
             raise ValueError(f"fit_on={self.fit_on!r}: one of {FIT_ON}")
@@ -341,9 +349,10 @@ def write_profile(out_dir: str | Path, steps: pd.DataFrame, lone: pd.DataFrame, 
     lone_ttft.csv and fit.json (coefficients, errors, frontend overhead, capacity, the harness).
 
     ``live_dir``: a live profile replay's folder (its ``steps.parquet``): the step model is then
-    also fitted on those engine steps, and ``plan.fit_on`` says which fit the simulator runs
-    (``coefficients``); both are kept (``coefficients_sweep``, ``coefficients_live``), each with
-    its error on a held-out 20 % of its own rows."""
+    also fitted on those engine steps (timed by ``plan.step_clock``), and ``plan.fit_on`` says which
+    fit the simulator runs (``coefficients``); both are kept (``coefficients_sweep``,
+    ``coefficients_live``), each with its error on a held-out 20 % of its own rows, and the live
+    steps' fit under each clock (``coefficients_by_clock``)."""
     from servesim.perf import measurements
 
     out = Path(out_dir)
@@ -367,18 +376,27 @@ def write_profile(out_dir: str | Path, steps: pd.DataFrame, lone: pd.DataFrame, 
     if live_dir is not None:
         from servesim.engine.records import step_table
 
-        tables["live"] = step_table(live_dir)
+        tables["live"] = step_table(live_dir, clock=plan.step_clock)
     fits = {k: fit_and_evaluate(t, plan.seed, plan.step_form) for k, t in tables.items()}
     source = plan.fit_on if plan.fit_on in fits else "sweep"
     model, held, insample = fits[source]
-    # the simulator's fit in every form on the same steps: the sim_vs_vllm notebook reads the
-    # others as readings of their own (``linear``)
+    # the simulator's fit in every form on the same steps, and the live steps' under every clock:
+    # the sim_vs_vllm notebook reads the others as readings of their own (``linear``, ``no-gaps``)
     forms = {f: model if f == plan.step_form else fitted.fit(tables[source], form=f) for f in fitted.FORMS}
+    clocks = {}
+    if live_dir is not None:
+        from servesim.engine.records import STEP_CLOCKS
+
+        clocks = {c: (fits["live"][0] if c == plan.step_clock
+                      else fitted.fit(step_table(live_dir, clock=c), form=plan.step_form)).coefficients()
+                  for c in STEP_CLOCKS}
     result = {
         "coefficients": model.coefficients(),
         "fit_source": source,
         "step_form": plan.step_form,
+        "step_clock": plan.step_clock if source == "live" else "step",
         "coefficients_by_form": {f: m.coefficients() for f, m in forms.items()},
+        "coefficients_by_clock": clocks,
         **{f"coefficients_{k}": f[0].coefficients() for k, f in fits.items()},
         **{f"heldout_error_{k}": f[1].to_dict(orient="records") for k, f in fits.items()},
         "frontend_overhead_s": overhead,

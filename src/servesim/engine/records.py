@@ -104,13 +104,33 @@ def check_request_table(df: pd.DataFrame, workload: pd.DataFrame | None = None) 
         raise ValueError("request table: a finished request has times out of order")
 
 
-def step_table(replay_dir: str | Path) -> pd.DataFrame:
+#: what a recorded step's time is (`step_table`): ``step``, its own wall time (``engine.step()``);
+#: ``cycle``, from the end of the step before to its own end while the engine had work (the gap
+#: between steps, where the loop hands out the last step's tokens and takes in new requests, is
+#: time the engine's requests wait and the simulator's back-to-back steps do not have)
+STEP_CLOCKS = ("step", "cycle")
+
+
+def step_table(replay_dir: str | Path, clock: str = "step") -> pd.DataFrame:
     """An in-process replay's engine steps (``steps.parquet``) as a step-time measurement table
-    (`servesim.perf.measurements`: the batch aggregates and ``step_s`` = the step's wall time)."""
+    (`servesim.perf.measurements`: the batch aggregates and ``step_s``, timed by ``clock``,
+    `STEP_CLOCKS`). Under ``cycle`` a step after an idle spell keeps its own time: one whose batch
+    has no decoding sequence and takes in new requests may follow an empty engine (the loop sleeps
+    there until the next arrival), and the steps record no more than that."""
     from servesim.perf import measurements as M
 
-    st = pd.read_parquet(Path(replay_dir) / "steps.parquet")
-    st = st[(st.scheduled_tokens > 0) & (st.prefill_tokens >= 0)]
+    if clock not in STEP_CLOCKS:
+        raise ValueError(f"clock={clock!r}: one of {STEP_CLOCKS}")
+    path = Path(replay_dir) / "steps.parquet"
+    st = pd.read_parquet(path)
+    start, end = st.start_s.to_numpy(float), st.end_s.to_numpy(float)
+    took = end - start
+    if clock == "cycle" and len(st):
+        prev_end = np.concatenate([[np.nan], end[:-1]])
+        busy = (st.decode_seqs.to_numpy() > 0) | (st.new_requests.to_numpy() == 0)
+        took = np.where(busy & np.isfinite(prev_end), end - np.where(np.isfinite(prev_end), prev_end, start), took)
+    keep = ((st.scheduled_tokens > 0) & (st.prefill_tokens >= 0)).to_numpy()
+    st = st[keep]
     df = pd.DataFrame({c: st[c].to_numpy(np.int64) for c in M.AGGREGATES})
-    df["step_s"] = (st.end_s - st.start_s).to_numpy(float)
-    return M.validate(df, str(Path(replay_dir) / "steps.parquet"))
+    df["step_s"] = took[keep]
+    return M.validate(df, str(path))
