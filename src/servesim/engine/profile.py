@@ -77,7 +77,6 @@ class SweepPlan:
 
         if self.step_clock not in STEP_CLOCKS:
             raise ValueError(f"step_clock={self.step_clock!r}: one of {STEP_CLOCKS}")
-
         if self.fit_on not in FIT_ON:
             raise ValueError(f"fit_on={self.fit_on!r}: one of {FIT_ON}")
         if self.step_form not in FORMS:

@@ -126,9 +126,9 @@ def step_table(replay_dir: str | Path, clock: str = "step") -> pd.DataFrame:
     start, end = st.start_s.to_numpy(float), st.end_s.to_numpy(float)
     took = end - start
     if clock == "cycle" and len(st):
-        prev_end = np.concatenate([[np.nan], end[:-1]])
+        prev_end = np.r_[start[0], end[:-1]]  # the first step has none before it: its own time
         busy = (st.decode_seqs.to_numpy() > 0) | (st.new_requests.to_numpy() == 0)
-        took = np.where(busy & np.isfinite(prev_end), end - np.where(np.isfinite(prev_end), prev_end, start), took)
+        took = np.where(busy, end - prev_end, took)
     keep = ((st.scheduled_tokens > 0) & (st.prefill_tokens >= 0)).to_numpy()
     st = st[keep]
     df = pd.DataFrame({c: st[c].to_numpy(np.int64) for c in M.AGGREGATES})
