@@ -578,8 +578,10 @@ if has_probe:  # how well the probe tracked each replay's own speed, against how
     metrics["probe_tracking_mean_abs_pct"] = float((probes.probe_speed / probes.replay_speed - 1).abs().mean() * 100)
     metrics["replay_speed_mean_abs_dev_pct"] = float((probes.replay_speed - 1).abs().mean() * 100)
     metrics["probe_replay_speed_corr"] = float(probes[["probe_speed", "replay_speed"]].corr().iloc[0, 1])
-for reading, table in (("steps", steps_cmp), ("speed_matched", speed_cmp), ("probe_matched", probe_cmp),
-                       ("linear", linear_cmp), ("no_gaps", no_gaps_cmp)):
+# every reading besides the profile's, by its metrics prefix (one list: a new reading is added here)
+readings = {"steps": steps_cmp, "speed_matched": speed_cmp, "probe_matched": probe_cmp, "linear": linear_cmp,
+            "no_gaps": no_gaps_cmp}
+for reading, table in readings.items():
     for col, values in (("load", loads), ("shape", shapes)):
         for c in values:
             rows = table[table[col] == c]
@@ -605,7 +607,7 @@ spreads_adj = [metrics[f"{k}_engine_spread_speed_adj_load{x}"] for x, k in targe
 metrics["max_engine_spread_speed_adj_p50_p90_ttft_e2e_below_saturation"] = (
     float(np.nanmax(spreads_adj)) if np.isfinite(spreads_adj).any() else float("nan"))
 metrics["meets_15pct_capacity_target"] = abs(cap_err) <= 0.15
-for reading in ("steps", "speed_matched", "probe_matched", "linear", "no_gaps"):  # the same target, other readings
+for reading in readings:  # the same target under the other readings
     errs = [metrics.get(f"{reading}_{k}_rel_err_load{x}") for x, k in target if k != "tbt_p50"]
     if all(e is not None for e in errs):
         metrics[f"{reading}_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation"] = max(abs(e) for e in errs)
@@ -619,7 +621,7 @@ if shapes:
     metrics["every_shape_has_a_lag_clean_replay"] = bool(cmp_shapes.groupby("shape").lag_clean.all().all())
     ok = [abs(metrics[f"{k}_rel_err_{n}"]) <= np.nanmax([0.10, metrics[f"{k}_engine_spread_{n}"]]) for n, k in judged]
     metrics["shapes_meet_10pct_or_spread"] = bool(all(ok)) if metrics["every_shape_has_a_lag_clean_replay"] else None
-    for reading in ("steps", "speed_matched", "probe_matched", "linear", "no_gaps"):  # the shapes, other readings
+    for reading in readings:  # the shapes under the other readings
         errs = [metrics.get(f"{reading}_{k}_rel_err_{n}") for n, k in judged]
         if all(e is not None for e in errs):
             metrics[f"{reading}_shapes_max_abs_rel_err_p50_p90_ttft_e2e_tbt"] = max(abs(e) for e in errs)

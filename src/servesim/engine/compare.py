@@ -352,24 +352,26 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     return out
 
 
+def _fit_field(fit_json: str | Path | None, key: str, before: str) -> str:
+    """``key`` of a profile's fit.json; ``before`` (what every fit was before the key was recorded)
+    for an older fit, and without a fit."""
+    if fit_json is None:
+        return before
+    from servesim.engine.profile import read_fit
+
+    return str(read_fit(fit_json).get(key, before))
+
+
 def step_form(fit_json: str | Path | None) -> str:
     """The step model's form a profile's fit.json was fitted in (`servesim.perf.fitted.FORMS`;
     ``linear`` for fits written before the form was recorded, and without a fit)."""
-    if fit_json is None:
-        return "linear"
-    from servesim.engine.profile import read_fit
-
-    return str(read_fit(fit_json).get("step_form", "linear"))
+    return _fit_field(fit_json, "step_form", "linear")
 
 
 def step_clock(fit_json: str | Path | None) -> str:
     """How the steps a profile's fit.json was fitted on were timed (`servesim.engine.records.STEP_CLOCKS`;
     ``step`` for fits written before the clock was recorded, and without a fit)."""
-    if fit_json is None:
-        return "step"
-    from servesim.engine.profile import read_fit
-
-    return str(read_fit(fit_json).get("step_clock", "step"))
+    return _fit_field(fit_json, "step_clock", "step")
 
 
 def refit_on_steps(load_dirs, seed: int = 0, form: str = "linear", clock: str = "step"):
@@ -462,14 +464,21 @@ def steps_fit_json(step_dirs, fit_json: str | Path, out: str | Path, seed: int =
                                             "in-process replays")
 
 
+def _stored_fit_json(fit_json: str | Path, field: str, value: str, out: str | Path) -> Path | None:
+    """A copy of ``fit_json`` whose step model is the profile's other fit stored under
+    ``coefficients_by_<kind>`` for ``value``, with ``field`` (``step_<kind>``) set to it; None where
+    the profile has no such fit."""
+    from servesim.engine.profile import read_fit
+
+    stored = read_fit(fit_json, "coefficients").get(f"coefficients_by_{field.removeprefix('step_')}") or {}
+    return _fit_json_with(fit_json, out, stored[value], **{field: value}) if value in stored else None
+
+
 def form_fit_json(fit_json: str | Path, form: str, out: str | Path) -> Path | None:
     """A copy of ``fit_json`` whose simulator step model is its fit in another ``form``
     (``coefficients_by_form``, `servesim.perf.fitted.FORMS`: the same steps, the same profile), for the
     sim_vs_vllm notebook's reading of that name; None where the profile predates the forms."""
-    from servesim.engine.profile import read_fit
-
-    by_form = read_fit(fit_json, "coefficients").get("coefficients_by_form") or {}
-    return _fit_json_with(fit_json, out, by_form[form], step_form=form) if form in by_form else None
+    return _stored_fit_json(fit_json, "step_form", form, out)
 
 
 def clock_fit_json(fit_json: str | Path, clock: str, out: str | Path) -> Path | None:
@@ -477,10 +486,7 @@ def clock_fit_json(fit_json: str | Path, clock: str, out: str | Path) -> Path | 
     ``clock`` (``coefficients_by_clock``, `servesim.engine.records.STEP_CLOCKS`: the same steps, the
     same form), for the sim_vs_vllm notebook's reading ``no-gaps`` (clock ``step``); None where
     the profile predates the clocks or had no live steps."""
-    from servesim.engine.profile import read_fit
-
-    by_clock = read_fit(fit_json, "coefficients").get("coefficients_by_clock") or {}
-    return _fit_json_with(fit_json, out, by_clock[clock], step_clock=clock) if clock in by_clock else None
+    return _stored_fit_json(fit_json, "step_clock", clock, out)
 
 
 class _RecordingStepTime(StepTimeModel):
