@@ -77,8 +77,8 @@ import pandas as pd
 
 from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.analysis.runs import run_dir
-from servesim.engine.compare import (batch_agreement, clock_fit_json, compare_repeats, compare_run, form_fit_json,
-                                     probe_speed, replay_speed, simulate, step_agreement, step_clock, step_noise_floor,
+from servesim.engine.compare import (batch_agreement, clock_fit_json, compare_repeats, compare_run, error_verdict,
+                                     form_fit_json, probe_speed, replay_speed, simulate, step_agreement, step_clock, step_noise_floor,
                                      step_time_error, steps_fit_json)
 from servesim.engine.profile import load_fitted, request_mix
 from servesim.engine.server import EngineConfig
@@ -140,6 +140,16 @@ pd.Series({**fit["coefficients"], "step_form": step_form, "step_clock": clock, "
 # "first token" at the stream's end -- the client read it late -- so its TTFT is the harness's.
 # The table leaves them out of both sides; `coalesced_share` says how many there were, and the
 # metrics keep the other reading's errors too (`*_rel_err_load{x}_coalesced_keep`).
+#
+# How far the sample pins each error down (`rel_err_lo` / `rel_err_hi`): the 90 % interval of the
+# error under a paired block bootstrap of the requests (`servesim.metrics.interval`; both sides
+# drawn alike, in blocks of consecutive arrivals, every repeat alike). A P90 of a hundred requests
+# taken at a cliff of the distribution flips by tens of percent when one request crosses it. The
+# verdict `verdict_10pct_below_saturation` reads each miss of 10 % against its interval and the
+# engine's own spread across repeats: `yes` (no miss), `no` (a miss beyond both), `undecided` (every
+# miss inside one of them: this many requests, or this host's run-to-run variation, cannot tell);
+# `meets_10pct_or_spread_below_saturation` keeps the older reading, which let a spread larger
+# than 10 % pass a miss.
 
 # %%
 def replay_dirs(label):
@@ -190,7 +200,8 @@ display(lag)
 drift = pd.Series({x: s.get("capacity_after_req_s", np.nan) / fit["capacity_req_s"] - 1.0
                    for x, s in summaries.items()}, name="capacity drift since profile")
 wide = cmp.pivot_table(index="metric", columns="load",
-                       values=["engine", "sim", "rel_err", "engine_spread", "engine_spread_speed_adj"])
+                       values=["engine", "sim", "rel_err", "rel_err_lo", "rel_err_hi", "engine_spread",
+                               "engine_spread_speed_adj"])
 display(drift.to_frame().T.round(3))
 wide.round(4)
 
@@ -548,6 +559,7 @@ def case_metrics(table, other, col, value, suffix):
         metrics[f"{k}_rel_err_{suffix}"] = r.rel_err
         metrics[f"{k}_engine_spread_{suffix}"] = r.engine_spread
         metrics[f"{k}_engine_spread_speed_adj_{suffix}"] = r.engine_spread_speed_adj
+        metrics[f"{k}_rel_err_lo_{suffix}"], metrics[f"{k}_rel_err_hi_{suffix}"] = r.rel_err_lo, r.rel_err_hi
         o = other[(other[col] == value) & (other.metric == key)].iloc[0]
         metrics[f"{k}_rel_err_{suffix}_coalesced_{o.coalesced}"] = o.rel_err
     metrics[f"coalesced_share_{suffix}"] = float(table[table[col] == value].coalesced_share.iloc[0])
@@ -600,6 +612,22 @@ ok = [abs(metrics[f"{k}_rel_err_load{x}"]) <= np.nanmax([0.10, metrics[f"{k}_eng
       for x, k in target]
 metrics["meets_10pct_or_spread_below_saturation"] = (bool(all(ok)) if metrics["every_load_has_a_lag_clean_replay"]
                                                      else None)
+
+
+def verdict(table, judged):
+    """`error_verdict` of one reading's table on ``judged`` (case, metric stem) pairs: within 10 %,
+    a miss read against its sampling interval and the engine's own spread across repeats."""
+    rows = [table[(table["shape"] == c if isinstance(c, str) else table["load"] == c) & (table.metric == named[k])].iloc[0]
+            for c, k in judged]
+    return error_verdict(*([getattr(r, f) for r in rows] for f in ("rel_err", "rel_err_lo", "rel_err_hi")),
+                         spreads=[r.engine_spread for r in rows])
+
+
+# the same target, each miss read against what could explain it: its sampling interval (the 100
+# requests of a quick replay pin a P90 down to tens of percent) and the engine's own spread across
+# repeats (a host whose speed moves between repeats): then undecided, not no, and never yes
+metrics["verdict_10pct_below_saturation"] = (verdict(cmp, target) if metrics["every_load_has_a_lag_clean_replay"]
+                                             else None)
 spreads = [metrics[f"{k}_engine_spread_load{x}"] for x, k in target if k != "tbt_p50"]
 metrics["max_engine_spread_p50_p90_ttft_e2e_below_saturation"] = (float(np.nanmax(spreads)) if np.isfinite(spreads).any()
                                                                   else float("nan"))  # NaN: one replay per load
@@ -612,6 +640,8 @@ for reading in readings:  # the same target under the other readings
     if all(e is not None for e in errs):
         metrics[f"{reading}_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation"] = max(abs(e) for e in errs)
         metrics[f"{reading}_meets_10pct_target_below_saturation"] = max(abs(e) for e in errs) <= 0.10
+        metrics[f"{reading}_verdict_10pct_below_saturation"] = verdict(
+            readings[reading], [(x, k) for x, k in target if k != "tbt_p50"])
 # the held-out shapes, judged the same way (every one, the ramp through saturation included)
 for name in shapes:
     case_metrics(cmp_shapes, cmp_shapes_other, "shape", name, name)
@@ -621,6 +651,7 @@ if shapes:
     metrics["every_shape_has_a_lag_clean_replay"] = bool(cmp_shapes.groupby("shape").lag_clean.all().all())
     ok = [abs(metrics[f"{k}_rel_err_{n}"]) <= np.nanmax([0.10, metrics[f"{k}_engine_spread_{n}"]]) for n, k in judged]
     metrics["shapes_meet_10pct_or_spread"] = bool(all(ok)) if metrics["every_shape_has_a_lag_clean_replay"] else None
+    metrics["shapes_verdict_10pct"] = verdict(cmp_shapes, judged) if metrics["every_shape_has_a_lag_clean_replay"] else None
     for reading in readings:  # the shapes under the other readings
         errs = [metrics.get(f"{reading}_{k}_rel_err_{n}") for n, k in judged]
         if all(e is not None for e in errs):

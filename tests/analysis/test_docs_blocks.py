@@ -96,6 +96,17 @@ def test_engine_fidelity_table_errors_with_spreads_and_the_verdict(tmp_path):
     m.write_text(json.dumps({**json.loads(m.read_text()), "max_engine_spread_p50_p90_ttft_e2e_below_saturation": 0.058}))
     assert "against an engine spread up to 5.8 %; step-time fit" in docs_blocks.engine_fidelity(m)
     assert "take the host's speed out" not in text  # no reading measured: no line
+    assert "sampling interval" not in text  # metrics written before the intervals: no verdict on them
+    d = json.loads(m.read_text())
+    m.write_text(json.dumps({**d, "ttft_p90_rel_err_load0.3": 0.29, "ttft_p90_rel_err_lo_load0.3": -0.03,
+                             "ttft_p90_rel_err_hi_load0.3": 0.37, "ttft_p90_engine_spread_load0.3": 0.4,
+                             "verdict_10pct_below_saturation": "undecided"}))
+    assert ("within 10 % below saturation, each miss read against its 90 % sampling interval (a paired block "
+            "bootstrap of the requests, `servesim.metrics.interval`) and the engine's spread: **undecided** "
+            "(1 miss, the largest: TTFT P90 at load 0.3 +29.0 %, interval -3.0 % to +37.0 %, spread 40.0 %); the older reading, where a "
+            "spread over 10 % passes a miss: within 10 % or the engine's spread below saturation: undecided "
+            "(a load without a lag-clean replay)." in docs_blocks.engine_fidelity(m))
+    m.write_text(json.dumps(d))
     d = json.loads(m.read_text())
     m.write_text(json.dumps({**d, "speed_matched_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation": 0.083,
                              "sched_same_share_load0.3": 1.0, "sched_same_share_load1.2": 0.5}))

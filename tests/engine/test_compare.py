@@ -124,6 +124,12 @@ def test_compare_repeats_reports_the_engine_spread_and_drops_lagged_replays(tmp_
     assert e2e.rel_err == pytest.approx(1 / 1.1 - 1, rel=1e-9)
     assert e2e.engine_spread == pytest.approx(0.2 / 1.1, rel=1e-9)
     assert bool(e2e.within_spread) and e2e.n_repeats == 2 and bool(e2e.lag_clean)
+    # the sampling interval: each repeat's every request is 1.0 and 1.2 x the simulator's, so every
+    # bootstrap draw reads the same ratio; counts and throughput get none
+    for key in ("p50_e2el_s", "p90_ttft_s"):
+        r = t.loc[key]
+        assert r.rel_err_lo == pytest.approx(r.rel_err, rel=1e-9) and r.rel_err_hi == pytest.approx(r.rel_err, rel=1e-9)
+    assert np.isnan(t.loc["request_throughput_per_s"].rel_err_lo) and np.isnan(t.loc["completed"].rel_err_hi)
     # a lagged replay is left out while a clean one exists...
     dirs[1] = _replay_dir(tmp_path / "r2", slow, cfg, lag_clean=False)
     t = compare_repeats(dirs, tmp_path / "fit.json").set_index("metric")
@@ -134,6 +140,26 @@ def test_compare_repeats_reports_the_engine_spread_and_drops_lagged_replays(tmp_
     assert not compare_repeats(lagged, tmp_path / "fit.json").lag_clean.any()
     with pytest.raises(ValueError, match="no replay folders"):
         compare_repeats([], tmp_path / "fit.json")
+
+
+def test_error_verdict_reads_a_miss_against_its_sampling_interval_and_the_engines_spread():
+    from servesim.engine.compare import error_verdict
+
+    assert error_verdict([0.05, -0.09], [0.0, -0.2], [0.1, 0.0]) == "yes"
+    # the quick engine's TTFT P90 at load 0.9 (issue 33): +29 %, its interval -2..+37 %
+    assert error_verdict([0.05, 0.29], [0.0, -0.02], [0.1, 0.37]) == "undecided"
+    assert error_verdict([0.05, 0.29], [0.0, 0.15], [0.1, 0.37]) == "no"
+    assert error_verdict([-0.2, 0.05], [-0.3, 0.0], [-0.12, 0.1]) == "no"
+    assert error_verdict([0.2], [np.nan], [np.nan]) == "no"  # a miss without an interval is beyond it
+    # a miss beyond its interval but inside the engine's own spread across repeats: undecided, never yes
+    assert error_verdict([-0.28, 0.0], [-0.33, 0.0], [-0.25, 0.0], spreads=[0.37, 0.01]) == "undecided"
+    assert error_verdict([-0.28], [-0.33], [-0.25], spreads=[0.2]) == "no"
+    assert error_verdict([-0.28], [-0.33], [-0.25], spreads=[np.nan]) == "no"
+    assert error_verdict([0.08], [0.0], [0.1], bound=0.05) == "undecided"  # the 5 % goal
+    with pytest.raises(ValueError, match="a NaN error"):
+        error_verdict([np.nan], [0.0], [0.0])
+    with pytest.raises(ValueError, match="2 errors, 1 lows"):
+        error_verdict([0.0, 0.0], [0.0], [0.0, 0.0])
 
 
 def _steps(d, model, speed, n=50):
@@ -225,6 +251,7 @@ def test_probe_matched_reading_simulates_each_replay_at_the_probed_host_speed(tm
     around it measured (its bursts took 1.2 and 1.3 x the profile's): the probe-matched reading is the
     same simulation, error 0, reading nothing of the replay's steps; without both probes it is as profiled."""
     from servesim.engine.compare import _Scaled, compare_repeats, probe_speed
+    from servesim.errors import InputError
     from servesim.perf.fitted import FittedStepTime
 
     cfg = EngineConfig(max_num_seqs=8, max_num_batched_tokens=256, block_size=32)
@@ -252,6 +279,18 @@ def test_probe_matched_reading_simulates_each_replay_at_the_probed_host_speed(tm
     assert np.isnan(probe_speed(d, bare))
     with pytest.raises(ValueError, match="not both"):
         compare_repeats([d], fit, speed_matched=True, probe_matched=True)
+
+    # a live profile in slices: the baseline weighs each slice's two probes by its busy time (probes
+    # 0.9, 1.2, 1.3 around two slices, the second three times the first's busy time:
+    # 0.25 x 1.05 + 0.75 x 1.25 = 1.2, where the outer two's mean is 1.1)
+    sliced = {"before": {**probe, "busy_s": 0.9}, "between": [{**probe, "busy_s": 1.2}],
+              "after": {**probe, "busy_s": 1.3}, "slice_busy_s": [1.0, 3.0]}
+    fit.write_text(json.dumps({"coefficients": coefs, "frontend_overhead_s": 0.0, "speed_probe": sliced}))
+    assert probe_speed(d, fit) == pytest.approx(1.25 / 1.2, rel=1e-12)
+    sliced["slice_busy_s"] = [1.0]
+    fit.write_text(json.dumps({"coefficients": coefs, "frontend_overhead_s": 0.0, "speed_probe": sliced}))
+    with pytest.raises(InputError, match="fit.json: speed_probe has 3 probe runs around 1 slices"):
+        probe_speed(d, fit)
 
 
 def test_form_fit_json_swaps_in_the_other_forms_coefficients(tmp_path):

@@ -391,6 +391,43 @@ def test_live_steps_on_the_cycle_clock_carry_the_gap_before_them_while_the_engin
     assert sweep_fit["step_clock"] == "step"  # the sweep's isolated steps have no gaps to carry
 
 
+def test_the_live_profile_in_slices_each_starting_on_an_idle_engine(tmp_path):
+    """`SweepPlan.live_slices`: the live replay's requests in consecutive slices, each shifted to
+    start at 0; their steps joined into one table (`join_steps`) whose clock ``cycle`` counts no time
+    between the slices (a slice's first step takes in requests with nothing decoding: its own time)."""
+    from servesim.engine.profile import SweepPlan, live_slices, live_workload
+    from servesim.engine.records import join_steps, step_table
+
+    wl = live_workload(11, 20.0, seed=3)
+    parts = live_slices(wl, 3)
+    assert [len(p) for p in parts] == [4, 4, 3] and all(p.arrival_s.iloc[0] == 0.0 for p in parts)
+    assert sorted(pd.concat(parts).request_id) == sorted(wl.request_id)
+    np.testing.assert_allclose(parts[1].arrival_s, wl.arrival_s.iloc[4:8] - wl.arrival_s.iloc[4])
+    assert len(live_slices(wl, 1)) == 1 and live_slices(wl, 1)[0].equals(wl.sort_values("arrival_s").reset_index(drop=True))
+    with pytest.raises(ValueError, match="12 slices of 11 requests"):
+        live_slices(wl, 12)
+    with pytest.raises(ValueError, match="live_slices=0"):
+        SweepPlan(live_slices=0)
+    with pytest.raises(ValueError, match="at most live_requests"):
+        SweepPlan(live_requests=4, live_slices=5)
+
+    def part(start, took, new, ds):
+        return pd.DataFrame({"step": range(len(start)), "start_s": start, "end_s": np.add(start, took),
+                             "prefill_tokens": [50 if n else 0 for n in new], "prefill_ctx": [2500 if n else 0 for n in new],
+                             "decode_seqs": ds, "decode_ctx": [d * 60 for d in ds], "new_requests": new, "preempted": 0,
+                             "scheduled_tokens": [50 + d if n else d for n, d in zip(new, ds)], "waiting_added": 0})
+
+    a = part([0.5, 0.52, 0.531], [0.02, 0.01, 0.01], [1, 0, 0], [0, 1, 1])
+    b = part([0.2, 0.215], [0.015, 0.01], [1, 0], [0, 1])
+    joined = join_steps([a, b])
+    assert joined.step.tolist() == [0, 1, 2, 3, 4]
+    np.testing.assert_allclose(joined.start_s, [0.5, 0.52, 0.531, 0.541 + 0.2, 0.541 + 0.215])
+    (tmp_path / "live").mkdir()
+    joined.to_parquet(tmp_path / "live" / "steps.parquet")
+    # the second slice's first step: its own 15 ms, not the 0.2 s idle before it
+    np.testing.assert_allclose(step_table(tmp_path / "live", clock="cycle").step_s, [0.02, 0.01, 0.011, 0.015, 0.01])
+
+
 def test_engine_clock_counts_cpu_time_and_skips_idle_gaps_without_sleeping():
     import time
 

@@ -85,7 +85,8 @@ def test_in_process_profile_fits_measured_steps_of_every_regime(tmp_path):
     cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=256, block_size=32, kv_blocks=256,
                        max_model_len=1024, enforce_eager=True)
     plan = SweepPlan(decode_batches=(1, 4, 16), decode_contexts=(32, 128), decode_tokens=8, prefill_lengths=(32, 128, 256),
-                     mixed_batches=(4,), repeats=1, capacity_requests=16, live_requests=24, probe_requests=4)
+                     mixed_batches=(4,), repeats=1, capacity_requests=16, live_requests=24, probe_requests=4,
+                     live_slices=2)
     fit = profile_in_process(model, tmp_path / "profile", plan=plan, config=cfg,
                              opts=ReplayOptions(vocab_size=512, first_token_id=3), meta={"hardware": "cpu"})
     assert fit["harness"] == "in-process" and fit["frontend_overhead_s"] == 0.0
@@ -109,9 +110,13 @@ def test_in_process_profile_fits_measured_steps_of_every_regime(tmp_path):
     assert fit["step_clock"] == "cycle" and fit["coefficients_by_clock"]["cycle"] == fit["coefficients"]
     cycle, own = step_table(tmp_path / "profile" / "live", clock="cycle"), step_table(tmp_path / "profile" / "live")
     assert (cycle.step_s >= own.step_s).all() and cycle.step_s.sum() > own.step_s.sum()
-    # the speed probe around the live replay: the same burst twice, the same batches
-    pb, pa = fit["speed_probe"]["before"], fit["speed_probe"]["after"]
-    assert pb["requests"] == pa["requests"] == 4 and pb["steps"] == pa["steps"] > 0 and pb["busy_s"] > 0 < pa["busy_s"]
+    # the speed probe around the live replay's two slices: the same burst three times, the same batches
+    sp = fit["speed_probe"]
+    (pm,) = sp["between"]
+    pb, pa = sp["before"], sp["after"]
+    assert pb["requests"] == pa["requests"] == pm["requests"] == 4 and pb["steps"] == pa["steps"] == pm["steps"] > 0
+    assert pb["busy_s"] > 0 < pa["busy_s"] and pm["busy_s"] > 0
+    assert len(sp["slice_busy_s"]) == 2 and sum(sp["slice_busy_s"]) == pytest.approx((live.end_s - live.start_s).sum())
 
 
 def test_in_process_calibration_profiles_and_replays_on_one_engine_start(tmp_path):

@@ -323,8 +323,10 @@ def _cmd_calibrate(a) -> int:
     if a.probe_requests < 0 or (a.probe_requests and a.replay_mode != "in-process"):
         raise InputError(f"--probe-requests {a.probe_requests}: a count >= 0, and the speed probe runs on the "
                          "in-process engine (--replay-mode in-process)")
+    if a.live_slices < 1 or a.live_slices > max(a.live_requests, 1):
+        raise InputError(f"--live-slices {a.live_slices}: at least 1 and at most --live-requests ({a.live_requests})")
     live = dict(live_requests=a.live_requests, fit_on=a.fit_on, step_form=a.step_form, probe_requests=a.probe_requests,
-                step_clock=a.step_clock)
+                step_clock=a.step_clock, live_slices=a.live_slices)
     plan = SweepPlan(repeats=a.repeats, capacity_requests=a.capacity_requests, seed=a.seed, **live)
     if a.tiny:  # the pipeline tests: a few shapes only
         plan = SweepPlan(decode_batches=(1, 4, 16, 32), decode_contexts=(32, 128, 512), decode_tokens=16,
@@ -402,6 +404,10 @@ def add_parser(subparsers) -> None:
                    help="with --replay-mode in-process: a speed probe of this many requests (a fixed burst of the mix) "
                         "before and after the live profile and every held-out replay; the sim_vs_vllm notebook's "
                         "reading probe-matched simulates each replay at the host speed it measured (0: none)")
+    p.add_argument("--live-slices", type=int, default=1,
+                   help="with --live-requests: the live profile replay in this many slices of consecutive requests, "
+                        "each run to completion with a speed probe after it, so the reading probe-matched's "
+                        "baseline follows the host's speed through the profile (1: one run)")
     from servesim.perf.fitted import FORMS
 
     p.add_argument("--step-form", choices=list(FORMS), default="quadratic-seqs",

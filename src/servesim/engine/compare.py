@@ -22,7 +22,7 @@ import pandas as pd
 from servesim.engine.records import step_table
 from servesim.engine.server import EngineConfig
 from servesim.errors import InputError
-from servesim.metrics import summarize
+from servesim.metrics import paired_interval, request_values, summarize
 from servesim.perf.base import StepTimeModel
 
 #: a stream whose mean token gap is below this fraction of the engine's fastest decode step (one
@@ -31,8 +31,11 @@ from servesim.perf.base import StepTimeModel
 COALESCED_GAP_FRACTION = 0.25
 COALESCED = ("drop", "keep")
 
-#: the summary keys (``servesim.metrics.summarize``, block "all") compared engine vs simulator
-COMPARED = (*(f"p{q}_{m}_s" for m in ("ttft", "tpot", "e2el") for q in (50, 90, 99)),
+#: the latency metrics (``servesim.metrics.latency``) and percentiles compared engine vs simulator
+INTERVAL_METRICS, INTERVAL_QS = ("ttft", "tpot", "e2el"), (50, 90, 99)
+#: the summary keys (``servesim.metrics.summarize``, block "all") compared engine vs simulator; the
+#: latency percentiles get a sampling interval (`compare_repeats`: ``rel_err_lo`` / ``rel_err_hi``)
+COMPARED = (*(f"p{q}_{m}_s" for m in INTERVAL_METRICS for q in INTERVAL_QS),
             "request_throughput_per_s", "completed")
 
 
@@ -183,6 +186,27 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
     ``frontend`` (a `FrontEnd` or the path of a measured profile, ``frontend.json``): for an HTTP
     replay, the front end as a queue in place of the profile's constant overhead (an in-process
     replay has no front end: refused)."""
+    table, sim, _ = _compare_run(replay_dir, fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals,
+                                 label=label, coalesced=coalesced, speed=speed, frontend=frontend)
+    return table, sim
+
+
+def _paired_values(engine: pd.DataFrame, sim: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
+    """Per request (index ``request_id``): its scheduled ``arrival_s`` and, for each metric of
+    `INTERVAL_METRICS`, ``engine_<m>`` / ``sim_<m>``, the values the two sides' percentiles are taken
+    over (NaN: not finished, or left out by ``keep``); ``sim`` row-aligned with ``engine``."""
+    e, m = request_values(engine), request_values(sim)
+    out = pd.DataFrame({"arrival_s": engine["arrival_s"].to_numpy(float)}, index=engine["request_id"].to_numpy())
+    for k in INTERVAL_METRICS:
+        out[f"engine_{k}"] = np.where(keep, e[k], np.nan)
+        out[f"sim_{k}"] = np.where(keep, m[k], np.nan)
+    return out
+
+
+def _compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhead: bool = True,
+                 arrivals: str = "scheduled", label: str = "", coalesced="keep",
+                 speed: tuple[float, float] = (1.0, 1.0), frontend=None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """`compare_run`, with each coalesced reading's paired per-request values (`_paired_values`)."""
     from servesim.engine.profile import load_fitted
 
     readings = _readings(coalesced)
@@ -211,13 +235,14 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
                    frontend=frontend)
     sim = sim.set_index("request_id").loc[wl["request_id"]].reset_index()
     burst = coalesced_streams(engine, COALESCED_GAP_FRACTION * float(model.step_time(0, 0, 1, 1)))
-    tables = []
+    tables, paired = [], {}
     for r in readings:
         keep = ~burst if r == "drop" else np.ones(len(engine), bool)
         tables.append(compare_tables(engine[keep], sim[keep], label).assign(coalesced=r))
+        paired[r] = _paired_values(engine, sim, keep)
     table = pd.concat(tables, ignore_index=True)
     table["coalesced_share"] = float(burst.mean()) if len(burst) else 0.0
-    return table, sim
+    return table, sim, paired
 
 
 def _step_times(replay_dir: str | Path, fit_json: str | Path):
@@ -243,8 +268,7 @@ def replay_speed(replay_dir: str | Path, fit_json: str | Path) -> float:
     workload differ in it when the host ran the engine at a different speed (the same small decode
     steps take 2.66 ms in one and 2.92 in another), which moves every latency of that replay the
     same way."""
-    t = _step_times(replay_dir, fit_json)
-    return float("nan") if t is None or not len(t[0]) else float(t[0].sum() / t[1].sum())
+    return _speeds(_step_times(replay_dir, fit_json))[0]
 
 
 def regime_speeds(replay_dir: str | Path, fit_json: str | Path) -> tuple[float, float]:
@@ -252,37 +276,54 @@ def regime_speeds(replay_dir: str | Path, fit_json: str | Path) -> tuple[float, 
     decode), each NaN without such steps. They differ: on the quick engine the decode steps ran
     8-18 % over the profile where the prefill steps ran within about 5 % of it (a decode step reads
     the whole KV and weights for a few tokens, and slows more when the host's memory is shared)."""
-    t = _step_times(replay_dir, fit_json)
+    return _speeds(_step_times(replay_dir, fit_json))[1:]
+
+
+def _speeds(t) -> tuple[float, float, float]:
+    """(all steps, prefill steps, decode steps) measured over predicted time of `_step_times`'s
+    answer; NaN where there are no such steps (or no step records)."""
     if t is None:
-        return float("nan"), float("nan")
+        return float("nan"), float("nan"), float("nan")
     took, pred, pre = t
-    return tuple(float(took[k].sum() / pred[k].sum()) if k.any() else float("nan") for k in (pre, ~pre))
+    return tuple(float(took[k].sum() / pred[k].sum()) if k.any() else float("nan")
+                 for k in (np.ones(len(took), bool), pre, ~pre))
 
 
-def _probe_busy(probes) -> float:
-    """The mean busy time of a before/after pair of speed-probe runs (NaN without both)."""
+def _probe_busy(probes, where: str | Path) -> float:
+    """The probe's busy time over what it brackets (NaN without a before and an after run): the
+    mean of the two, or, around a live profile run in slices (``between``: the probes between
+    them, ``slice_busy_s``: each slice's busy time; `SweepPlan.live_slices`), each slice's two
+    probes' mean weighted by the slice's busy time (the fit is made on the slices' steps alike)."""
     if not isinstance(probes, dict) or not all(isinstance(probes.get(k), dict) for k in ("before", "after")):
         return float("nan")
-    return float(np.mean([probes[k]["busy_s"] for k in ("before", "after")]))
+    runs = [probes["before"], *probes.get("between", []), probes["after"]]
+    busy = np.array([r["busy_s"] for r in runs], float)
+    w = np.asarray(probes.get("slice_busy_s") or [1.0], float)
+    if len(w) != len(runs) - 1:
+        raise InputError(f"{where}: speed_probe has {len(runs)} probe runs around {len(w)} slices "
+                         "(one more run than slices)")
+    return float(np.sum(w * (busy[:-1] + busy[1:]) / 2) / np.sum(w))
 
 
 def probe_speed(replay_dir: str | Path, fit_json: str | Path) -> float:
     """How slow the host ran the engine around one replay against the profile, measured apart from
     the replay: the speed probe's busy time before and after it (``speed_probe`` of its
     summary.json) over the probe's around the live profile replay the step model was fitted on
-    (fit.json), the same burst each time (`servesim.engine.inprocess.SpeedProbe`). NaN where
+    (fit.json; around each of its slices, weighted by their busy time: `_probe_busy`), the same
+    burst each time (`servesim.engine.inprocess.SpeedProbe`). NaN where
     either has no probe (a run without ``--probe-requests``, an HTTP replay). Unlike
     `replay_speed` it uses nothing of the replay's own steps: the reading ``probe-matched``."""
     from servesim.engine.profile import read_fit
 
-    summary = json.loads((Path(replay_dir) / "summary.json").read_text())
-    base = _probe_busy(read_fit(fit_json).get("speed_probe"))
-    return _probe_busy(summary.get("speed_probe")) / base if base > 0 else float("nan")
+    path = Path(replay_dir) / "summary.json"
+    base = _probe_busy(read_fit(fit_json).get("speed_probe"), fit_json)
+    return _probe_busy(json.loads(path.read_text()).get("speed_probe"), path) / base if base > 0 else float("nan")
 
 
 def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: bool = True,
                     arrivals: str = "scheduled", label: str = "", coalesced="keep",
-                    speed_matched: bool = False, probe_matched: bool = False, frontend=None) -> pd.DataFrame:
+                    speed_matched: bool = False, probe_matched: bool = False, frontend=None,
+                    seed: int = 0) -> pd.DataFrame:
     """Engine vs simulator over repeated replays of one workload, with the engine's own spread.
 
     Each replay is simulated with its own send times (``compare_run``). Per metric: ``engine`` and
@@ -307,6 +348,13 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     simulates each replay at its `probe_speed` instead, both regimes alike: the host's speed measured
     around the replay by a fixed burst, nothing of the replay's own (as is where there is no probe).
     ``frontend``: as `compare_run`'s (HTTP replays).
+
+    How far the sample pins the error down: ``rel_err_lo`` / ``rel_err_hi``, the 90 % interval of
+    ``rel_err`` for each latency percentile under a paired block bootstrap of the requests
+    (`servesim.metrics.interval`, draws seeded by ``seed``), every repeat drawn alike; NaN for the
+    counts and throughput. Where the two sides' distributions have a cliff near the percentile
+    (a hundred requests, ten of them queued behind one long prompt) it is wide. It measures which
+    requests the workload drew, not the host's speed: that is ``engine_spread``.
     """
     if speed_matched and probe_matched:
         raise ValueError("compare_repeats: speed_matched or probe_matched, not both")
@@ -315,19 +363,21 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
         raise ValueError("compare_repeats: no replay folders")
     clean = [d for d in dirs if json.loads((d / "summary.json").read_text()).get("lag_clean", True)]
     used = clean or dirs
-    speeds = np.array([replay_speed(d, fit_json) for d in used])
+    measured = [_speeds(_step_times(d, fit_json)) for d in used]  # (all, prefill, decode) per replay
+    speeds = np.array([m[0] for m in measured])
 
-    def matched_speed(d):
+    def matched_speed(d, m):
         if speed_matched:
-            return tuple(v if np.isfinite(v) else 1.0 for v in regime_speeds(d, fit_json))
+            return tuple(v if np.isfinite(v) else 1.0 for v in m[1:])
         if probe_matched:
             v = probe_speed(d, fit_json)
             return (v, v) if np.isfinite(v) else (1.0, 1.0)
         return 1.0, 1.0
 
-    matched = [matched_speed(d) for d in used]
-    tables = [compare_run(d, fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals, coalesced=coalesced,
-                          speed=v, frontend=frontend)[0] for d, v in zip(used, matched)]
+    matched = [matched_speed(d, m) for d, m in zip(used, measured)]
+    runs = [_compare_run(d, fit_json, frontend_overhead=frontend_overhead, arrivals=arrivals, coalesced=coalesced,
+                         speed=v, frontend=frontend) for d, v in zip(used, matched)]
+    tables = [r[0] for r in runs]
     both = pd.concat([t.assign(_rel_speed=v / np.median(speeds)) for t, v in zip(tables, speeds)], ignore_index=True)
     # latencies scale with the step speed; throughput (set by the arrivals below saturation) is left as is
     both["_adj"] = both["engine"] / np.where(both["metric"].str.contains("throughput"), 1.0, both["_rel_speed"])
@@ -349,7 +399,53 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     out["n_replays"] = len(dirs)
     out["lag_clean"] = bool(clean)
     out["coalesced_share"] = float(np.mean([t["coalesced_share"].iloc[0] for t in tables]))
+    ends = _error_intervals([r[2] for r in runs], seed)
+    out["rel_err_lo"], out["rel_err_hi"] = ([ends.get((c, m), (np.nan, np.nan))[i] for c, m in zip(out.coalesced, out.metric)]
+                                            for i in (0, 1))
     return out
+
+
+def _error_intervals(paired: list[dict], seed: int) -> dict:
+    """(coalesced reading, summary key) -> the sampling interval of its ``rel_err``
+    (`servesim.metrics.interval.paired_interval`) over the repeats' paired per-request values
+    (`_paired_values`, one dict of readings per repeat), the requests in the first repeat's
+    arrival order; a request missing from a repeat counts as unfinished there."""
+    out = {}
+    for reading in paired[0]:
+        frames = [p[reading] for p in paired]
+        order = frames[0].sort_values("arrival_s", kind="stable").index
+        for m in INTERVAL_METRICS:
+            side = {k: [f[f"{k}_{m}"].reindex(order).to_numpy(float) for f in frames] for k in ("engine", "sim")}
+            for q, ends in zip(INTERVAL_QS, paired_interval(side["engine"], side["sim"], INTERVAL_QS, seed=seed)):
+                out[(reading, f"p{q}_{m}_s")] = tuple(float(v) for v in ends)
+    return out
+
+
+#: `error_verdict`'s answers
+VERDICTS = ("yes", "no", "undecided")
+
+
+def error_verdict(errors, lows, highs, bound: float = 0.10, spreads=None) -> str:
+    """Whether relative errors are within ``bound``, given what could explain a miss: each error's
+    sampling interval (`compare_repeats`' ``rel_err_lo`` / ``rel_err_hi``) and the engine's own
+    spread across repeats (``engine_spread``; None or NaN: not measured). ``"yes"`` when every
+    ``|error| <= bound``; ``"no"`` when some error misses beyond both (its whole interval outside
+    ``bound`` and ``|error|`` over the spread); otherwise ``"undecided"``: every miss is inside its
+    interval (this many requests cannot tell) or inside the engine's own run-to-run spread (the
+    engine cannot be pinned down that closely on this host). A spread never makes a miss a pass. A
+    miss without an interval (NaN ends) is beyond it. A NaN error is refused: nothing to judge."""
+    e, lo, hi = (np.asarray(v, float) for v in (errors, lows, highs))
+    sp = np.full(e.shape, np.nan) if spreads is None else np.asarray(spreads, float)
+    if not (e.shape == lo.shape == hi.shape == sp.shape) or not e.size:
+        raise ValueError(f"error_verdict: {e.size} errors, {lo.size} lows, {hi.size} highs, {sp.size} spreads")
+    if np.isnan(e).any():
+        raise ValueError("error_verdict: a NaN error (a metric neither side has)")
+    miss = np.abs(e) > bound
+    if not miss.any():
+        return "yes"
+    beyond_sample = (lo > bound) | (hi < -bound) | np.isnan(lo) | np.isnan(hi)
+    beyond_spread = ~(np.abs(e) <= sp)  # NaN spread: nothing to explain the miss
+    return "no" if (miss & beyond_sample & beyond_spread).any() else "undecided"
 
 
 def _fit_field(fit_json: str | Path | None, key: str, before: str) -> str:

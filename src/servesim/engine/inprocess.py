@@ -398,7 +398,8 @@ class SpeedProbe:
 def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, params, sampling,
              clock=time.perf_counter, sleep=time.sleep, probe: SpeedProbe | None = None) -> None:
     """The child's profiling work (`profile_in_process`): the sweep, the capacity burst, the files."""
-    from servesim.engine.profile import SweepPlan, capacity_of, live_workload, request_mix, write_profile
+    from servesim.engine.profile import SweepPlan, capacity_of, live_slices, live_workload, request_mix, write_profile
+    from servesim.engine.records import join_steps
 
     plan = SweepPlan(**{k: tuple(v) if isinstance(v, list) else v for k, v in spec["plan"].items()})
     cache = getattr(getattr(engine, "vllm_config", None), "cache_config", None)
@@ -423,10 +424,16 @@ def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, para
         live = Path(spec["out"]) / "live"
         live.mkdir(parents=True, exist_ok=True)
         wl.to_parquet(live / "workload.parquet", index=False)
-        before = probe() if probe else None  # the host's speed around the steps the fit is made on
-        drive(engine, wl, opts, sampling=sampling, clock=clock, sleep=sleep)[1].to_parquet(live / "steps.parquet", index=False)
+        probes = [probe()] if probe else []  # the host's speed around every slice of the steps the fit is made on
+        parts = []
+        for part in live_slices(wl, plan.live_slices):
+            parts.append(drive(engine, part, opts, sampling=sampling, clock=clock, sleep=sleep)[1])
+            if probe:
+                probes.append(probe())
+        join_steps(parts).to_parquet(live / "steps.parquet", index=False)
         if probe:
-            meta["speed_probe"] = {"before": before, "after": probe()}
+            meta["speed_probe"] = {"before": probes[0], "after": probes[-1], "between": probes[1:-1],
+                                   "slice_busy_s": [float((p.end_s - p.start_s).sum()) for p in parts]}
     # no API server in front of this engine: its frontend overhead is none by construction
     write_profile(spec["out"], steps, lone, 0.0, plan, meta, capacity, harness="in-process",
                   wall_s=time.perf_counter() - t0, live_dir=live)

@@ -66,6 +66,12 @@ class SweepPlan:
     #: before and after the live profile replay and each held-out replay (`inprocess.SpeedProbe`;
     #: fit.json and each summary.json keep its busy times; the notebook's reading ``probe-matched``)
     probe_requests: int = 0
+    #: in-process harness only: the live profile replay in this many slices of consecutive requests,
+    #: each run to completion with a speed probe after it (`live_slices`), so the probes bracket every
+    #: part of the replay the fit is made on: the reading probe-matched's baseline weighs each slice's
+    #: two probes by its busy time (issue 33: on 7 Dec the host ran the engine 23 % faster after a
+    #: paper-scale live profile than before it, and the two-probe mean missed where the change fell)
+    live_slices: int = 1
     #: what a live step's time is (`servesim.engine.records.STEP_CLOCKS`): ``cycle`` (default; the
     #: step and the gap before it while the engine had work, as a request waits for them) or
     #: ``step`` (the step's own wall time; the sweep's isolated steps are always timed so)
@@ -83,6 +89,9 @@ class SweepPlan:
             raise ValueError(f"step_form={self.step_form!r}: one of {FORMS}")
         if self.probe_requests < 0:
             raise ValueError(f"probe_requests={self.probe_requests}: a count >= 0")
+        if self.live_slices < 1 or (self.live_requests and self.live_slices > self.live_requests):
+            raise ValueError(f"live_slices={self.live_slices}: at least 1 and at most live_requests "
+                             f"({self.live_requests})")
 
 
 FIT_ON = ("live", "sweep")
@@ -292,6 +301,21 @@ def live_workload(n_requests: int, capacity_req_s: float, seed: int = 0, prompt_
     t = ramp_arrivals(int(n_requests), *(x * capacity_req_s for x in LIVE_LOADS), arr_rng)
     return request_mix(int(n_requests), int(len_rng.integers(2**31)), prompt_range, output_range,
                        arrival_s=t - t[0])
+
+
+def live_slices(workload: pd.DataFrame, k: int) -> list[pd.DataFrame]:
+    """The live profile replay's requests (arrival order) in ``k`` slices of consecutive requests,
+    as equal in count as they divide, each with its arrivals shifted to start at 0 (the engine
+    drains between slices: a slice starts on an idle engine, as the replay did)."""
+    wl = workload.sort_values(["arrival_s", "request_id"], kind="stable").reset_index(drop=True)
+    if not 1 <= k <= max(len(wl), 1):
+        raise ValueError(f"live_slices: {k} slices of {len(wl)} requests")
+    out = []
+    for idx in np.array_split(np.arange(len(wl)), k):
+        part = wl.iloc[idx].reset_index(drop=True)
+        part["arrival_s"] = part["arrival_s"] - (part["arrival_s"].iloc[0] if len(part) else 0.0)
+        out.append(part)
+    return out
 
 
 def measure_capacity(url: str, n: int, opts: ReplayOptions, seed: int,

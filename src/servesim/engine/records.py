@@ -111,6 +111,24 @@ def check_request_table(df: pd.DataFrame, workload: pd.DataFrame | None = None) 
 STEP_CLOCKS = ("step", "cycle")
 
 
+def join_steps(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Step tables of consecutive drives of one engine as one table: each part's times moved to
+    begin where the part before ended, its ``step`` numbers after the part before's. A part begins
+    on an idle engine (its first step takes in requests with nothing decoding), so under the clock
+    ``cycle`` that step keeps its own time and no time between the parts is counted."""
+    out, t, n = [], 0.0, 0
+    for p in parts:
+        if not len(p):
+            continue
+        p = p.copy()
+        p[["start_s", "end_s"]] = p[["start_s", "end_s"]] + t
+        if "step" in p:
+            p["step"] = p["step"] - p["step"].iloc[0] + n
+        out.append(p)
+        t, n = float(p["end_s"].iloc[-1]), n + len(p)
+    return pd.concat(out, ignore_index=True) if out else (parts[0].copy() if parts else pd.DataFrame())
+
+
 def step_table(replay_dir: str | Path, clock: str = "step") -> pd.DataFrame:
     """An in-process replay's engine steps (``steps.parquet``) as a step-time measurement table
     (`servesim.perf.measurements`: the batch aggregates and ``step_s``, timed by ``clock``,

@@ -11,7 +11,8 @@ frames and imports nothing from servesim but the workload schema, so ``sim``, ``
 Modules: ``latency`` (TTFT / TPOT / ITL / E2EL / normalised latency statistics), ``slo``
 (per-request and per-token attainment, deadlines, goodput), ``instance_hours`` (billed states,
 the instance-hours readings: the authors', the summed maxima, the exact integral), ``spread``
-(run-to-run spread across repeats), ``summary`` (``summarize`` and the versioned layout),
+(run-to-run spread across repeats), ``interval`` (the sampling interval of a percentile's
+relative error between paired request tables), ``summary`` (``summarize`` and the versioned layout),
 ``bounds`` (a censored value marked as a bound, ``<key>__bound``, and how a check reads it).
 """
 
@@ -42,12 +43,14 @@ from .instance_hours import (
 from .latency import LATENCY_METRICS, PERCENTILES, percentile, stats
 from .slo import COMPLETION_DEADLINE_TIERS, SLO
 from .spread import flatten, seed_band, spread
-from .summary import SCHEMA_VERSION, block_keys, summarize
+from .interval import paired_interval
+from .summary import SCHEMA_VERSION, block_keys, request_values, summarize
 
 __all__ = [
     "AUTHORS_TICK_S", "BILLED_STATES", "BIN_S", "COMPLETION_DEADLINE_TIERS", "IH_READINGS", "IH_READING_LABELS",
     "LATENCY_METRICS", "MAX_SAMPLE_S", "PERCENTILES", "SCHEMA_VERSION", "SLO", "authors_binned_max", "authors_ticks",
     "billed_authors_bins", "billed_authors_hours", "billed_binned_max_hours", "billed_count", "billed_events",
     "billed_hours", "billed_instance_hours", "binned_max", "binned_max_by", "binned_max_hours", "block_keys", "count_at",
-    "flatten", "instance_hours", "instance_hours_readings", "percentile", "seed_band", "spread", "stats", "step_integral_hours", "summarize",
+    "flatten", "instance_hours", "instance_hours_readings", "paired_interval", "percentile", "request_values", "seed_band",
+    "spread", "stats", "step_integral_hours", "summarize",
 ]

@@ -150,6 +150,13 @@ def _block(t: _Table, m: np.ndarray, duration: float | None, percentiles: Sequen
     return out
 
 
+def request_values(requests: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per-request values of every latency metric but ``itl`` (``latency.per_request``), NaN for a
+    request that did not complete: the values ``summarize``'s percentiles are taken over, row for row."""
+    t = _Table(requests, None, None)
+    return {m: np.where(t.completed, v, np.nan) for m, v in t.values.items()}
+
+
 def summarize(requests: pd.DataFrame, *, slo: SLO | None = None,
               groups: Mapping[str, Sequence[str] | np.ndarray] | None = None, by_tier: bool = True,
               percentiles: Sequence[float] = PERCENTILES, duration_s: float | None = None,
