@@ -135,6 +135,11 @@ def _snapshot(args) -> int:
 
     s = summary(rows)
     print(json.dumps({k: v for k, v in s.items() if k not in ("per_paper", "per_kind")}))
+    page = root / "docs" / "timings.md"
+    if page.exists():  # its paper-scale table reads the stamps: a publication left it stale until rewritten
+        from servesim.analysis.timings import write_page
+
+        print(f"rewrote {write_page(root, page)}")
     return 0
 
 

@@ -149,6 +149,12 @@ def test_cli_refuses_stale_results_unless_allowed(tmp_path, monkeypatch, capsys)
         _snapshot(Args)
     Args.paper, Args.no_freshness_check = ["demo"], True
     assert _snapshot(Args) == 0 and "re-published demo: fig01_x" in capsys.readouterr().out
+    # a project with a timings page: its paper-scale table reads the stamps, so every run rewrites it
+    (root / "docs").mkdir(exist_ok=True)
+    (root / "docs" / "timings.md").write_text("stale\n")
+    assert _snapshot(Args) == 0 and "rewrote" in capsys.readouterr().out
+    page = (root / "docs" / "timings.md").read_text()
+    assert page.startswith("# Timings") and "| demo |" in page
 
 
 def test_remake_replaces_one_figure_and_names_its_commit(tmp_path):
