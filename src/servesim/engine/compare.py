@@ -191,11 +191,11 @@ def compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overhe
     return table, sim
 
 
-def _paired_values(engine: pd.DataFrame, sim: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
+def _paired_values(engine: pd.DataFrame, e: dict, m: dict, keep: np.ndarray) -> pd.DataFrame:
     """Per request (index ``request_id``): its scheduled ``arrival_s`` and, for each metric of
     `INTERVAL_METRICS`, ``engine_<m>`` / ``sim_<m>``, the values the two sides' percentiles are taken
-    over (NaN: not finished, or left out by ``keep``); ``sim`` row-aligned with ``engine``."""
-    e, m = request_values(engine), request_values(sim)
+    over (``e`` / ``m``: `request_values` of the engine's table and of the simulator's, row-aligned
+    with it; NaN: not finished, or left out by ``keep``)."""
     out = pd.DataFrame({"arrival_s": engine["arrival_s"].to_numpy(float)}, index=engine["request_id"].to_numpy())
     for k in INTERVAL_METRICS:
         out[f"engine_{k}"] = np.where(keep, e[k], np.nan)
@@ -236,10 +236,11 @@ def _compare_run(replay_dir: str | Path, fit_json: str | Path, *, frontend_overh
     sim = sim.set_index("request_id").loc[wl["request_id"]].reset_index()
     burst = coalesced_streams(engine, COALESCED_GAP_FRACTION * float(model.step_time(0, 0, 1, 1)))
     tables, paired = [], {}
+    values = request_values(engine), request_values(sim)  # once: every reading masks the same values
     for r in readings:
         keep = ~burst if r == "drop" else np.ones(len(engine), bool)
         tables.append(compare_tables(engine[keep], sim[keep], label).assign(coalesced=r))
-        paired[r] = _paired_values(engine, sim, keep)
+        paired[r] = _paired_values(engine, *values, keep)
     table = pd.concat(tables, ignore_index=True)
     table["coalesced_share"] = float(burst.mean()) if len(burst) else 0.0
     return table, sim, paired
