@@ -291,6 +291,17 @@ def test_probe_matched_reading_simulates_each_replay_at_the_probed_host_speed(tm
     fit.write_text(json.dumps({"coefficients": coefs, "frontend_overhead_s": 0.0, "speed_probe": sliced}))
     with pytest.raises(InputError, match="fit.json: speed_probe has 3 probe runs around 1 slices"):
         probe_speed(d, fit)
+    # slices apart (`SweepPlan.live_placement` spread: replays between them), each with its own two
+    # probes: 0.25 x (0.9 + 1.0) / 2 + 0.75 x (1.3 + 1.5) / 2 = 1.2875
+    spread = {"placement": "spread", "before": {**probe, "busy_s": 0.9}, "after": {**probe, "busy_s": 1.5},
+              "slices": [{"before": {**probe, "busy_s": 0.9}, "after": {**probe, "busy_s": 1.0}, "busy_s": 1.0},
+                         {"before": {**probe, "busy_s": 1.3}, "after": {**probe, "busy_s": 1.5}, "busy_s": 3.0}]}
+    fit.write_text(json.dumps({"coefficients": coefs, "frontend_overhead_s": 0.0, "speed_probe": spread}))
+    assert probe_speed(d, fit) == pytest.approx(1.25 / 1.2875, rel=1e-12)
+    del spread["slices"][1]["after"]
+    fit.write_text(json.dumps({"coefficients": coefs, "frontend_overhead_s": 0.0, "speed_probe": spread}))
+    with pytest.raises(InputError, match="fit.json: speed_probe.slices needs a before and an after"):
+        probe_speed(d, fit)
 
 
 def test_form_fit_json_swaps_in_the_other_forms_coefficients(tmp_path):

@@ -391,6 +391,25 @@ def test_live_steps_on_the_cycle_clock_carry_the_gap_before_them_while_the_engin
     assert sweep_fit["step_clock"] == "step"  # the sweep's isolated steps have no gaps to carry
 
 
+def test_slice_positions_place_the_live_slices_among_the_replays():
+    """`slice_positions`: ``first`` puts every slice before the first replay; ``spread`` the first
+    before it, the last after the last replay, the others evenly between (nondecreasing)."""
+    from servesim.engine.profile import slice_positions
+
+    assert slice_positions(4, 24, "first") == [0, 0, 0, 0]
+    assert slice_positions(4, 24, "spread") == [0, 8, 16, 24]  # one between each of 3 rounds of 8
+    assert slice_positions(2, 4, "spread") == [0, 4] and slice_positions(1, 4, "spread") == [0]
+    assert slice_positions(3, 4, "spread") == [0, 2, 4] and slice_positions(3, 0, "spread") == [0, 0, 0]
+    for k in range(1, 7):
+        for n in range(0, 13):
+            pos = slice_positions(k, n, "spread")
+            assert len(pos) == k and pos[0] == 0 and pos == sorted(pos) and pos[-1] == (n if k > 1 else 0)
+    with pytest.raises(ValueError, match="live placement 'last'"):
+        slice_positions(2, 4, "last")
+    with pytest.raises(ValueError, match="0 slices among 4"):
+        slice_positions(0, 4, "spread")
+
+
 def test_the_live_profile_in_slices_each_starting_on_an_idle_engine(tmp_path):
     """`SweepPlan.live_slices`: the live replay's requests in consecutive slices, each shifted to
     start at 0; their steps joined into one table (`join_steps`) whose clock ``cycle`` counts no time
@@ -410,6 +429,8 @@ def test_the_live_profile_in_slices_each_starting_on_an_idle_engine(tmp_path):
         SweepPlan(live_slices=0)
     with pytest.raises(ValueError, match="at most live_requests"):
         SweepPlan(live_requests=4, live_slices=5)
+    with pytest.raises(ValueError, match="live_placement='middle': one of"):
+        SweepPlan(live_placement="middle")
 
     def part(start, took, new, ds):
         return pd.DataFrame({"step": range(len(start)), "start_s": start, "end_s": np.add(start, took),

@@ -112,11 +112,14 @@ def test_in_process_profile_fits_measured_steps_of_every_regime(tmp_path):
     assert (cycle.step_s >= own.step_s).all() and cycle.step_s.sum() > own.step_s.sum()
     # the speed probe around the live replay's two slices: the same burst three times, the same batches
     sp = fit["speed_probe"]
-    (pm,) = sp["between"]
-    pb, pa = sp["before"], sp["after"]
+    first, second = sp["slices"]
+    pb, pm, pa = first["before"], first["after"], second["after"]
+    assert sp["placement"] == "first" and second["before"] == pm and (sp["before"], sp["after"]) == (pb, pa)
     assert pb["requests"] == pa["requests"] == pm["requests"] == 4 and pb["steps"] == pa["steps"] == pm["steps"] > 0
     assert pb["busy_s"] > 0 < pa["busy_s"] and pm["busy_s"] > 0
-    assert len(sp["slice_busy_s"]) == 2 and sum(sp["slice_busy_s"]) == pytest.approx((live.end_s - live.start_s).sum())
+    assert first["busy_s"] + second["busy_s"] == pytest.approx((live.end_s - live.start_s).sum())
+    assert first["steps"] + second["steps"] == len(live)
+    assert fit["live_profile"] == {"placement": "first", "slices": 2, "slices_run": 2, "partial": False}
 
 
 def test_in_process_calibration_profiles_and_replays_on_one_engine_start(tmp_path):
@@ -136,7 +139,8 @@ def test_in_process_calibration_profiles_and_replays_on_one_engine_start(tmp_pat
     cfg = EngineConfig(max_num_seqs=16, max_num_batched_tokens=256, block_size=32, kv_blocks=128,
                        max_model_len=1024, enforce_eager=True)
     plan = SweepPlan(decode_batches=(1, 4), decode_contexts=(32,), decode_tokens=4, prefill_lengths=(32, 128),
-                     mixed_batches=(4,), repeats=1, capacity_requests=8, probe_requests=3)
+                     mixed_batches=(4,), repeats=1, capacity_requests=8, probe_requests=3, live_requests=9,
+                     live_slices=3, live_placement="spread")
     out = tmp_path / "cal"
     res = run_calibration(model, out, cfg, plan=plan, loads=(0.5,), shapes=("bursty",), n_requests=5,
                           shape_requests=4, replay_repeats=2, replay_mode="in-process",
@@ -157,4 +161,15 @@ def test_in_process_calibration_profiles_and_replays_on_one_engine_start(tmp_pat
     probes = [json.loads((out / "replay" / d / "summary.json").read_text())["speed_probe"]
               for d in ("load0.5", "bursty", "load0.5.rep1", "bursty.rep1")]
     assert all(p["before"]["steps"] == p["after"]["steps"] > 0 for p in probes)
-    assert all(a["after"] == b["before"] for a, b in zip(probes, probes[1:]))
+    # the live profile spread (`slice_positions`: 3 slices among 4 replays at 0, 2, 4): the first
+    # before the replays, the second between the two rounds, the third after the last replay, each
+    # between two probes it shares with its neighbours; fit.json is the fit on all three
+    sp = fit["speed_probe"]
+    assert sp["placement"] == "spread" and len(sp["slices"]) == 3
+    assert fit["live_profile"] == {"placement": "spread", "slices": 3, "slices_run": 3, "partial": False}
+    assert [a["after"] == b["before"] for a, b in zip(probes, probes[1:])] == [True, False, True]
+    assert probes[1]["after"] == sp["slices"][1]["before"] and sp["slices"][1]["after"] == probes[2]["before"]
+    assert sp["slices"][2]["before"] == probes[3]["after"]
+    live = pd.read_parquet(out / "profile" / "live" / "steps.parquet")
+    assert sum(x["steps"] for x in sp["slices"]) == len(live)
+    assert live.prefill_tokens.sum() == pd.read_parquet(out / "profile" / "live" / "workload.parquet").prompt_tokens.sum()

@@ -326,7 +326,7 @@ def _cmd_calibrate(a) -> int:
     if a.live_slices < 1 or a.live_slices > max(a.live_requests, 1):
         raise InputError(f"--live-slices {a.live_slices}: at least 1 and at most --live-requests ({a.live_requests})")
     live = dict(live_requests=a.live_requests, fit_on=a.fit_on, step_form=a.step_form, probe_requests=a.probe_requests,
-                step_clock=a.step_clock, live_slices=a.live_slices)
+                step_clock=a.step_clock, live_slices=a.live_slices, live_placement=a.live_placement)
     plan = SweepPlan(repeats=a.repeats, capacity_requests=a.capacity_requests, seed=a.seed, **live)
     if a.tiny:  # the pipeline tests: a few shapes only
         plan = SweepPlan(decode_batches=(1, 4, 16, 32), decode_contexts=(32, 128, 512), decode_tokens=16,
@@ -408,6 +408,12 @@ def add_parser(subparsers) -> None:
                    help="with --live-requests: the live profile replay in this many slices of consecutive requests, "
                         "each run to completion with a speed probe after it, so the reading probe-matched's "
                         "baseline follows the host's speed through the profile (1: one run)")
+    from servesim.engine.profile import LIVE_PLACEMENTS
+
+    p.add_argument("--live-placement", choices=list(LIVE_PLACEMENTS), default="first",
+                   help="with --live-slices > 1: first runs every slice before the held-out replays; spread runs the "
+                        "first before them and the others evenly among and after them, so the step model is fitted "
+                        "on steps taken over the same minutes as the replays it is compared with")
     from servesim.perf.fitted import FORMS
 
     p.add_argument("--step-form", choices=list(FORMS), default="quadratic-seqs",

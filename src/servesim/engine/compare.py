@@ -292,11 +292,20 @@ def _speeds(t) -> tuple[float, float, float]:
 
 def _probe_busy(probes, where: str | Path) -> float:
     """The probe's busy time over what it brackets (NaN without a before and an after run): the
-    mean of the two, or, around a live profile run in slices (``between``: the probes between
-    them, ``slice_busy_s``: each slice's busy time; `SweepPlan.live_slices`), each slice's two
-    probes' mean weighted by the slice's busy time (the fit is made on the slices' steps alike)."""
+    mean of the two, or, around a live profile run in slices, each slice's two probes' mean
+    weighted by the slice's busy time (the fit is made on the slices' steps alike): ``slices``
+    (each with its ``before``, ``after`` and ``busy_s``; `inprocess.LiveProfile`), or, as written
+    until 7 Dec, ``between`` (the probes between consecutive slices) and ``slice_busy_s``."""
     if not isinstance(probes, dict) or not all(isinstance(probes.get(k), dict) for k in ("before", "after")):
         return float("nan")
+    if "slices" in probes:
+        try:
+            pairs = np.array([[s["before"]["busy_s"], s["after"]["busy_s"]] for s in probes["slices"]], float)
+            w = np.array([s["busy_s"] for s in probes["slices"]], float)
+        except (KeyError, TypeError) as e:
+            raise InputError(f"{where}: speed_probe.slices needs a before and an after probe run and a busy_s "
+                             f"for every slice ({e!r})") from None
+        return float(np.sum(w * pairs.mean(axis=1)) / np.sum(w)) if len(w) else float("nan")
     runs = [probes["before"], *probes.get("between", []), probes["after"]]
     busy = np.array([r["busy_s"] for r in runs], float)
     w = np.asarray(probes.get("slice_busy_s") or [1.0], float)

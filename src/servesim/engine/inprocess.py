@@ -395,11 +395,82 @@ class SpeedProbe:
         return {"requests": int(len(wl)), "steps": int(len(steps)), "busy_s": float((steps.end_s - steps.start_s).sum())}
 
 
+class LiveProfile:
+    """The live profile replay (`SweepPlan.live_requests`) in its slices (`live_slices`), each run
+    to completion between two speed probes, and the profile files written from them
+    (`write_profile`). Under ``live_placement`` ``first`` every slice runs at once, before the
+    held-out replays; under ``spread`` the first slice runs before them and the others among and
+    after them (`slice_positions`), so the steps the simulator's model is fitted on sample the
+    host over the same minutes as the replays it is compared with. Until the last slice has run,
+    fit.json is made on the slices run so far and says so (``live_profile.partial``)."""
+
+    def __init__(self, engine, plan, out: Path, write, *, capacity_req_s: float, opts, sampling, clock, sleep,
+                 probe: SpeedProbe | None) -> None:
+        from servesim.engine.profile import live_slices, live_workload
+
+        self.engine, self.plan, self.out, self.write = engine, plan, out, write
+        self.opts, self.sampling, self.clock, self.sleep, self.probe = opts, sampling, clock, sleep, probe
+        wl = live_workload(plan.live_requests, capacity_req_s, plan.seed)
+        self.dir = out / "live"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        wl.to_parquet(self.dir / "workload.parquet", index=False)
+        self.slices = live_slices(wl, plan.live_slices)
+        self.parts: list = []  # each slice's steps
+        self.around: list[dict] = []  # each slice's probes and busy time
+        self.positions: list[int] = []  # before which replay each slice still to run runs
+        self.wall_s = 0.0
+
+    @property
+    def pending(self) -> int:
+        return len(self.slices) - len(self.parts)
+
+    def run_slice(self, before: dict | None) -> dict | None:
+        """Run the next slice; ``before``: the probe just before it. Returns the probe after it."""
+        t0 = time.perf_counter()
+        part = drive(self.engine, self.slices[len(self.parts)], self.opts, sampling=self.sampling, clock=self.clock,
+                     sleep=self.sleep)[1]
+        after = self.probe() if self.probe else None
+        self.wall_s += time.perf_counter() - t0
+        self.parts.append(part)
+        self.around.append({"before": before, "after": after, "steps": int(len(part)),
+                            "busy_s": float((part.end_s - part.start_s).sum())})
+        return after
+
+    def schedule(self, n_jobs: int) -> None:
+        """Place the slices still to run among ``n_jobs`` replays (`slice_positions`)."""
+        from servesim.engine.profile import slice_positions
+
+        self.positions = slice_positions(len(self.slices), n_jobs, self.plan.live_placement)[len(self.parts):]
+
+    def run_due(self, job: int, before: dict | None) -> dict | None:
+        """Run every slice placed before replay ``job`` (``n_jobs``: after the last); returns the
+        last probe (``before`` where none ran), and rewrites the profile after the last slice."""
+        while self.positions and self.positions[0] <= job:
+            self.positions.pop(0)
+            before = self.run_slice(before)
+            if not self.pending:
+                self.finish()
+        return before
+
+    def finish(self) -> None:
+        """Write the profile files from the slices run so far."""
+        from servesim.engine.records import join_steps
+
+        join_steps(self.parts).to_parquet(self.dir / "steps.parquet", index=False)
+        speed = None
+        if self.probe:
+            speed = {"placement": self.plan.live_placement, "slices": self.around,
+                     "before": self.around[0]["before"], "after": self.around[-1]["after"]}
+        self.write(self.dir, speed, {"placement": self.plan.live_placement, "slices": len(self.slices),
+                                     "slices_run": len(self.parts), "partial": bool(self.pending)}, self.wall_s)
+
+
 def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, params, sampling,
-             clock=time.perf_counter, sleep=time.sleep, probe: SpeedProbe | None = None) -> None:
-    """The child's profiling work (`profile_in_process`): the sweep, the capacity burst, the files."""
-    from servesim.engine.profile import SweepPlan, capacity_of, live_slices, live_workload, request_mix, write_profile
-    from servesim.engine.records import join_steps
+             clock=time.perf_counter, sleep=time.sleep, probe: SpeedProbe | None = None) -> LiveProfile | None:
+    """The child's profiling work (`profile_in_process`): the sweep, the capacity burst, the live
+    profile's slices due before any replay (`LiveProfile`), the files. Returns the live profile
+    where slices of it are still to run (`SweepPlan.live_placement` ``spread``)."""
+    from servesim.engine.profile import SweepPlan, capacity_of, request_mix, write_profile
 
     plan = SweepPlan(**{k: tuple(v) if isinstance(v, list) else v for k, v in spec["plan"].items()})
     cache = getattr(getattr(engine, "vllm_config", None), "cache_config", None)
@@ -418,25 +489,25 @@ def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, para
     if plan.capacity_requests:
         burst = request_mix(plan.capacity_requests, plan.seed + 1)
         capacity = capacity_of(burst, drive(engine, burst, opts, sampling=sampling, clock=clock, sleep=sleep)[0])
-    live = None
-    if plan.live_requests and capacity:  # the live profile replay: the engine's steps under a real mix
-        wl = live_workload(plan.live_requests, capacity["capacity_req_s"], plan.seed)
-        live = Path(spec["out"]) / "live"
-        live.mkdir(parents=True, exist_ok=True)
-        wl.to_parquet(live / "workload.parquet", index=False)
-        probes = [probe()] if probe else []  # the host's speed around every slice of the steps the fit is made on
-        parts = []
-        for part in live_slices(wl, plan.live_slices):
-            parts.append(drive(engine, part, opts, sampling=sampling, clock=clock, sleep=sleep)[1])
-            if probe:
-                probes.append(probe())
-        join_steps(parts).to_parquet(live / "steps.parquet", index=False)
-        if probe:
-            meta["speed_probe"] = {"before": probes[0], "after": probes[-1], "between": probes[1:-1],
-                                   "slice_busy_s": [float((p.end_s - p.start_s).sum()) for p in parts]}
-    # no API server in front of this engine: its frontend overhead is none by construction
-    write_profile(spec["out"], steps, lone, 0.0, plan, meta, capacity, harness="in-process",
-                  wall_s=time.perf_counter() - t0, live_dir=live)
+    wall = time.perf_counter() - t0
+
+    def write(live_dir, speed, placement, live_wall_s) -> None:
+        # no API server in front of this engine: its frontend overhead is none by construction
+        m = {**meta, **({"speed_probe": speed} if speed else {}), **({"live_profile": placement} if placement else {})}
+        write_profile(spec["out"], steps, lone, 0.0, plan, m, capacity, harness="in-process",
+                      wall_s=wall + live_wall_s, live_dir=live_dir)
+
+    if not (plan.live_requests and capacity):
+        write(None, None, None, 0.0)
+        return None
+    # the live profile replay: the engine's steps under a real mix
+    live = LiveProfile(engine, plan, Path(spec["out"]), write, capacity_req_s=capacity["capacity_req_s"], opts=opts,
+                       sampling=sampling, clock=clock, sleep=sleep, probe=probe)
+    before = probe() if probe else None  # the host's speed around every slice of the steps the fit is made on
+    for _ in range(len(live.slices) if plan.live_placement == "first" else 1):
+        before = live.run_slice(before)
+    live.finish()  # the held-out workloads are drawn from fit.json's capacity
+    return live if live.pending else None
 
 
 def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opts: ReplayOptions,
@@ -468,9 +539,13 @@ def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opt
     probe = SpeedProbe(engine, n_probe, opts, sampling=sampling, clock=tick, sleep=sleep) if n_probe else None
     if profile is not None:
         profile["meta"] = {**(profile.get("meta") or {}), "startup_s": startup, "clock": clock}
-        _profile(engine, config, opts, profile, params, sampling, clock=tick, sleep=sleep, probe=probe)
+        live = _profile(engine, config, opts, profile, params, sampling, clock=tick, sleep=sleep, probe=probe)
         if profile.get("heldout"):  # the calibration's held-out replays, on this engine (no second start)
             jobs = list(jobs) + _heldout_jobs(profile["heldout"])
+    else:
+        live = None
+    if live:
+        live.schedule(len(jobs))
     if warmup and jobs:  # a fresh engine's first steps pay one-off costs
         warm = schema.make(np.zeros(warmup), np.full(warmup, 16), np.full(warmup, 4))
         warm["request_id"] = 10**12 + np.arange(warmup)  # apart from any workload id
@@ -479,6 +554,8 @@ def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opt
     cache = getattr(getattr(engine, "vllm_config", None), "cache_config", None)
     blocks = getattr(cache, "num_gpu_blocks", None)
     for k, (wl_path, out_dir) in enumerate(jobs):
+        if live:  # the live profile's slices placed before this replay
+            last_probe = live.run_due(k, last_probe)
         wl, out = read_workload(wl_path), Path(out_dir)
         meta = {"model": model, "url": None, "engine": config.to_dict(), "options": asdict(opts),
                 "vllm_version": vllm_version(), "replay": "in-process", "clock": clock, "startup_s": startup,
@@ -496,6 +573,8 @@ def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opt
         meta.update(steps=int(len(steps)), steps_observed=bool(len(steps) and (steps.scheduled_tokens >= 0).all()),
                     preemptions_total=int(sum(rec.preemptions.values())) if rec else None)
         write_outputs(out, wl, records, meta, wall, extras=_request_extras(rec, steps))
+    if live:  # the slices placed after the last replay (or every one left, with no replay)
+        live.run_due(len(jobs), last_probe if jobs else (probe() if probe else None))
 
 
 def _stage(cases) -> list[tuple[str, str]]:

@@ -72,6 +72,12 @@ class SweepPlan:
     #: two probes by its busy time (issue 33: on 7 Dec the host ran the engine 23 % faster after a
     #: paper-scale live profile than before it, and the two-probe mean missed where the change fell)
     live_slices: int = 1
+    #: in-process harness only: where the live profile's slices run (`LIVE_PLACEMENTS`, `slice_positions`):
+    #: ``first`` (every slice before the held-out replays) or ``spread`` (the first before them, the
+    #: others evenly among and after them, so the fit samples the host over the replays' minutes:
+    #: on 7 Dec the paper-scale replays ran a mean 6 % slower than the live profile before them,
+    #: their probes 4 %, and at load 0.9 a 5 % slower engine moved TBT P50 by ~20 %)
+    live_placement: str = "first"
     #: what a live step's time is (`servesim.engine.records.STEP_CLOCKS`): ``cycle`` (default; the
     #: step and the gap before it while the engine had work, as a request waits for them) or
     #: ``step`` (the step's own wall time; the sweep's isolated steps are always timed so)
@@ -89,12 +95,15 @@ class SweepPlan:
             raise ValueError(f"step_form={self.step_form!r}: one of {FORMS}")
         if self.probe_requests < 0:
             raise ValueError(f"probe_requests={self.probe_requests}: a count >= 0")
+        if self.live_placement not in LIVE_PLACEMENTS:
+            raise ValueError(f"live_placement={self.live_placement!r}: one of {LIVE_PLACEMENTS}")
         if self.live_slices < 1 or (self.live_requests and self.live_slices > self.live_requests):
             raise ValueError(f"live_slices={self.live_slices}: at least 1 and at most live_requests "
                              f"({self.live_requests})")
 
 
 FIT_ON = ("live", "sweep")
+LIVE_PLACEMENTS = ("first", "spread")
 
 _HISTS = ("vllm:request_prefill_time_seconds", "vllm:request_decode_time_seconds",
           "vllm:request_queue_time_seconds")
@@ -316,6 +325,20 @@ def live_slices(workload: pd.DataFrame, k: int) -> list[pd.DataFrame]:
         part["arrival_s"] = part["arrival_s"] - (part["arrival_s"].iloc[0] if len(part) else 0.0)
         out.append(part)
     return out
+
+
+def slice_positions(k: int, n_jobs: int, placement: str = "first") -> list[int]:
+    """Before which of ``n_jobs`` replays each of the live profile's ``k`` slices runs (``n_jobs``:
+    after the last): under ``first`` all before the first; under ``spread`` evenly from before the
+    first to after the last (4 slices among 24 replays in 3 rounds: 0, 8, 16, 24, one between
+    rounds), nondecreasing."""
+    if placement not in LIVE_PLACEMENTS:
+        raise ValueError(f"live placement {placement!r}: one of {LIVE_PLACEMENTS}")
+    if k < 1 or n_jobs < 0:
+        raise ValueError(f"slice_positions: {k} slices among {n_jobs} replays")
+    if placement == "first" or k == 1:
+        return [0] * k
+    return [int(np.floor(i * n_jobs / (k - 1) + 0.5)) for i in range(k)]
 
 
 def measure_capacity(url: str, n: int, opts: ReplayOptions, seed: int,
