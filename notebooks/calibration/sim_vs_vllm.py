@@ -78,8 +78,8 @@ import pandas as pd
 from servesim.analysis.outputs import FigureOutputs, apply_style
 from servesim.analysis.runs import run_dir
 from servesim.engine.compare import (batch_agreement, clock_fit_json, compare_repeats, compare_run, error_verdict,
-                                     form_fit_json, probe_speed, replay_speed, simulate, step_agreement, step_clock, step_noise_floor,
-                                     step_time_error, steps_fit_json)
+                                     form_fit_json, host_drift, probe_speed, replay_speed, simulate, step_agreement, step_clock,
+                                     step_noise_floor, step_time_error, steps_fit_json)
 from servesim.engine.profile import load_fitted, request_mix
 from servesim.engine.server import EngineConfig
 from servesim.metrics import summarize
@@ -311,6 +311,14 @@ has_probe = bool(len(probes)) and bool(probes.probe_speed.notna().all())
 probe_cmp = (cases_compared(fit_json, frontend_overhead=frontend_overhead, probe_matched=True)
              if has_probe and step_dirs else empty)
 display(probes.round(3))
+# the host over the whole job, from the probes alone, and where the live profile's slices ran
+# (`SweepPlan.live_placement`: ``spread`` samples the host over the replays' minutes)
+host = host_drift(fit_json, [d for c in cases for d in replay_dirs(c)])
+placement = (fit.get("live_profile") or {}).get("placement", "first")
+if host:
+    print(f"speed probe over the job: {host['probes']} runs, {min(host['probe_busy_s']):.3f}-"
+          f"{max(host['probe_busy_s']):.3f} s (range {host['probe_range_pct']:.1f} % of the median); "
+          f"live profile slices placed {placement}")
 case_errors(probe_cmp).round(3) if len(probe_cmp) else probe_cmp
 
 # %% [markdown]
@@ -592,6 +600,14 @@ if has_probe:  # how well the probe tracked each replay's own speed, against how
     metrics["probe_tracking_mean_abs_pct"] = float((probes.probe_speed / probes.replay_speed - 1).abs().mean() * 100)
     metrics["replay_speed_mean_abs_dev_pct"] = float((probes.replay_speed - 1).abs().mean() * 100)
     metrics["probe_replay_speed_corr"] = float(probes[["probe_speed", "replay_speed"]].corr().iloc[0, 1])
+if host:  # how still the host held over the job (the probes only), and the replays' speeds against the fit's
+    metrics["host_probe_range_pct"] = host["probe_range_pct"]
+    metrics["host_probe_runs"] = host["probes"]
+if probes.replay_speed.notna().any():
+    metrics["replay_speed_mean"] = float(probes.replay_speed.mean())
+    metrics["replay_speed_min"] = float(probes.replay_speed.min())
+    metrics["replay_speed_max"] = float(probes.replay_speed.max())
+metrics["live_placement"] = placement
 # every reading besides the profile's, by its metrics prefix (one list: a new reading is added here)
 readings = {"steps": steps_cmp, "speed_matched": speed_cmp, "probe_matched": probe_cmp, "linear": linear_cmp,
             "no_gaps": no_gaps_cmp}

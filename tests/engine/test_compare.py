@@ -603,3 +603,33 @@ def test_frontend_scale_needs_an_http_server_started_here(tmp_path):
         run_calibration(tmp_path / "m", tmp_path / "o", cfg, replay_mode="in-process", frontend_scale=0.5)
     with pytest.raises(ValueError, match="frontend_scale"):
         run_calibration(None, tmp_path / "o", cfg, url="http://127.0.0.1:1", frontend_scale=0.5)
+
+
+def test_host_drift_reads_every_probe_run_of_the_job_once(tmp_path):
+    """`host_drift`: the probe runs around the live profile's slices and around each replay, a run
+    shared by two neighbours counted once; range = (max - min) / median. No probe: {}."""
+    from servesim.engine.compare import host_drift
+
+    probe = {"requests": 8, "steps": 40}
+    p = [{**probe, "busy_s": b} for b in (1.0, 1.1, 1.2, 0.9, 1.3)]
+    fit = tmp_path / "fit.json"
+    fit.write_text(json.dumps({"coefficients": {}, "speed_probe": {
+        "placement": "spread", "before": p[0], "after": p[4],
+        "slices": [{"before": p[0], "after": p[1], "busy_s": 2.0}, {"before": p[3], "after": p[4], "busy_s": 2.0}]}}))
+    dirs = []
+    for k, (b, a) in enumerate(((p[1], p[2]), (p[2], p[3]))):  # two replays between the slices
+        d = tmp_path / f"r{k}"
+        d.mkdir()
+        (d / "summary.json").write_text(json.dumps({"speed_probe": {"before": b, "after": a}}))
+        dirs.append(d)
+    drift = host_drift(fit, dirs)
+    assert drift["probes"] == 5 and drift["probe_busy_s"] == [1.0, 1.1, 0.9, 1.3, 1.2]
+    assert drift["probe_range_pct"] == pytest.approx((1.3 - 0.9) / 1.1 * 100, rel=1e-12)
+    # the older fit.json (consecutive slices) reads alike; a job without probes has no drift to read
+    fit.write_text(json.dumps({"coefficients": {}, "speed_probe": {"before": p[0], "between": [p[1]], "after": p[4]}}))
+    assert host_drift(fit, dirs)["probes"] == 5
+    fit.write_text(json.dumps({"coefficients": {}}))
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "summary.json").write_text(json.dumps({}))
+    assert host_drift(fit, [bare]) == {}

@@ -233,6 +233,12 @@ def engine_fidelity(metrics_file: Path) -> str:
                    + (f"; each replay's speed was {m['replay_speed_mean_abs_dev_pct']:.1f} % from the profile's on average, "
                       f"and the speed probe around it tracked it within {m['probe_tracking_mean_abs_pct']:.1f} %"
                       if m.get("probe_tracking_mean_abs_pct") is not None else "") + ".")
+    if m.get("host_probe_range_pct") is not None:
+        out.append(f"The host over the job: its speed probe (one fixed burst, {m.get('host_probe_runs')} runs) moved "
+                   f"{m['host_probe_range_pct']:.1f} % (max − min over median); the replays ran "
+                   f"{m.get('replay_speed_min', float('nan')):.2f}-{m.get('replay_speed_max', float('nan')):.2f}× the "
+                   f"fit's step time (mean {m.get('replay_speed_mean', float('nan')):.2f}), the live profile's slices "
+                   f"placed {m.get('live_placement', 'first')} (`SweepPlan.live_placement`).")
     shape_errs = [(n, m.get(f"{k}shapes_max_abs_rel_err_p50_p90_ttft_e2e_tbt"))
                   for k, n in (("", "as profiled"), ("speed_matched_", "speed-matched"), ("probe_matched_", "probe-matched"),
                                ("steps_", "steps"), ("linear_", "linear form"), ("no_gaps_", "no-gaps"))]

@@ -330,6 +330,41 @@ def probe_speed(replay_dir: str | Path, fit_json: str | Path) -> float:
     return _probe_busy(json.loads(path.read_text()).get("speed_probe"), path) / base if base > 0 else float("nan")
 
 
+def host_drift(fit_json: str | Path, replay_dirs) -> dict:
+    """How far the host's speed moved over one calibration job, read from its speed probes alone
+    (the same fixed burst each time, `inprocess.SpeedProbe`): every probe run around the live
+    profile (fit.json) and around each replay (its summary.json), a run shared by two neighbours
+    counted once. ``probes`` (their count), ``probe_range_pct`` ((max − min) / median × 100) and
+    ``probe_busy_s`` (the busy times in the order found); ``{}`` where the job has no probe. It is
+    the host's, not the simulator's: an idle engine ran the probe within 4 % forty times in a row
+    (7 Dec), while whole calibration jobs saw it move 23-41 %."""
+    from servesim.engine.profile import read_fit
+
+    runs = []
+    sp = read_fit(fit_json).get("speed_probe")
+    if isinstance(sp, dict):
+        if "slices" in sp:
+            runs += [r for s in sp["slices"] for r in (s.get("before"), s.get("after"))]
+        else:
+            runs += [sp.get("before"), *sp.get("between", []), sp.get("after")]
+    for d in replay_dirs:
+        rp = json.loads((Path(d) / "summary.json").read_text()).get("speed_probe")
+        if isinstance(rp, dict):
+            runs += [rp.get("before"), rp.get("after")]
+    seen, busy = set(), []
+    for r in runs:
+        if isinstance(r, dict) and "busy_s" in r:
+            key = json.dumps(r, sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                busy.append(float(r["busy_s"]))
+    if not busy:
+        return {}
+    b = np.asarray(busy)
+    return {"probes": len(b), "probe_range_pct": float((b.max() - b.min()) / np.median(b) * 100),
+            "probe_busy_s": busy}
+
+
 def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: bool = True,
                     arrivals: str = "scheduled", label: str = "", coalesced="keep",
                     speed_matched: bool = False, probe_matched: bool = False, frontend=None,
