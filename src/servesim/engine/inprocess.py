@@ -402,7 +402,8 @@ class LiveProfile:
     held-out replays; under ``spread`` the first slice runs before them and the others among and
     after them (`slice_positions`), so the steps the simulator's model is fitted on sample the
     host over the same minutes as the replays it is compared with. Until the last slice has run,
-    fit.json is made on the slices run so far and says so (``live_profile.partial``)."""
+    fit.json is made on the slices run so far and says so (``live_profile.partial``): the fit is
+    rewritten after every slice, between its probe after and the next replay."""
 
     def __init__(self, engine, plan, out: Path, write, *, capacity_req_s: float, opts, sampling, clock, sleep,
                  probe: SpeedProbe | None) -> None:
@@ -444,12 +445,12 @@ class LiveProfile:
 
     def run_due(self, job: int, before: dict | None) -> dict | None:
         """Run every slice placed before replay ``job`` (``n_jobs``: after the last); returns the
-        last probe (``before`` where none ran), and rewrites the profile after the last slice."""
+        last probe (``before`` where none ran). The profile is rewritten after each slice, so a job
+        stopped among the replays keeps every slice it ran (marked partial)."""
         while self.positions and self.positions[0] <= job:
             self.positions.pop(0)
             before = self.run_slice(before)
-            if not self.pending:
-                self.finish()
+            self.finish()
         return before
 
     def finish(self) -> None:
