@@ -324,6 +324,27 @@ def test_form_fit_json_swaps_in_the_other_forms_coefficients(tmp_path):
     assert form_fit_json(old, "linear", tmp_path / "x.json") is None and step_form(old) == "linear"
 
 
+def test_weighting_fit_json_swaps_in_the_observed_weights_fit(tmp_path):
+    """The reading `observed-weights`: the profile's fit.json with its fit weighed by each step's
+    measured time, the rest kept; a profile written before the weightings has none, and reads as
+    weighed so (`step_weighting`), which the steps reading's refit then follows."""
+    from servesim.engine.compare import step_weighting, weighting_fit_json
+
+    mean = {"a_p": 0.01, "a_d": 0.005, "b_pt": 1e-5, "c_pc": 0.0, "b_ds": 1e-4, "c_dc": 1e-7, "b_ds2": 2e-6}
+    low = dict(mean, a_d=0.0048)
+    fit = tmp_path / "fit.json"
+    fit.write_text(json.dumps({"coefficients": mean, "frontend_overhead_s": 0.0, "step_weighting": "relative-to-fit",
+                               "capacity_req_s": 7.0,
+                               "coefficients_by_weighting": {"relative": low, "relative-to-fit": mean}}))
+    out = weighting_fit_json(fit, "relative", tmp_path / "observed.json")
+    d = json.loads(out.read_text())
+    assert d["coefficients"] == low and d["capacity_req_s"] == 7.0 and step_weighting(out) == "relative"
+    assert step_weighting(fit) == "relative-to-fit"
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"coefficients": low, "frontend_overhead_s": 0.0}))
+    assert weighting_fit_json(old, "relative", tmp_path / "x.json") is None and step_weighting(old) == "relative"
+
+
 def test_the_fits_clock_times_the_replays_steps_and_clock_fit_json_swaps_in_the_other(tmp_path):
     """A replay's steps are timed as the profile's were (fit.json ``step_clock``; ``step`` before the
     clocks): against a model of the steps' own times, a replay with a gap before each step runs at

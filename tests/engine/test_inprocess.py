@@ -343,6 +343,16 @@ def test_profile_step_form_default_fits_a_batch_quadratic_and_keeps_the_linear_f
     assert lin["coefficients"] == res["coefficients_by_form"]["linear"]
     with pytest.raises(ValueError, match="step_form"):
         SweepPlan(step_form="cubic")
+    # the weighting (default relative-to-fit) is named, and every weighting's fit kept (the
+    # notebook's `observed-weights` reading); a plan weighing otherwise fits the same steps so
+    assert res["step_weighting"] == "relative-to-fit"
+    assert set(res["coefficients_by_weighting"]) == {"relative", "relative-to-fit", "absolute"}
+    assert res["coefficients_by_weighting"]["relative-to-fit"] == res["coefficients"]
+    rel = write_profile(tmp_path / "r", sweep, lone, 0.0, SweepPlan(fit_weighting="relative"), {}, {},
+                        harness="in-process", wall_s=1.0, live_dir=tmp_path / "live")
+    assert rel["step_weighting"] == "relative" and rel["coefficients"] == res["coefficients_by_weighting"]["relative"]
+    with pytest.raises(ValueError, match="fit_weighting='median': one of"):
+        SweepPlan(fit_weighting="median")
 
 
 def test_live_steps_on_the_cycle_clock_carry_the_gap_before_them_while_the_engine_had_work(tmp_path):

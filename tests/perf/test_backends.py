@@ -84,6 +84,32 @@ def test_fit_with_noise_is_close_and_nonnegative():
     assert m.a_d == pytest.approx(TRUE["a_d"], rel=0.05) and m.b_ds == pytest.approx(TRUE["b_ds"], rel=0.05)
 
 
+def test_relative_to_fit_weighting_fits_the_mean_where_relative_fits_below_it():
+    """Multiplicative noise skewed to slow steps (lognormal, mean 1): weighing each row's error by
+    its measured time (``relative``) fits below the batch's mean step time; by the fit's own
+    prediction (``relative-to-fit``) fits the mean (total predicted time = total measured); without
+    noise all three weightings recover the truth; an unknown weighting is named."""
+    truth = FittedStepTime(**TRUE)
+    pt, pc, ds, dc = _shapes(4000, 3)
+    rng = np.random.default_rng(4)
+    mean = truth.step_time(pt, pc, ds, dc)
+    sigma = 0.3
+    y = mean * rng.lognormal(-sigma**2 / 2, sigma, len(mean))  # E[noise] = 1
+    tab = M.validate(pd.DataFrame(dict(prefill_tokens=pt, prefill_ctx=pc, decode_seqs=ds, decode_ctx=dc, step_s=y)))
+    X = [tab[c].to_numpy(float) for c in M.AGGREGATES]
+    rel, to_fit = fit(tab), fit(tab, weighting="relative-to-fit")
+    total = lambda m: float(m.step_time(*X).sum() / mean.sum())  # noqa: E731
+    assert total(rel) < 0.97  # E[1/y]/E[1/y^2]-weighted: below the mean by about sigma^2
+    assert total(to_fit) == pytest.approx(1.0, abs=0.02) and to_fit.meta["weighting"] == "relative-to-fit"
+    clean = _table(truth)
+    for w in ("relative", "relative-to-fit", "absolute"):
+        m = fit(clean, weighting=w)
+        assert all(getattr(m, k) == pytest.approx(v, rel=1e-6) for k, v in TRUE.items()), w
+    assert fit(tab, weighting="relative-to-fit").coefficients() == to_fit.coefficients()  # deterministic
+    with pytest.raises(ValueError, match="weighting must be one of"):
+        fit(tab, weighting="median")
+
+
 def _backends():
     out = [P.LinearStepTime(), FittedStepTime(**TRUE), P.RooflineStepTime("llama-2-70b", "a100-80gb", tp=4),
            P.RooflineStepTime("llama-4-scout", "h100-80gb", tp=8, pp=2),

@@ -226,6 +226,13 @@ def engine_fidelity(metrics_file: Path) -> str:
         out.append(f"The live steps are timed by the clock {m['step_clock']} (`servesim.engine.records.STEP_CLOCKS`: "
                    f"each step with the gap before it); fitted on the steps' own wall times instead (the reading "
                    f"`no-gaps`) that worst error is {_pct(no_gaps, False)}.")
+    observed = m.get("observed_weights_max_abs_rel_err_p50_p90_ttft_e2e_below_saturation")
+    if m.get("step_weighting") and observed is not None:
+        how = {"relative-to-fit": ": each step's error over the fit's prediction, so the fit is the batch's mean "
+                                  "step time", "absolute": ": each step's error in seconds"}.get(m["step_weighting"], "")
+        out.append(f"The step model weighs its steps {m['step_weighting']} (`servesim.perf.fitted.WEIGHTINGS`{how}); "
+                   f"weighed over each step's measured time instead (the reading `observed-weights`, the fit until "
+                   f"7 Dec) that worst error is {_pct(observed, False)}.")
     speeds = [v for k, v in m.items() if k.startswith("speed_spread_") and v is not None and v == v]
     if speeds:
         out.append(f"The engine's own speed (its steps' measured over predicted time) differed between repeats of one "
@@ -241,7 +248,8 @@ def engine_fidelity(metrics_file: Path) -> str:
                    f"placed {m.get('live_placement', 'first')} (`SweepPlan.live_placement`).")
     shape_errs = [(n, m.get(f"{k}shapes_max_abs_rel_err_p50_p90_ttft_e2e_tbt"))
                   for k, n in (("", "as profiled"), ("speed_matched_", "speed-matched"), ("probe_matched_", "probe-matched"),
-                               ("steps_", "steps"), ("linear_", "linear form"), ("no_gaps_", "no-gaps"))]
+                               ("steps_", "steps"), ("linear_", "linear form"), ("no_gaps_", "no-gaps"),
+                               ("observed_weights_", "observed-weights"))]
     if shape_errs[0][1] is not None:
         out.append("Held-out shapes (bursty, long prompts, long outputs, a ramp through saturation), the worst P50/P90 "
                    "TTFT and E2E and P50 TBT error: " + "; ".join(f"{n} {_pct(v, False)}" for n, v in shape_errs

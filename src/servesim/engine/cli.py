@@ -325,7 +325,8 @@ def _cmd_calibrate(a) -> int:
                          "in-process engine (--replay-mode in-process)")
     if a.live_slices < 1 or a.live_slices > max(a.live_requests, 1):
         raise InputError(f"--live-slices {a.live_slices}: at least 1 and at most --live-requests ({a.live_requests})")
-    live = dict(live_requests=a.live_requests, fit_on=a.fit_on, step_form=a.step_form, probe_requests=a.probe_requests,
+    live = dict(live_requests=a.live_requests, fit_on=a.fit_on, step_form=a.step_form, fit_weighting=a.fit_weighting,
+                probe_requests=a.probe_requests,
                 step_clock=a.step_clock, live_slices=a.live_slices, live_placement=a.live_placement)
     plan = SweepPlan(repeats=a.repeats, capacity_requests=a.capacity_requests, seed=a.seed, **live)
     if a.tiny:  # the pipeline tests: a few shapes only
@@ -414,8 +415,13 @@ def add_parser(subparsers) -> None:
                    help="with --live-slices > 1: first runs every slice before the held-out replays; spread runs the "
                         "first before them and the others evenly among and after them, so the step model is fitted "
                         "on steps taken over the same minutes as the replays it is compared with")
-    from servesim.perf.fitted import FORMS
+    from servesim.perf.fitted import FORMS, WEIGHTINGS
 
+    p.add_argument("--fit-weighting", choices=list(WEIGHTINGS), default="relative-to-fit",
+                   help="how the step model weighs the steps it is fitted on (servesim.perf.fitted.WEIGHTINGS): "
+                        "relative-to-fit, each step's error over the fit's prediction (the batch's mean step time, "
+                        "which a request's latency sums); relative, over the step's measured time (below that mean "
+                        "where slow steps scatter further than fast ones); absolute, in seconds")
     p.add_argument("--step-form", choices=list(FORMS), default="quadratic-seqs",
                    help="the step model's form (servesim.perf.fitted): quadratic-seqs adds a term in the square of "
                         "the decoding sequences (the engine's per-sequence work grows with the batch); linear leaves it out")

@@ -515,10 +515,17 @@ def step_clock(fit_json: str | Path | None) -> str:
     return _fit_field(fit_json, "step_clock", "step")
 
 
-def refit_on_steps(load_dirs, seed: int = 0, form: str = "linear", clock: str = "step"):
+def step_weighting(fit_json: str | Path | None) -> str:
+    """How a profile's fit.json weighed the steps it was fitted on (`servesim.perf.fitted.WEIGHTINGS`;
+    ``relative`` for fits written before the weighting was recorded, and without a fit)."""
+    return _fit_field(fit_json, "step_weighting", "relative")
+
+
+def refit_on_steps(load_dirs, seed: int = 0, form: str = "linear", clock: str = "step", weighting: str = "relative"):
     """The step model refitted on the engine's own steps: `servesim.perf.fitted` (of ``form``: the
-    profile's, `step_form`) on a random half (stratified by regime) of the load replays' steps
-    (timed by ``clock``: the profile's, `step_clock`).
+    profile's, `step_form`; weighing them by ``weighting``: the profile's, `step_weighting`) on a
+    random half (stratified by regime) of the load replays' steps (timed by ``clock``: the
+    profile's, `step_clock`).
     Returns (model, all steps, the held-out half); `step_time_error` scores it and `steps_fit_json`
     hands it to the simulator, so both read the same half."""
     from servesim.perf import fitted
@@ -526,7 +533,7 @@ def refit_on_steps(load_dirs, seed: int = 0, form: str = "linear", clock: str = 
 
     loads = pd.concat([step_table(d, clock=clock) for d in load_dirs], ignore_index=True)
     train, test = M.split(loads, 0.5, seed)
-    return fitted.fit(train, form=form), loads, test
+    return fitted.fit(train, form=form, weighting=weighting), loads, test
 
 
 def step_time_error(load_dirs, shape_dirs=(), fit_json: str | Path | None = None, seed: int = 0) -> pd.DataFrame:
@@ -539,7 +546,7 @@ def step_time_error(load_dirs, shape_dirs=(), fit_json: str | Path | None = None
     from servesim.perf import measurements as M
 
     clock = step_clock(fit_json)  # every step timed as the profile's were
-    refit, loads, test = refit_on_steps(load_dirs, seed, step_form(fit_json), clock)
+    refit, loads, test = refit_on_steps(load_dirs, seed, step_form(fit_json), clock, step_weighting(fit_json))
     shapes = [(Path(d).name, step_table(d, clock=clock)) for d in shape_dirs]
     scored = [("refit", refit, "loads (held-out half)", test), *[("refit", refit, n, t) for n, t in shapes]]
     if fit_json is not None:
@@ -599,7 +606,7 @@ def steps_fit_json(step_dirs, fit_json: str | Path, out: str | Path, seed: int =
     capacity, mix) is ``fit_json``'s. The comparison read with it is the reading ``steps``: the
     simulator's scheduling and queueing with the step times the engine really took."""
     step_dirs = list(step_dirs)
-    m, tab, _ = refit_on_steps(step_dirs, seed, step_form(fit_json), step_clock(fit_json))
+    m, tab, _ = refit_on_steps(step_dirs, seed, step_form(fit_json), step_clock(fit_json), step_weighting(fit_json))
     return _fit_json_with(fit_json, out, m.coefficients(), frontend_overhead_s=0.0,
                           step_model_source=f"refit on half of {len(tab)} engine steps of {len(step_dirs)} "
                                             "in-process replays")
@@ -628,6 +635,14 @@ def clock_fit_json(fit_json: str | Path, clock: str, out: str | Path) -> Path | 
     same form), for the sim_vs_vllm notebook's reading ``no-gaps`` (clock ``step``); None where
     the profile predates the clocks or had no live steps."""
     return _stored_fit_json(fit_json, "step_clock", clock, out)
+
+
+def weighting_fit_json(fit_json: str | Path, weighting: str, out: str | Path) -> Path | None:
+    """A copy of ``fit_json`` whose simulator step model is its fit under another ``weighting``
+    (``coefficients_by_weighting``, `servesim.perf.fitted.WEIGHTINGS`: the same steps, form and
+    clock), for the sim_vs_vllm notebook's reading ``observed-weights`` (``relative``); None where
+    the profile predates the weightings."""
+    return _stored_fit_json(fit_json, "step_weighting", weighting, out)
 
 
 class _RecordingStepTime(StepTimeModel):

@@ -62,6 +62,11 @@ class SweepPlan:
     #: the step model's form (`servesim.perf.fitted.FORMS`), both fits: ``quadratic-seqs`` (default;
     #: the engine's per-sequence work grows with the batch) or ``linear``
     step_form: str = "quadratic-seqs"
+    #: how the step model weighs the steps it is fitted on (`servesim.perf.fitted.WEIGHTINGS`, every
+    #: fit of fit.json): ``relative-to-fit`` (default since 7 Dec: the batch's mean step time, the
+    #: time a request's latency sums; ``coefficients_by_weighting`` keeps the others) or
+    #: ``relative`` (each step's error over its measured time, the weighting until then)
+    fit_weighting: str = "relative-to-fit"
     #: in-process harness only: requests of the speed probe (0: none), a fixed burst of the mix run
     #: before and after the live profile replay and each held-out replay (`inprocess.SpeedProbe`;
     #: fit.json and each summary.json keep its busy times; the notebook's reading ``probe-matched``)
@@ -85,7 +90,7 @@ class SweepPlan:
 
     def __post_init__(self):  # before an engine runs for minutes
         from servesim.engine.records import STEP_CLOCKS
-        from servesim.perf.fitted import FORMS
+        from servesim.perf.fitted import FORMS, WEIGHTINGS
 
         if self.step_clock not in STEP_CLOCKS:
             raise ValueError(f"step_clock={self.step_clock!r}: one of {STEP_CLOCKS}")
@@ -93,6 +98,8 @@ class SweepPlan:
             raise ValueError(f"fit_on={self.fit_on!r}: one of {FIT_ON}")
         if self.step_form not in FORMS:
             raise ValueError(f"step_form={self.step_form!r}: one of {FORMS}")
+        if self.fit_weighting not in WEIGHTINGS:
+            raise ValueError(f"fit_weighting={self.fit_weighting!r}: one of {WEIGHTINGS}")
         if self.probe_requests < 0:
             raise ValueError(f"probe_requests={self.probe_requests}: a count >= 0")
         if self.live_placement not in LIVE_PLACEMENTS:
@@ -356,14 +363,15 @@ def capacity_of(burst: pd.DataFrame, records, prompt_range=(16, 512), output_ran
             "prompt_range": list(prompt_range), "output_range": list(output_range)}
 
 
-def fit_and_evaluate(table: pd.DataFrame, seed: int = 0, form: str = "linear"):
-    """Fit the perf fitted model (of ``form``) on 80% of rows, report its error on the held-out 20%,
-    then refit on all rows. Returns (model, held-out error table, in-sample error table)."""
+def fit_and_evaluate(table: pd.DataFrame, seed: int = 0, form: str = "linear", weighting: str = "relative"):
+    """Fit the perf fitted model (of ``form``, weighing rows by ``weighting``) on 80% of rows, report
+    its error on the held-out 20%, then refit on all rows. Returns (model, held-out error table,
+    in-sample error table)."""
     from servesim.perf import fitted, measurements
 
     train, test = measurements.split(table, 0.2, seed)
-    held = measurements.evaluate(fitted.fit(train, form=form), test)
-    model = fitted.fit(table, form=form)
+    held = measurements.evaluate(fitted.fit(train, form=form, weighting=weighting), test)
+    model = fitted.fit(table, form=form, weighting=weighting)
     return model, held, measurements.evaluate(model, table)
 
 
@@ -423,26 +431,33 @@ def write_profile(out_dir: str | Path, steps: pd.DataFrame, lone: pd.DataFrame, 
         from servesim.engine.records import step_table
 
         tables["live"] = step_table(live_dir, clock=plan.step_clock)
-    fits = {k: fit_and_evaluate(t, plan.seed, plan.step_form) for k, t in tables.items()}
+    weighting = plan.fit_weighting
+    fits = {k: fit_and_evaluate(t, plan.seed, plan.step_form, weighting) for k, t in tables.items()}
     source = plan.fit_on if plan.fit_on in fits else "sweep"
     model, held, insample = fits[source]
-    # the simulator's fit in every form on the same steps, and the live steps' under every clock:
-    # the sim_vs_vllm notebook reads the others as readings of their own (``linear``, ``no-gaps``)
-    forms = {f: model if f == plan.step_form else fitted.fit(tables[source], form=f) for f in fitted.FORMS}
+    # the simulator's fit in every form and weighting on the same steps, and the live steps' under
+    # every clock: the sim_vs_vllm notebook reads the others as readings of their own (``linear``,
+    # ``no-gaps``, ``observed-weights``)
+    forms = {f: model if f == plan.step_form else fitted.fit(tables[source], form=f, weighting=weighting)
+             for f in fitted.FORMS}
+    weightings = {w: model if w == weighting else fitted.fit(tables[source], form=plan.step_form, weighting=w)
+                  for w in fitted.WEIGHTINGS}
     clocks = {}
     if live_dir is not None:
         from servesim.engine.records import STEP_CLOCKS
 
         clocks = {c: (fits["live"][0] if c == plan.step_clock
-                      else fitted.fit(step_table(live_dir, clock=c), form=plan.step_form)).coefficients()
-                  for c in STEP_CLOCKS}
+                      else fitted.fit(step_table(live_dir, clock=c), form=plan.step_form, weighting=weighting)
+                      ).coefficients() for c in STEP_CLOCKS}
     result = {
         "coefficients": model.coefficients(),
         "fit_source": source,
         "step_form": plan.step_form,
         "step_clock": plan.step_clock if source == "live" else "step",
+        "step_weighting": weighting,
         "coefficients_by_form": {f: m.coefficients() for f, m in forms.items()},
         "coefficients_by_clock": clocks,
+        "coefficients_by_weighting": {w: m.coefficients() for w, m in weightings.items()},
         **{f"coefficients_{k}": f[0].coefficients() for k, f in fits.items()},
         **{f"heldout_error_{k}": f[1].to_dict(orient="records") for k, f in fits.items()},
         "frontend_overhead_s": overhead,
