@@ -167,14 +167,13 @@ def fit(df: pd.DataFrame, weighting: str = "relative", tp: int | None = None, pp
 
     coef = solve(np.ones_like(y) if weighting == "absolute" else 1.0 / y)
     if weighting == "relative-to-fit":  # from the relative fit, reweigh by the predictions to a fixed point
+        # a row the fit gives (next to) no time weighs as one of a thousandth of the median step
+        floor = 1e-3 * float(np.median(y))
         pred = X @ coef
         for _ in range(_REFIT_ITERATIONS):
-            if not (pred > 0).all():
-                raise MeasurementError("relative-to-fit: the fit predicts a step of no time; its rows cannot "
-                                       "weigh by it (fit with weighting='relative')")
-            coef = solve(1.0 / pred)
+            coef = solve(1.0 / np.maximum(pred, floor))
             new = X @ coef
-            done = np.max(np.abs(new / pred - 1.0)) < _REFIT_TOL
+            done = np.max(np.abs(new - pred) / np.maximum(pred, floor)) < _REFIT_TOL
             pred = new
             if done:
                 break
