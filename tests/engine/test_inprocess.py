@@ -420,6 +420,56 @@ def test_slice_positions_place_the_live_slices_among_the_replays():
         slice_positions(0, 4, "spread")
 
 
+def test_live_profile_runs_its_slices_where_the_placement_puts_them(tmp_path, monkeypatch):
+    """`LiveProfile` (drive and the probe faked): under ``spread`` 4 slices among 6 replays run
+    before replays 0, 2 and 4 and after the last (`slice_positions`: 0, 2, 4, 6), each between the
+    probe before it (the replay's after, where one ran) and one after it; the profile is written
+    after every slice, partial until the last. Under ``first`` all run before any replay."""
+    from servesim.engine import inprocess
+    from servesim.engine.profile import SweepPlan
+
+    def run(placement):
+        log, writes, probes = [], [], iter(range(100))
+
+        def fake_drive(engine, wl, opts, sampling, clock, sleep):
+            log.append(f"slice{len(wl)}")
+            return None, pd.DataFrame({"step": [0, 1], "start_s": [0.0, 0.5], "end_s": [0.5, 1.0]}), None
+
+        def probe():
+            k = next(probes)
+            log.append(f"p{k}")
+            return {"busy_s": float(k)}
+
+        monkeypatch.setattr(inprocess, "drive", fake_drive)
+        plan = SweepPlan(live_requests=8, live_slices=4, live_placement=placement)
+        live = inprocess.LiveProfile(None, plan, tmp_path / placement, lambda *a: writes.append(a), capacity_req_s=10.0,
+                                     opts=None, sampling=None, clock=None, sleep=None, probe=probe)
+        last = live.run_slice(probe()) if placement == "spread" else None
+        if placement == "first":  # as `_profile` runs them
+            last = probe()
+            for _ in range(4):
+                last = live.run_slice(last)
+        live.finish()
+        live.schedule(6)
+        for job in range(6):
+            last = live.run_due(job, last)
+            log.append(f"R{job}")
+            last = probe()
+        live.run_due(6, last)
+        return log, writes, live
+
+    log, writes, live = run("spread")
+    assert log == ["p0", "slice2", "p1", "R0", "p2", "R1", "p3", "slice2", "p4", "R2", "p5", "R3", "p6", "slice2", "p7",
+                   "R4", "p8", "R5", "p9", "slice2", "p10"]
+    assert [(a["before"]["busy_s"], a["after"]["busy_s"]) for a in live.around] == [(0, 1), (3, 4), (6, 7), (9, 10)]
+    assert [w[2]["partial"] for w in writes] == [True, True, True, False]  # _profile's, then after each slice
+    assert writes[-1][2] == {"placement": "spread", "slices": 4, "slices_run": 4, "partial": False}
+    assert len(pd.read_parquet(tmp_path / "spread" / "live" / "steps.parquet")) == 8
+    log, writes, live = run("first")
+    assert log[:9] == ["p0", "slice2", "p1", "slice2", "p2", "slice2", "p3", "slice2", "p4"]
+    assert "slice2" not in log[9:] and [w[2]["partial"] for w in writes] == [False]
+
+
 def test_the_live_profile_in_slices_each_starting_on_an_idle_engine(tmp_path):
     """`SweepPlan.live_slices`: the live replay's requests in consecutive slices, each shifted to
     start at 0; their steps joined into one table (`join_steps`) whose clock ``cycle`` counts no time

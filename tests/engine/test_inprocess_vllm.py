@@ -86,7 +86,7 @@ def test_in_process_profile_fits_measured_steps_of_every_regime(tmp_path):
                        max_model_len=1024, enforce_eager=True)
     plan = SweepPlan(decode_batches=(1, 4, 16), decode_contexts=(32, 128), decode_tokens=8, prefill_lengths=(32, 128, 256),
                      mixed_batches=(4,), repeats=1, capacity_requests=16, live_requests=24, probe_requests=4,
-                     live_slices=2)
+                     live_slices=2, live_placement="spread")  # no replay to spread among: the second right after
     fit = profile_in_process(model, tmp_path / "profile", plan=plan, config=cfg,
                              opts=ReplayOptions(vocab_size=512, first_token_id=3), meta={"hardware": "cpu"})
     assert fit["harness"] == "in-process" and fit["frontend_overhead_s"] == 0.0
@@ -114,12 +114,12 @@ def test_in_process_profile_fits_measured_steps_of_every_regime(tmp_path):
     sp = fit["speed_probe"]
     first, second = sp["slices"]
     pb, pm, pa = first["before"], first["after"], second["after"]
-    assert sp["placement"] == "first" and second["before"] == pm and (sp["before"], sp["after"]) == (pb, pa)
+    assert sp["placement"] == "spread" and second["before"] == pm and (sp["before"], sp["after"]) == (pb, pa)
     assert pb["requests"] == pa["requests"] == pm["requests"] == 4 and pb["steps"] == pa["steps"] == pm["steps"] > 0
     assert pb["busy_s"] > 0 < pa["busy_s"] and pm["busy_s"] > 0
     assert first["busy_s"] + second["busy_s"] == pytest.approx((live.end_s - live.start_s).sum())
     assert first["steps"] + second["steps"] == len(live)
-    assert fit["live_profile"] == {"placement": "first", "slices": 2, "slices_run": 2, "partial": False}
+    assert fit["live_profile"] == {"placement": "spread", "slices": 2, "slices_run": 2, "partial": False}
 
 
 def test_in_process_calibration_profiles_and_replays_on_one_engine_start(tmp_path):

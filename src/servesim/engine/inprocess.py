@@ -409,7 +409,7 @@ class LiveProfile:
                  probe: SpeedProbe | None) -> None:
         from servesim.engine.profile import live_slices, live_workload
 
-        self.engine, self.plan, self.out, self.write = engine, plan, out, write
+        self.engine, self.plan, self.write = engine, plan, write
         self.opts, self.sampling, self.clock, self.sleep, self.probe = opts, sampling, clock, sleep, probe
         wl = live_workload(plan.live_requests, capacity_req_s, plan.seed)
         self.dir = out / "live"
@@ -574,8 +574,9 @@ def run_child(jobs: list[tuple[str, str]], model: str, config: EngineConfig, opt
         meta.update(steps=int(len(steps)), steps_observed=bool(len(steps) and (steps.scheduled_tokens >= 0).all()),
                     preemptions_total=int(sum(rec.preemptions.values())) if rec else None)
         write_outputs(out, wl, records, meta, wall, extras=_request_extras(rec, steps))
-    if live:  # the slices placed after the last replay (or every one left, with no replay)
-        live.run_due(len(jobs), last_probe if jobs else (probe() if probe else None))
+    if live:  # the slices placed after the last replay (or every one left, with no replay: the probe
+        # before the next is the one after the last slice run)
+        live.run_due(len(jobs), last_probe if jobs else live.around[-1]["after"])
 
 
 def _stage(cases) -> list[tuple[str, str]]:
