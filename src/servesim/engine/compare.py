@@ -290,29 +290,39 @@ def _speeds(t) -> tuple[float, float, float]:
                  for k in (np.ones(len(took), bool), pre, ~pre))
 
 
-def _probe_busy(probes, where: str | Path) -> float:
-    """The probe's busy time over what it brackets (NaN without a before and an after run): the
-    mean of the two, or, around a live profile run in slices, each slice's two probes' mean
-    weighted by the slice's busy time (the fit is made on the slices' steps alike): ``slices``
-    (each with its ``before``, ``after`` and ``busy_s``; `inprocess.LiveProfile`), or, as written
-    until 7 Dec, ``between`` (the probes between consecutive slices) and ``slice_busy_s``."""
+def _probe_slices(probes, where: str | Path, weighed: bool = True) -> list[tuple[dict, dict, float]]:
+    """(probe run before, probe run after, weight) of each stretch a ``speed_probe`` brackets: one
+    (weight 1) around a replay; around a live profile run in slices, one per slice weighted by its
+    busy time: ``slices`` (each with its ``before``, ``after`` and ``busy_s``;
+    `inprocess.LiveProfile`), or, as written until 7 Dec, ``between`` (the probes between
+    consecutive slices) and ``slice_busy_s`` (``weighed=False``: not read, every weight 1). Empty
+    without a before and an after run."""
     if not isinstance(probes, dict) or not all(isinstance(probes.get(k), dict) for k in ("before", "after")):
-        return float("nan")
+        return []
     if "slices" in probes:
         try:
-            pairs = np.array([[s["before"]["busy_s"], s["after"]["busy_s"]] for s in probes["slices"]], float)
-            w = np.array([s["busy_s"] for s in probes["slices"]], float)
+            return [(s["before"], s["after"], float(s["busy_s"])) for s in probes["slices"]]
         except (KeyError, TypeError) as e:
             raise InputError(f"{where}: speed_probe.slices needs a before and an after probe run and a busy_s "
                              f"for every slice ({e!r})") from None
-        return float(np.sum(w * pairs.mean(axis=1)) / np.sum(w)) if len(w) else float("nan")
     runs = [probes["before"], *probes.get("between", []), probes["after"]]
-    busy = np.array([r["busy_s"] for r in runs], float)
-    w = np.asarray(probes.get("slice_busy_s") or [1.0], float)
+    w = list(probes.get("slice_busy_s") or [1.0]) if weighed else [1.0] * (len(runs) - 1)
     if len(w) != len(runs) - 1:
         raise InputError(f"{where}: speed_probe has {len(runs)} probe runs around {len(w)} slices "
                          "(one more run than slices)")
-    return float(np.sum(w * (busy[:-1] + busy[1:]) / 2) / np.sum(w))
+    return [(a, b, float(x)) for a, b, x in zip(runs, runs[1:], w)]
+
+
+def _probe_busy(probes, where: str | Path) -> float:
+    """The probe's busy time over what it brackets (`_probe_slices`; NaN without a before and an
+    after run): each stretch's two probes' mean weighted by its weight (the fit is made on the
+    slices' steps alike)."""
+    pairs = _probe_slices(probes, where)
+    if not pairs:
+        return float("nan")
+    busy = np.array([[a["busy_s"], b["busy_s"]] for a, b, _ in pairs], float)
+    w = np.array([x for _, _, x in pairs], float)
+    return float(np.sum(w * busy.mean(axis=1)) / np.sum(w))
 
 
 def probe_speed(replay_dir: str | Path, fit_json: str | Path) -> float:
@@ -340,17 +350,10 @@ def host_drift(fit_json: str | Path, replay_dirs) -> dict:
     (7 Dec), while whole calibration jobs saw it move 23-41 %."""
     from servesim.engine.profile import read_fit
 
-    runs = []
-    sp = read_fit(fit_json).get("speed_probe")
-    if isinstance(sp, dict):
-        if "slices" in sp:
-            runs += [r for s in sp["slices"] for r in (s.get("before"), s.get("after"))]
-        else:
-            runs += [sp.get("before"), *sp.get("between", []), sp.get("after")]
-    for d in replay_dirs:
-        rp = json.loads((Path(d) / "summary.json").read_text()).get("speed_probe")
-        if isinstance(rp, dict):
-            runs += [rp.get("before"), rp.get("after")]
+    sources = [(read_fit(fit_json).get("speed_probe"), fit_json)]
+    sources += [(json.loads((Path(d) / "summary.json").read_text()).get("speed_probe"), Path(d) / "summary.json")
+                for d in replay_dirs]
+    runs = [r for probes, where in sources for a, b, _ in _probe_slices(probes, where, weighed=False) for r in (a, b)]
     seen, busy = set(), []
     for r in runs:
         if isinstance(r, dict) and "busy_s" in r:
