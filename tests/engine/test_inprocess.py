@@ -470,6 +470,34 @@ def test_live_profile_runs_its_slices_where_the_placement_puts_them(tmp_path, mo
     assert "slice2" not in log[9:] and [w[2]["partial"] for w in writes] == [False]
 
 
+def test_the_live_profiles_envelope_spans_the_context_beyond_the_mix_at_the_mixs_token_load():
+    """`SweepPlan.live_envelope`: that share of the live requests drawn by `envelope_lengths` (a
+    prompt plus output from the mix's longest to max_model_len - 1, each at least its range's
+    shortest); the others and the arrival order as without it, the ramp's rates scaled by the
+    mix's mean tokens per request over the whole's."""
+    from servesim.engine.profile import SweepPlan, envelope_lengths, live_workload
+
+    rng = np.random.default_rng(5)
+    prompt, output = envelope_lengths(4000, rng, (16, 512), (8, 128), max_model_len=2048)
+    total = prompt + output
+    assert total.min() >= 640 and total.max() <= 2047 and prompt.min() >= 16 and output.min() >= 8
+    assert total.max() > 2000 and prompt.max() > 1900 and output.max() > 1900  # long prompts and long outputs
+    with pytest.raises(ValueError, match="max_model_len 600 leaves no room"):
+        envelope_lengths(1, rng, max_model_len=600)
+    with pytest.raises(ValueError, match=r"live_envelope=1.0: a share in \[0, 1\)"):
+        SweepPlan(live_envelope=1.0)
+
+    base = live_workload(200, 20.0, seed=3)
+    env = live_workload(200, 20.0, seed=3, envelope=0.25, max_model_len=2048)
+    assert base.equals(live_workload(200, 20.0, seed=3, envelope=0.0))  # no envelope: the mix as before
+    tokens = env.prompt_tokens + env.output_tokens
+    moved = (env.prompt_tokens != base.prompt_tokens) | (env.output_tokens != base.output_tokens)
+    assert int(moved.sum()) == 50 and (tokens[moved] >= 640).all() and (tokens[moved] <= 2047).all()
+    assert env[~moved][["prompt_tokens", "output_tokens"]].equals(base[~moved][["prompt_tokens", "output_tokens"]])
+    mix, whole = (264 + 68), 0.75 * (264 + 68) + 0.25 * (640 + 2047) / 2
+    np.testing.assert_allclose(env.arrival_s.to_numpy(), base.arrival_s.to_numpy() * whole / mix, rtol=1e-12)
+
+
 def test_the_live_profile_in_slices_each_starting_on_an_idle_engine(tmp_path):
     """`SweepPlan.live_slices`: the live replay's requests in consecutive slices, each shifted to
     start at 0; their steps joined into one table (`join_steps`) whose clock ``cycle`` counts no time

@@ -113,6 +113,11 @@ def test_calibrate_and_replay_inputs(tmp_path, capsys):
     _input_error(capsys, ["replay", *model, "--clock", "engine"], "--clock engine", "pinned to one core", "--cpus last")
     _input_error(capsys, ["engine-calibrate", *url, "-o", str(tmp_path / "r"), "--clock", "engine"],
                  "--clock engine", "only with --replay-mode in-process")
+    live = ["engine-calibrate", "--model", str(tmp_path / "m"), "--replay-mode", "in-process", "-o", str(tmp_path / "r")]
+    _input_error(capsys, [*live, "--live-envelope", "0.25"], "--live-envelope 0.25", "--live-requests")
+    _input_error(capsys, [*live, "--live-requests", "10", "--live-envelope", "1"], "--live-envelope 1", "[0, 1)")
+    _input_error(capsys, [*live, "--live-requests", "10", "--live-envelope", "0.25", "--max-model-len", "600"],
+                 "--max-model-len 600", "no room beyond the mix's longest request (640 tokens)")
     assert not (tmp_path / "r").exists()
 
 

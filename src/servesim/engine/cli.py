@@ -325,8 +325,19 @@ def _cmd_calibrate(a) -> int:
                          "in-process engine (--replay-mode in-process)")
     if a.live_slices < 1 or a.live_slices > max(a.live_requests, 1):
         raise InputError(f"--live-slices {a.live_slices}: at least 1 and at most --live-requests ({a.live_requests})")
+    if not 0.0 <= a.live_envelope < 1.0 or (a.live_envelope and not a.live_requests):
+        raise InputError(f"--live-envelope {a.live_envelope}: a share in [0, 1) of the live profile's requests "
+                         "(--live-requests)")
+    if a.live_envelope:
+        import numpy as np
+
+        from servesim.engine.profile import envelope_lengths
+        try:  # before an engine runs for minutes
+            envelope_lengths(0, np.random.default_rng(0), max_model_len=a.max_model_len)
+        except ValueError as e:
+            raise InputError(f"--live-envelope {a.live_envelope} with --max-model-len {a.max_model_len}: {e}") from None
     live = dict(live_requests=a.live_requests, fit_on=a.fit_on, step_form=a.step_form, fit_weighting=a.fit_weighting,
-                probe_requests=a.probe_requests,
+                probe_requests=a.probe_requests, live_envelope=a.live_envelope,
                 step_clock=a.step_clock, live_slices=a.live_slices, live_placement=a.live_placement)
     plan = SweepPlan(repeats=a.repeats, capacity_requests=a.capacity_requests, seed=a.seed, **live)
     if a.tiny:  # the pipeline tests: a few shapes only
@@ -415,6 +426,11 @@ def add_parser(subparsers) -> None:
                    help="with --live-slices > 1: first runs every slice before the held-out replays; spread runs the "
                         "first before them and the others evenly among and after them, so the step model is fitted "
                         "on steps taken over the same minutes as the replays it is compared with")
+    p.add_argument("--live-envelope", type=float, default=0.0,
+                   help="with --live-requests: this share of them drawn over the engine's context envelope beyond "
+                        "the mix (a prompt plus output from the mix's longest to --max-model-len), the ramp thinned "
+                        "to keep its token load, so the step model's cost per context token is measured on contexts "
+                        "the mix never reaches (0: the mix only)")
     from servesim.perf.fitted import FORMS, WEIGHTINGS
 
     p.add_argument("--fit-weighting", choices=list(WEIGHTINGS), default="relative-to-fit",

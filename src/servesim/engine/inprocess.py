@@ -406,12 +406,13 @@ class LiveProfile:
     rewritten after every slice, between its probe after and the next replay."""
 
     def __init__(self, engine, plan, out: Path, write, *, capacity_req_s: float, opts, sampling, clock, sleep,
-                 probe: SpeedProbe | None) -> None:
+                 probe: SpeedProbe | None, max_model_len: int = 2048) -> None:
         from servesim.engine.profile import live_slices, live_workload
 
         self.engine, self.plan, self.write = engine, plan, write
         self.opts, self.sampling, self.clock, self.sleep, self.probe = opts, sampling, clock, sleep, probe
-        wl = live_workload(plan.live_requests, capacity_req_s, plan.seed)
+        wl = live_workload(plan.live_requests, capacity_req_s, plan.seed, envelope=plan.live_envelope,
+                           max_model_len=max_model_len)
         self.dir = out / "live"
         self.dir.mkdir(parents=True, exist_ok=True)
         wl.to_parquet(self.dir / "workload.parquet", index=False)
@@ -503,7 +504,7 @@ def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, para
         return None
     # the live profile replay: the engine's steps under a real mix
     live = LiveProfile(engine, plan, Path(spec["out"]), write, capacity_req_s=capacity["capacity_req_s"], opts=opts,
-                       sampling=sampling, clock=clock, sleep=sleep, probe=probe)
+                       sampling=sampling, clock=clock, sleep=sleep, probe=probe, max_model_len=config.max_model_len)
     before = probe() if probe else None  # the host's speed around every slice of the steps the fit is made on
     for _ in range(len(live.slices) if plan.live_placement == "first" else 1):
         before = live.run_slice(before)

@@ -83,6 +83,15 @@ class SweepPlan:
     #: on 7 Dec the paper-scale replays ran a mean 6 % slower than the live profile before them,
     #: their probes 4 %, and at load 0.9 a 5 % slower engine moved TBT P50 by ~20 %)
     live_placement: str = "first"
+    #: in-process harness only: the share of the live profile's requests drawn from the engine's
+    #: context envelope beyond the mix (`envelope_lengths`: a prompt plus output from the mix's
+    #: longest to the engine's max_model_len), arrivals thinned to keep the ramp's token load
+    #: (`live_workload`). Why: a mix of prompts <= 512 and outputs <= 128 leaves the cost per
+    #: context token under-identified, and the step model extrapolates it to every longer context
+    #: (issue 33: on the paper-scale engine of 7 Dec the live fit's 0.72 us per decode context token
+    #: became 1.0 us fitted with the long-prompt replays' steps, and it under-predicted the
+    #: long-prompt and long-output replays' steps by 5.2 and 5.6 % where the loads' were 1.0 %)
+    live_envelope: float = 0.0
     #: what a live step's time is (`servesim.engine.records.STEP_CLOCKS`): ``cycle`` (default; the
     #: step and the gap before it while the engine had work, as a request waits for them) or
     #: ``step`` (the step's own wall time; the sweep's isolated steps are always timed so)
@@ -104,6 +113,8 @@ class SweepPlan:
             raise ValueError(f"probe_requests={self.probe_requests}: a count >= 0")
         if self.live_placement not in LIVE_PLACEMENTS:
             raise ValueError(f"live_placement={self.live_placement!r}: one of {LIVE_PLACEMENTS}")
+        if not 0.0 <= self.live_envelope < 1.0:
+            raise ValueError(f"live_envelope={self.live_envelope}: a share in [0, 1)")
         if self.live_slices < 1 or (self.live_requests and self.live_slices > self.live_requests):
             raise ValueError(f"live_slices={self.live_slices}: at least 1 and at most live_requests "
                              f"({self.live_requests})")
@@ -308,15 +319,46 @@ def ramp_arrivals(n: int, r0: float, r1: float, rng) -> np.ndarray:
 LIVE_SEED, LIVE_LOADS = 0x11FE, (0.3, 1.2)
 
 
+def envelope_lengths(n: int, rng, prompt_range=(16, 512), output_range=(8, 128),
+                     max_model_len: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+    """(prompts, outputs) of ``n`` requests over the engine's context envelope beyond the mix: a
+    total length uniform from the mix's longest (prompt_range[1] + output_range[1]) to
+    max_model_len - 1, split at a uniform share between prompt and output (each at least its
+    range's shortest), so the contexts past the mix are profiled in prefill and in decode alike."""
+    lo, hi = prompt_range[1] + output_range[1], int(max_model_len) - 1
+    if hi < lo:
+        raise ValueError(f"envelope_lengths: max_model_len {max_model_len} leaves no room beyond the mix's "
+                         f"longest request ({lo} tokens)")
+    total = rng.integers(lo, hi + 1, n)
+    prompt = np.clip(np.rint(rng.random(n) * total).astype(np.int64), prompt_range[0], total - output_range[0])
+    return prompt, total - prompt
+
+
 def live_workload(n_requests: int, capacity_req_s: float, seed: int = 0, prompt_range=(16, 512),
-                  output_range=(8, 128)) -> pd.DataFrame:
+                  output_range=(8, 128), envelope: float = 0.0, max_model_len: int = 2048) -> pd.DataFrame:
     """The live profile replay's requests (`SweepPlan.live_requests`): the mix, Poisson arrivals
-    ramping over LIVE_LOADS x capacity, seeds apart from the held-out workloads'."""
+    ramping over LIVE_LOADS x capacity, seeds apart from the held-out workloads'. ``envelope``
+    (`SweepPlan.live_envelope`): that share of the requests (at random places in the ramp) drawn
+    from `envelope_lengths` instead, and the ramp's request rates scaled by the mix's mean tokens
+    per request over the whole's (expected), so its token load is the mix's at the same fractions
+    of capacity (as the held-out long shapes keep theirs)."""
     ss = np.random.SeedSequence([LIVE_SEED, seed])
-    arr_rng, len_rng = (np.random.default_rng(x) for x in ss.spawn(2))
-    t = ramp_arrivals(int(n_requests), *(x * capacity_req_s for x in LIVE_LOADS), arr_rng)
-    return request_mix(int(n_requests), int(len_rng.integers(2**31)), prompt_range, output_range,
-                       arrival_s=t - t[0])
+    arr_rng, len_rng, env_rng = (np.random.default_rng(x) for x in ss.spawn(3))  # the first two as without it
+    n = int(n_requests)
+    k = int(round(float(envelope) * n))
+    scale = 1.0
+    if k:
+        mix = (sum(prompt_range) + sum(output_range)) / 2.0
+        env = (prompt_range[1] + output_range[1] + int(max_model_len) - 1) / 2.0
+        scale = mix / ((1.0 - k / n) * mix + k / n * env)
+    t = ramp_arrivals(n, *(x * capacity_req_s * scale for x in LIVE_LOADS), arr_rng)
+    wl = request_mix(n, int(len_rng.integers(2**31)), prompt_range, output_range, arrival_s=t - t[0])
+    if k:
+        at = np.sort(env_rng.choice(n, k, replace=False))
+        prompt, output = envelope_lengths(k, env_rng, prompt_range, output_range, max_model_len)
+        wl.loc[at, "prompt_tokens"] = prompt
+        wl.loc[at, "output_tokens"] = output
+    return wl
 
 
 def live_slices(workload: pd.DataFrame, k: int) -> list[pd.DataFrame]:
