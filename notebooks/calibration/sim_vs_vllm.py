@@ -226,7 +226,10 @@ shape_wide.round(4)
 # in-process`) drives vLLM's engine with no HTTP server or client and records every step's batch
 # (`steps.parquet`). `refit`: the fitted step model (`servesim.perf.fitted`) on a random half of the
 # load replays' steps, scored on the other half and on the held-out shapes; `profile`: the profile's
-# fit, the model the simulator above runs, on all of them. HTTP replays have no step records. The
+# fit, the model the simulator above runs, on all of them; `refit-median`: `refit`'s form on the same
+# half fitted for the median step (weighting `median`), the form's own error, where `refit` fits the
+# mean step that latencies sum and so also carries the host's skew (`median_ratio`: the median of
+# measured over predicted). HTTP replays have no step records. The
 # engine's own noise beside them (`compare.step_noise_floor`): how far pure decode steps of one
 # batch size and nearly the same context scatter around their median; a model of the batch cannot
 # score far below it on single steps.
@@ -236,7 +239,7 @@ step_dirs = [d for x in loads for d in replay_dirs(f"load{x}") if (d / "steps.pa
 shape_step_dirs = [d for n in shapes for d in replay_dirs(n) if (d / "steps.parquet").exists()]
 replay_mode = "in-process" if step_dirs else "http"
 steps_err = step_time_error(step_dirs, shape_step_dirs, fit_json, seed=seed) if step_dirs else pd.DataFrame(
-    columns=["model", "scored_on", "regime", "n", "mape_pct", "median_ape_pct"])
+    columns=["model", "scored_on", "regime", "n", "mape_pct", "median_ape_pct", "median_ratio"])
 # the engine's own step-to-step noise: steps of one shape scatter this much around their median
 noise_floor = step_noise_floor(step_dirs, clock=clock) if step_dirs else float("nan")
 display(pd.Series({"same-shape decode steps, median deviation (%)": noise_floor}, name="engine noise").to_frame())
@@ -573,6 +576,9 @@ metrics = {
     "replay_mode": replay_mode,
     **{f"step_time_{m}_median_ape_pct[{o}]": float(v) for (m, o), v in
        steps_err[steps_err.regime == "all"].set_index(["model", "scored_on"]).median_ape_pct.items()},
+    # the median step over the mean fit's prediction: what a median error scores beside the form's own
+    **{f"step_time_{m}_median_ratio[{o}]": float(v) for (m, o), v in
+       steps_err[steps_err.regime == "all"].set_index(["model", "scored_on"]).median_ratio.items()},
     "max_abs_capacity_drift": float(np.nanmax(np.abs(drift.to_numpy()))) if drift.notna().any() else float("nan"),
     "step_time_noise_floor_median_pct": noise_floor,
 }

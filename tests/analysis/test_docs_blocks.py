@@ -157,6 +157,15 @@ def test_engine_fidelity_table_errors_with_spreads_and_the_verdict(tmp_path):
             "gap before it); fitted on the steps' own wall times instead (the reading `no-gaps`) that worst error is "
             "12.3 %.") in text5
     assert text5.splitlines()[-1].endswith("as profiled 26.0 %; linear form 24.0 %; no-gaps 20.0 %.")
+    assert "fitted for the median step" not in text5  # no median refit scored: no line
+    held = "[loads (held-out half)]"
+    m.write_text(json.dumps({**json.loads(m.read_text()), f"step_time_refit_median_ape_pct{held}": 7.13,
+                             f"step_time_refit-median_median_ape_pct{held}": 4.78,
+                             f"step_time_refit_median_ratio{held}": 0.963}))
+    assert ("On the engine's own held-out steps (a refit on the other half of the load replays' steps) the step model's "
+            "median error is 7.1 % fitted for the mean step, as the simulator's is, and 4.8 % in the same form fitted "
+            "for the median step (the form's own error; weighting `median`): the median step ran 3.7 % below the mean "
+            "fit, the host's slow steps scattering further than its fast ones.") in docs_blocks.engine_fidelity(m)
     m.write_text(json.dumps({"capacity_rel_err": 0.0}))
     with pytest.raises(ValueError, match="ttft_p50_rel_err_load"):
         docs_blocks.engine_fidelity(m)

@@ -173,9 +173,10 @@ def test_step_time_error_scores_a_refit_on_held_out_engine_steps(tmp_path):
     tab = step_table(loads[0])
     assert len(tab) == 200 and {"step_s", "regime"} <= set(tab.columns)
     err = step_time_error(loads, [shape])
-    assert set(err.scored_on) == {"loads (held-out half)", "bursty"} and set(err.model) == {"refit"}
-    allr = err[err.regime == "all"].set_index("scored_on")
+    assert set(err.scored_on) == {"loads (held-out half)", "bursty"} and set(err.model) == {"refit", "refit-median"}
+    allr = err[(err.regime == "all") & (err.model == "refit")].set_index("scored_on")
     assert (allr.median_ape_pct < 2).all()  # the steps follow a linear law the fitted model can express
+    assert (err.median_ratio - 1).abs().max() < 0.02  # both fits: no noise, so no skew between mean and median
     assert abs(allr.loc["loads (held-out half)", "n"] - 200) <= 2  # half of the 400 load steps, per regime
 
 
@@ -346,13 +347,13 @@ def test_profile_step_form_default_fits_a_batch_quadratic_and_keeps_the_linear_f
     # the weighting (default relative-to-fit) is named, and every weighting's fit kept (the
     # notebook's `observed-weights` reading); a plan weighing otherwise fits the same steps so
     assert res["step_weighting"] == "relative-to-fit"
-    assert set(res["coefficients_by_weighting"]) == {"relative", "relative-to-fit", "absolute"}
+    assert set(res["coefficients_by_weighting"]) == {"relative", "relative-to-fit", "absolute", "median"}
     assert res["coefficients_by_weighting"]["relative-to-fit"] == res["coefficients"]
     rel = write_profile(tmp_path / "r", sweep, lone, 0.0, SweepPlan(fit_weighting="relative"), {}, {},
                         harness="in-process", wall_s=1.0, live_dir=tmp_path / "live")
     assert rel["step_weighting"] == "relative" and rel["coefficients"] == res["coefficients_by_weighting"]["relative"]
-    with pytest.raises(ValueError, match="fit_weighting='median': one of"):
-        SweepPlan(fit_weighting="median")
+    with pytest.raises(ValueError, match="fit_weighting='quantile': one of"):
+        SweepPlan(fit_weighting="quantile")
 
 
 def test_live_steps_on_the_cycle_clock_carry_the_gap_before_them_while_the_engine_had_work(tmp_path):

@@ -87,8 +87,10 @@ def test_fit_with_noise_is_close_and_nonnegative():
 def test_relative_to_fit_weighting_fits_the_mean_where_relative_fits_below_it():
     """Multiplicative noise skewed to slow steps (lognormal, mean 1): weighing each row's error by
     its measured time (``relative``) fits below the batch's mean step time; by the fit's own
-    prediction (``relative-to-fit``) fits the mean (total predicted time = total measured); without
-    noise all three weightings recover the truth; an unknown weighting is named."""
+    prediction (``relative-to-fit``) fits the mean (total predicted time = total measured); the
+    absolute relative error (``median``) fits the median step, exp(-sigma^2/2) of the mean, and
+    scores the lowest median error; without noise every weighting recovers the truth; an unknown
+    weighting is named."""
     truth = FittedStepTime(**TRUE)
     pt, pc, ds, dc = _shapes(4000, 3)
     rng = np.random.default_rng(4)
@@ -101,13 +103,18 @@ def test_relative_to_fit_weighting_fits_the_mean_where_relative_fits_below_it():
     total = lambda m: float(m.step_time(*X).sum() / mean.sum())  # noqa: E731
     assert total(rel) < 0.97  # E[1/y]/E[1/y^2]-weighted: below the mean by about sigma^2
     assert total(to_fit) == pytest.approx(1.0, abs=0.02) and to_fit.meta["weighting"] == "relative-to-fit"
+    med = fit(tab, weighting="median")
+    assert total(med) == pytest.approx(np.exp(-sigma**2 / 2), abs=0.02)
+    assert float(np.median(y / med.step_time(*X))) == pytest.approx(1.0, abs=0.02)
+    ape = lambda m: float(np.median(np.abs(m.step_time(*X) / y - 1)))  # noqa: E731
+    assert ape(med) < min(ape(rel), ape(to_fit))
     clean = _table(truth)
-    for w in ("relative", "relative-to-fit", "absolute"):
+    for w in ("relative", "relative-to-fit", "absolute", "median"):
         m = fit(clean, weighting=w)
         assert all(getattr(m, k) == pytest.approx(v, rel=1e-6) for k, v in TRUE.items()), w
     assert fit(tab, weighting="relative-to-fit").coefficients() == to_fit.coefficients()  # deterministic
     with pytest.raises(ValueError, match="weighting must be one of"):
-        fit(tab, weighting="median")
+        fit(tab, weighting="quantile")
 
 
 def _backends():

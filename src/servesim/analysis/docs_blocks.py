@@ -233,6 +233,15 @@ def engine_fidelity(metrics_file: Path) -> str:
         out.append(f"The step model weighs its steps {m['step_weighting']} (`servesim.perf.fitted.WEIGHTINGS`{how}); "
                    f"weighed over each step's measured time instead (the reading `observed-weights`, the fit until "
                    f"7 Dec) that worst error is {_pct(observed, False)}.")
+    held = "loads (held-out half)"
+    mean_ape, median_ape = (m.get(f"step_time_{k}_median_ape_pct[{held}]") for k in ("refit", "refit-median"))
+    ratio = m.get(f"step_time_refit_median_ratio[{held}]")
+    if mean_ape is not None and median_ape is not None and ratio is not None:
+        out.append(f"On the engine's own held-out steps (a refit on the other half of the load replays' steps) the step "
+                   f"model's median error is {mean_ape:.1f} % fitted for the mean step, as the simulator's is, and "
+                   f"{median_ape:.1f} % in the same form fitted for the median step (the form's own error; weighting "
+                   f"`median`): the median step ran {_pct(abs(ratio - 1.0), False)} {'below' if ratio < 1 else 'above'} "
+                   f"the mean fit" + (", the host's slow steps scattering further than its fast ones." if ratio < 1 else "."))
     speeds = [v for k, v in m.items() if k.startswith("speed_spread_") and v is not None and v == v]
     if speeds:
         out.append(f"The engine's own speed (its steps' measured over predicted time) differed between repeats of one "

@@ -90,7 +90,10 @@ class SweepPlan:
     #: context token under-identified, and the step model extrapolates it to every longer context
     #: (issue 33: on the paper-scale engine of 7 Dec the live fit's 0.72 us per decode context token
     #: became 1.0 us fitted with the long-prompt replays' steps, and it under-predicted the
-    #: long-prompt and long-output replays' steps by 5.2 and 5.6 % where the loads' were 1.0 %)
+    #: long-prompt and long-output replays' steps by 5.2 and 5.6 % where the loads' were 1.0 %).
+    #: Not yet the workflow's: with a quarter (paper scale, 7 Dec at 1c74e1a) long-prompt came within
+    #: 4.1 % (P50/P90 TTFT and E2E; 10.2 % without) but the form, stretched over both ranges, ran 5 %
+    #: under the loads' small batches and 9 % over the full ones of load 1.2 and long-output
     live_envelope: float = 0.0
     #: what a live step's time is (`servesim.engine.records.STEP_CLOCKS`): ``cycle`` (default; the
     #: step and the gap before it while the engine had work, as a request waits for them) or
