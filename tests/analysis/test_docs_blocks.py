@@ -217,3 +217,10 @@ def test_the_published_block_names_the_snapshots_commit_and_machine(tmp_path):
     text = page.read_text()
     assert "made at 0123456789 on 2026-12-05 on a 2-core x86_64 machine" in text
     assert "| TTFT P50 | +5.0 % (2.0 %) |" in text
+    # a figure re-drawn since (`servesim snapshot --figure`): the notebook's commit and the runs' both named
+    st = json.loads((part / "STAMP.json").read_text())
+    (part / "STAMP.json").write_text(json.dumps({**st, "remade": {"sim_vs_vllm": {
+        "commit": "fedcba9876543210" * 2 + "fedcba98", "published_utc": "2026-12-07T12:00:00Z"}}}))
+    assert docs_blocks.update(page, tmp_path) == ["engine-fidelity-published"]
+    assert ("made at fedcba9876 on 2026-12-07 from the runs made at 0123456789 on 2026-12-05 on a 2-core x86_64 "
+            "machine") in page.read_text()
