@@ -335,7 +335,7 @@ def test_profile_step_form_default_fits_a_batch_quadratic_and_keeps_the_linear_f
     lone = pd.DataFrame(columns=["prompt_tokens", "ttft_s", "engine_queue_s", "engine_prefill_s"])
     res = write_profile(tmp_path / "p", sweep, lone, 0.0, SweepPlan(), {}, {}, harness="in-process", wall_s=1.0,
                         live_dir=tmp_path / "live")
-    assert res["step_form"] == "quadratic-seqs" and set(res["coefficients_by_form"]) == {"linear", "quadratic-seqs"}
+    assert res["step_form"] == "quadratic-seqs" and set(res["coefficients_by_form"]) == {"linear", "quadratic-seqs", "quadratic-ctx"}
     assert res["coefficients"]["b_ds2"] == pytest.approx(2e-6, rel=1e-3)
     assert res["coefficients_by_form"]["quadratic-seqs"] == res["coefficients"]
     assert res["coefficients_by_form"]["linear"]["b_ds2"] == 0.0

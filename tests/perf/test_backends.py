@@ -70,6 +70,22 @@ def test_quadratic_seqs_form_recovers_its_term_and_zero_term_is_bit_identical():
         fit(tab, form="cubic")
 
 
+def test_quadratic_ctx_form_recovers_the_context_square_where_quadratic_seqs_cannot():
+    """``quadratic-ctx``: b_ds2 and c_dc2 (attention slowing as the batch's KV grows, issue 33)
+    recovered from a table that follows them; quadratic-seqs leaves c_dc2 out and misses; the
+    scalar and vector paths agree."""
+    truth = FittedStepTime(**TRUE, b_ds2=3e-6, c_dc2=2e-14)
+    tab = _table(truth)
+    m = fit(tab, form="quadratic-ctx")
+    assert m.c_dc2 == pytest.approx(2e-14, rel=1e-6) and m.b_ds2 == pytest.approx(3e-6, rel=1e-6)
+    seqs = fit(tab, form="quadratic-seqs")
+    assert seqs.c_dc2 == 0.0 and "c_dc2" not in seqs.meta["features"]
+    X = [tab[c].to_numpy(float) for c in M.AGGREGATES]
+    assert np.max(np.abs(m.step_time(*X) / tab.step_s - 1)) < 1e-9
+    assert np.max(np.abs(seqs.step_time(*X) / tab.step_s - 1)) > 0.01
+    assert [m.step_time(*(v[i] for v in X)) for i in range(20)] == list(m.step_time(*X)[:20])
+
+
 def test_fit_recovers_tp_communication_terms():
     base = dict(TRUE, k_tp_tok=4e-6, k_tp_step=1e-3)
     parts = [_table(FittedStepTime(**base, tp=tp), seed=tp, tp=tp) for tp in (1, 2, 4, 8)]

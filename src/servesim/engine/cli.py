@@ -440,7 +440,9 @@ def add_parser(subparsers) -> None:
                         "where slow steps scatter further than fast ones); absolute, in seconds")
     p.add_argument("--step-form", choices=list(FORMS), default="quadratic-seqs",
                    help="the step model's form (servesim.perf.fitted): quadratic-seqs adds a term in the square of "
-                        "the decoding sequences (the engine's per-sequence work grows with the batch); linear leaves it out")
+                        "the decoding sequences (the engine's per-sequence work grows with the batch); quadratic-ctx one in "
+                        "the square of their context sum as well (attention slowing as the batch's KV grows); linear "
+                        "leaves both out")
     from servesim.engine.records import STEP_CLOCKS
 
     p.add_argument("--step-clock", choices=list(STEP_CLOCKS), default="cycle",

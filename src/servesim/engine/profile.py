@@ -60,7 +60,8 @@ class SweepPlan:
     #: or "sweep" (the controlled batch shapes); both fits are in fit.json
     fit_on: str = "live"
     #: the step model's form (`servesim.perf.fitted.FORMS`), both fits: ``quadratic-seqs`` (default;
-    #: the engine's per-sequence work grows with the batch) or ``linear``
+    #: the engine's per-sequence work grows with the batch), ``quadratic-ctx`` (and the context sum's
+    #: square: attention slowing as the batch's KV grows) or ``linear``
     step_form: str = "quadratic-seqs"
     #: how the step model weighs the steps it is fitted on (`servesim.perf.fitted.WEIGHTINGS`, every
     #: fit of fit.json): ``relative-to-fit`` (default since 7 Dec: the batch's mean step time, the

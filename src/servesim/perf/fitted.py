@@ -7,7 +7,10 @@
 step is one forward pass). The form ``quadratic-seqs`` (`FORMS`) adds b_ds2*decode_seqs^2 to both:
 a serving engine's per-sequence work that grows with the batch (issue 33: vLLM 0.32 on a CPU core
 ran decode steps of 24-32 sequences 17 % over the linear fit made on its own steps, and those of
-1 sequence 5 % over, 4-8 sequences 3 % under; with the term every batch size was within 5 %).
+1 sequence 5 % over, 4-8 sequences 3 % under; with the term every batch size was within 5 %). The
+form ``quadratic-ctx`` adds c_dc2*decode_ctx^2 as well: attention whose cost per context token grows
+with the KV the batch holds (issue 33: on the paper-scale engine of 7 Dec a fit over contexts to
+max_model_len ran 5 % under small batches and 9 % over full ones without it).
 Communication terms for tensor parallelism (ring all-reduce volume
 factor f_tp = 2(tp-1)/tp) and pipeline parallelism (f_pp = pp-1) scale per-token and per-step
 costs; they are fitted only when the table spans several tp / pp values, and folded into the
@@ -24,11 +27,12 @@ import pandas as pd
 from .base import StepTimeModel
 from .measurements import AGGREGATES, MeasurementError
 
-BASE_COEFS = ("a_p", "a_d", "b_pt", "c_pc", "b_ds", "c_dc", "b_ds2")
+BASE_COEFS = ("a_p", "a_d", "b_pt", "c_pc", "b_ds", "c_dc", "b_ds2", "c_dc2")
 COMM_COEFS = ("k_tp_tok", "k_tp_step", "k_pp_tok", "k_pp_step")
 COEFS = BASE_COEFS + COMM_COEFS
-#: the fitted forms: ``linear`` (the six terms above) or ``quadratic-seqs`` (with b_ds2)
-FORMS = ("linear", "quadratic-seqs")
+#: the fitted forms: ``linear`` (the six terms above), ``quadratic-seqs`` (with b_ds2) or
+#: ``quadratic-ctx`` (with b_ds2 and c_dc2)
+FORMS = ("linear", "quadratic-seqs", "quadratic-ctx")
 #: how `fit` weighs the rows: ``relative`` (each row's error over its measured time: squared
 #: relative error, the MAPE we report), ``relative-to-fit`` (each row's error over the fit's own
 #: prediction, iterated to a fixed point: relative weights that do not favour the rows whose noise
@@ -64,6 +68,7 @@ class FittedStepTime(StepTimeModel):
     b_ds: float = 0.0
     c_dc: float = 0.0
     b_ds2: float = 0.0
+    c_dc2: float = 0.0
     k_tp_tok: float = 0.0
     k_tp_step: float = 0.0
     k_pp_tok: float = 0.0
@@ -78,8 +83,9 @@ class FittedStepTime(StepTimeModel):
         step = self.k_tp_step * ft + self.k_pp_step * fp
         tok = self.k_tp_tok * ft + self.k_pp_tok * fp
         # effective coefficients for this replica; the hot path reads only these
-        self._e = (self.a_p + step, self.a_d + step, self.b_pt + tok, self.c_pc, self.b_ds + tok, self.c_dc, self.b_ds2)
-        ap, ad, bpt, cpc, bds, cdc, bds2 = self._e
+        self._e = (self.a_p + step, self.a_d + step, self.b_pt + tok, self.c_pc, self.b_ds + tok, self.c_dc, self.b_ds2,
+                   self.c_dc2)
+        ap, ad, bpt, cpc, bds, cdc, bds2, cdc2 = self._e
         vector = FittedStepTime.step_time.__get__(self)
         ndarray = np.ndarray
 
@@ -93,9 +99,9 @@ class FittedStepTime(StepTimeModel):
                 a = ad
             else:
                 return 0.0
-            ds = float(decode_seqs)
-            return float(a + bpt * float(prefill_tokens) + cpc * float(prefill_ctx) + bds * ds + cdc * float(decode_ctx)
-                         + bds2 * (ds * ds))
+            ds, dc = float(decode_seqs), float(decode_ctx)
+            return float(a + bpt * float(prefill_tokens) + cpc * float(prefill_ctx) + bds * ds + cdc * dc
+                         + bds2 * (ds * ds) + cdc2 * (dc * dc))
 
         self.step_time = step_time
 
@@ -106,13 +112,14 @@ class FittedStepTime(StepTimeModel):
         return FittedStepTime(**self.coefficients(), tp=tp, pp=pp, name=self.name, meta=dict(self.meta))
 
     def step_time(self, prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
-        ap, ad, bpt, cpc, bds, cdc, bds2 = self._e
+        ap, ad, bpt, cpc, bds, cdc, bds2, cdc2 = self._e
         if type(prefill_tokens) is np.ndarray or type(decode_seqs) is np.ndarray:
             pt = np.asarray(prefill_tokens, dtype=float)
             ds = np.asarray(decode_seqs, dtype=float)
+            dc = np.asarray(decode_ctx, float)
             a = np.where(pt > 0, ap, np.where(ds > 0, ad, 0.0))
-            t = a + bpt * pt + cpc * np.asarray(prefill_ctx, float) + bds * ds + cdc * np.asarray(decode_ctx, float) \
-                + bds2 * (ds * ds)
+            t = a + bpt * pt + cpc * np.asarray(prefill_ctx, float) + bds * ds + cdc * dc \
+                + bds2 * (ds * ds) + cdc2 * (dc * dc)
             return np.where((pt > 0) | (ds > 0), t, 0.0)
         # scalar fast path: the same operations in the same order as above (bit-identical)
         if prefill_tokens > 0:
@@ -121,9 +128,9 @@ class FittedStepTime(StepTimeModel):
             a = ad
         else:
             return 0.0
-        ds = float(decode_seqs)
-        return float(a + bpt * float(prefill_tokens) + cpc * float(prefill_ctx) + bds * ds + cdc * float(decode_ctx)
-                     + bds2 * (ds * ds))
+        ds, dc = float(decode_seqs), float(decode_ctx)
+        return float(a + bpt * float(prefill_tokens) + cpc * float(prefill_ctx) + bds * ds + cdc * dc
+                     + bds2 * (ds * ds) + cdc2 * (dc * dc))
 
 
 def design(df: pd.DataFrame, form: str = "linear") -> tuple[np.ndarray, list[str]]:
@@ -134,8 +141,10 @@ def design(df: pd.DataFrame, form: str = "linear") -> tuple[np.ndarray, list[str
     P = (pt > 0).astype(float)
     D = ((pt == 0) & (ds > 0)).astype(float)
     cols = {"a_p": P, "a_d": D, "b_pt": pt, "c_pc": pc, "b_ds": ds, "c_dc": dc}
-    if form == "quadratic-seqs":
+    if form in ("quadratic-seqs", "quadratic-ctx"):
         cols["b_ds2"] = ds * ds
+    if form == "quadratic-ctx":
+        cols["c_dc2"] = dc * dc
     tok, step = pt + ds, np.ones(len(df))
     for col, fn, pre in (("tp", tp_factor, "k_tp"), ("pp", lambda v: v - 1.0, "k_pp")):
         if col in df.columns and df[col].nunique() > 1:
@@ -158,7 +167,7 @@ def fit(df: pd.DataFrame, weighting: str = "relative", tp: int | None = None, pp
     ``"median"`` minimises the sum of absolute log errors (the median step time, reweighted
     from the relative fit until the predictions hold or the iterations run out).
     The returned model is for ``tp``/``pp`` (default: the table's value when it has a single one).
-    ``form``: `FORMS` (``quadratic-seqs`` adds the b_ds2 term).
+    ``form``: `FORMS` (``quadratic-seqs`` adds the b_ds2 term, ``quadratic-ctx`` b_ds2 and c_dc2).
     """
     if len(df) == 0:
         raise MeasurementError("cannot fit a step-time model to an empty table")
