@@ -329,11 +329,9 @@ def _cmd_calibrate(a) -> int:
         raise InputError(f"--live-envelope {a.live_envelope}: a share in [0, 1) of the live profile's requests "
                          "(--live-requests)")
     if a.live_envelope:
-        import numpy as np
-
-        from servesim.engine.profile import envelope_lengths
+        from servesim.engine.profile import envelope_range
         try:  # before an engine runs for minutes
-            envelope_lengths(0, np.random.default_rng(0), max_model_len=a.max_model_len)
+            envelope_range(max_model_len=a.max_model_len)
         except ValueError as e:
             raise InputError(f"--live-envelope {a.live_envelope} with --max-model-len {a.max_model_len}: {e}") from None
     live = dict(live_requests=a.live_requests, fit_on=a.fit_on, step_form=a.step_form, fit_weighting=a.fit_weighting,

@@ -323,16 +323,23 @@ def ramp_arrivals(n: int, r0: float, r1: float, rng) -> np.ndarray:
 LIVE_SEED, LIVE_LOADS = 0x11FE, (0.3, 1.2)
 
 
+def envelope_range(prompt_range=(16, 512), output_range=(8, 128), max_model_len: int = 2048) -> tuple[int, int]:
+    """The total lengths (prompt + output) `envelope_lengths` draws from: the mix's longest to
+    max_model_len - 1 (a clear error where that leaves none)."""
+    lo, hi = prompt_range[1] + output_range[1], int(max_model_len) - 1
+    if hi < lo:
+        raise ValueError(f"envelope_lengths: max_model_len {max_model_len} leaves no room beyond the mix's "
+                         f"longest request ({lo} tokens)")
+    return lo, hi
+
+
 def envelope_lengths(n: int, rng, prompt_range=(16, 512), output_range=(8, 128),
                      max_model_len: int = 2048) -> tuple[np.ndarray, np.ndarray]:
     """(prompts, outputs) of ``n`` requests over the engine's context envelope beyond the mix: a
     total length uniform from the mix's longest (prompt_range[1] + output_range[1]) to
     max_model_len - 1, split at a uniform share between prompt and output (each at least its
     range's shortest), so the contexts past the mix are profiled in prefill and in decode alike."""
-    lo, hi = prompt_range[1] + output_range[1], int(max_model_len) - 1
-    if hi < lo:
-        raise ValueError(f"envelope_lengths: max_model_len {max_model_len} leaves no room beyond the mix's "
-                         f"longest request ({lo} tokens)")
+    lo, hi = envelope_range(prompt_range, output_range, max_model_len)
     total = rng.integers(lo, hi + 1, n)
     prompt = np.clip(np.rint(rng.random(n) * total).astype(np.int64), prompt_range[0], total - output_range[0])
     return prompt, total - prompt
@@ -353,7 +360,7 @@ def live_workload(n_requests: int, capacity_req_s: float, seed: int = 0, prompt_
     scale = 1.0
     if k:
         mix = (sum(prompt_range) + sum(output_range)) / 2.0
-        env = (prompt_range[1] + output_range[1] + int(max_model_len) - 1) / 2.0
+        env = sum(envelope_range(prompt_range, output_range, max_model_len)) / 2.0
         scale = mix / ((1.0 - k / n) * mix + k / n * env)
     t = ramp_arrivals(n, *(x * capacity_req_s * scale for x in LIVE_LOADS), arr_rng)
     wl = request_mix(n, int(len_rng.integers(2**31)), prompt_range, output_range, arrival_s=t - t[0])

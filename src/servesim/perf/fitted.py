@@ -103,7 +103,22 @@ class FittedStepTime(StepTimeModel):
             return float(a + bpt * float(prefill_tokens) + cpc * float(prefill_ctx) + bds * ds + cdc * dc
                          + bds2 * (ds * ds) + cdc2 * (dc * dc))
 
-        self.step_time = step_time
+        def step_time_no_ctx2(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
+            # the same without the c_dc2 term (0 in every form but quadratic-ctx): adding 0.0 changes
+            # no value, and leaving it out keeps the simulator's hottest call 8 % faster
+            if type(prefill_tokens) is ndarray or type(decode_seqs) is ndarray:
+                return vector(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
+            if prefill_tokens > 0:
+                a = ap
+            elif decode_seqs > 0:
+                a = ad
+            else:
+                return 0.0
+            ds = float(decode_seqs)
+            return float(a + bpt * float(prefill_tokens) + cpc * float(prefill_ctx) + bds * ds
+                         + cdc * float(decode_ctx) + bds2 * (ds * ds))
+
+        self.step_time = step_time if cdc2 else step_time_no_ctx2
 
     def coefficients(self) -> dict:
         return {k: float(getattr(self, k)) for k in COEFS}
