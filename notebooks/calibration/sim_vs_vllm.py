@@ -476,6 +476,38 @@ sim_capacity = summarize(sim_burst)["all"]["request_throughput_per_s"]  # all ar
 cap_err = sim_capacity / fit["capacity_req_s"] - 1.0
 pd.Series({"engine_req_s": fit["capacity_req_s"], "sim_req_s": sim_capacity, "rel_err": cap_err})
 
+# %% [markdown]
+# How loaded each held-out shape was: its arrival rate over the capacity its load is a fraction of.
+# A long shape's lengths are not the mix's, so the mix's capacity does not say it: on the basis
+# `capacity` (`servesim.engine.heldout.LOAD_BASES`, the calibration's default since 8 Dec) each long
+# shape's own capacity was measured on the engine by a burst of its lengths, as the mix's was; on
+# `tokens` (fits before it) its rate kept half the mix capacity's token rate. Beside them, the
+# capacity the fitted model gives a burst of the shape's lengths (`sim`): where the engine did not
+# measure a shape, that is the only reading of how loaded it was.
+
+# %%
+from servesim.engine.heldout import LONG_SHAPES, shape_ranges
+
+shape_basis = fit.get("shape_load_basis", "tokens")  # fits before 8 Dec: the long shapes on the token basis
+shape_rows = {}
+for name in shapes:
+    wl_file = base / "workloads" / f"{name}.parquet"
+    if not wl_file.exists():
+        continue
+    t = pd.read_parquet(wl_file, columns=["arrival_s"]).arrival_s
+    rate = (len(t) - 1) / float(t.max() - t.min())
+    ranges = shape_ranges(name, tuple(fit["prompt_range"]), tuple(fit["output_range"]), cfg.max_model_len)
+    own = ((fit.get("shape_capacity") or {}).get(name, {}).get("capacity_req_s") if name in LONG_SHAPES
+           else fit["capacity_req_s"])
+    sim_own = summarize(simulate(request_mix(int(fit["capacity_requests"]), int(fit["plan"]["seed"]) + 1, *ranges),
+                                 model, cfg, int(fit["kv_blocks"]), overhead if frontend_overhead else 0.0)
+                        )["all"]["request_throughput_per_s"]
+    shape_rows[name] = {"rate_req_s": rate, "capacity_req_s": own if own is not None else np.nan,
+                        "load": rate / own if own else np.nan, "sim_capacity_req_s": sim_own, "load_sim": rate / sim_own}
+shape_load = pd.DataFrame(shape_rows).T
+display(pd.Series({"shape_load_basis": shape_basis}).to_frame("value"))
+shape_load.round(3)
+
 # %%
 fig = plt.figure(figsize=(11, 10.2 if shapes else 6.8))
 gs = fig.add_gridspec(3 if shapes else 2, 3)
@@ -633,6 +665,10 @@ if probes.replay_speed.notna().any():
     metrics["replay_speed_min"] = float(probes.replay_speed.min())
     metrics["replay_speed_max"] = float(probes.replay_speed.max())
 metrics["live_placement"] = placement
+metrics["shape_load_basis"] = shape_basis if shapes else None
+for name, r in shape_load.iterrows():  # how loaded each held-out shape ran (its capacity measured, and the fit's)
+    for key in ("rate_req_s", "capacity_req_s", "load", "sim_capacity_req_s", "load_sim"):
+        metrics[f"shape_{key}[{name}]"] = float(r[key]) if np.isfinite(r[key]) else None
 # every reading besides the profile's, by its metrics prefix (one list: a new reading is added here)
 readings = {"steps": steps_cmp, "speed_matched": speed_cmp, "probe_matched": probe_cmp, "linear": linear_cmp,
             "no_gaps": no_gaps_cmp, "observed_weights": observed_cmp}

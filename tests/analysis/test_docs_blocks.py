@@ -122,6 +122,13 @@ def test_engine_fidelity_table_errors_with_spreads_and_the_verdict(tmp_path):
     assert "each of 1 loads and shapes): the same batch as the engine at 25.0 %" in text2
     assert text2.splitlines()[-1] == ("Held-out shapes (bursty, long prompts, long outputs, a ramp through saturation), "
                                       "the worst P50/P90 TTFT and E2E and P50 TBT error: as profiled 43.0 %; steps 6.1 %.")
+    # each shape's load: measured where the engine measured its capacity, the fitted model's where not
+    m.write_text(json.dumps({**d, "shapes_max_abs_rel_err_p50_p90_ttft_e2e_tbt": 0.43, "shape_load_basis": "capacity",
+                             "shape_load[bursty]": 0.526, "shape_load_sim[bursty]": 0.537,
+                             "shape_load[long-output]": None, "shape_load_sim[long-output]": 1.131}))
+    assert docs_blocks.engine_fidelity(m).splitlines()[-1] == (
+        "The shapes' loads (arrival rate over the capacity of their own lengths, long shapes on the basis `capacity`; "
+        "measured on the engine, or the fitted model's where not): bursty 0.53; long-output 1.13 (model).")
     assert "scatter" not in text
     m.write_text(json.dumps({**d, "step_time_noise_floor_median_pct": 7.94}))
     assert "held-out MAPE 6.5 % (steps of one shape scatter by a median 7.9 % on their own);" in docs_blocks.engine_fidelity(m)

@@ -424,7 +424,8 @@ def test_heldout_shapes_are_what_they_say(tmp_path):
     first, last = (t < 0.1 * T).sum() / (0.1 * T), (t > 0.9 * T).sum() / (0.1 * T)
     lo, hi = (x * cap for x in RAMP_LOADS)
     assert first == pytest.approx(lo + 0.05 * (hi - lo), rel=0.2) and last == pytest.approx(hi - 0.05 * (hi - lo), rel=0.2)
-    # long shapes: the lengths moved past the mix's longest; the token load kept at half of capacity's
+    # long shapes: the lengths moved past the mix's longest; a fit without shape_load_basis (every
+    # fit before 8 Dec) reads `tokens`: the token load kept at half of the mix capacity's
     lp, lo_ = got["long-prompt"], got["long-output"]
     assert lp.prompt_tokens.between(512, 1536).all() and lp.output_tokens.between(8, 128).all()
     assert lo_.output_tokens.between(128, 512).all() and lo_.prompt_tokens.between(16, 512).all()
@@ -438,6 +439,55 @@ def test_heldout_shapes_are_what_they_say(tmp_path):
     assert (tight.prompt_tokens + tight.output_tokens <= 1024).all() and tight.prompt_tokens.max() > 512
     with pytest.raises(ValueError, match="unknown held-out shape 'spiky'"):
         heldout_shape(fit, "spiky", 10)
+
+
+def test_long_shapes_load_a_fraction_of_their_own_measured_capacity(tmp_path):
+    """On shape_load_basis `capacity` a long shape arrives at LONG_LOAD x its own capacity (fit.json's
+    shape_capacity, measured by a burst of its lengths), its lengths as on `tokens`; the other shapes
+    keep the mix's capacity. The fields are what `shape_load_fields` measures: one burst per long
+    shape, of that shape's lengths. A fit naming the basis without the measurement is refused."""
+    from servesim.engine.heldout import LONG_LOAD, LONG_SHAPES, heldout_shape, shape_load_fields, shape_ranges
+    from servesim.errors import InputError
+
+    mix = {"prompt_range": [16, 512], "output_range": [8, 128]}
+    asked = []
+
+    def measure(prompt_range, output_range):
+        asked.append((prompt_range, output_range))
+        return {"capacity_req_s": {(16, 512): 3.0, (512, 1536): 4.0}[tuple(prompt_range)], "capacity_requests": 9}
+
+    fields = shape_load_fields(["bursty", "long-output", "long-prompt"], "capacity", mix, 2048, measure)
+    assert asked == [((16, 512), (128, 512)), ((512, 1536), (8, 128))]  # only the long shapes, their own lengths
+    assert asked == [shape_ranges(n, (16, 512), (8, 128), 2048) for n in ("long-output", "long-prompt")]
+    assert fields == {"shape_load_basis": "capacity", "shape_capacity": {"long-output": measure(*asked[0]),
+                                                                           "long-prompt": measure(*asked[1])}}
+    assert shape_load_fields(["long-output"], "tokens", mix, 2048, None) == {"shape_load_basis": "tokens"}
+    with pytest.raises(ValueError, match="shape_load_basis='work'"):
+        shape_load_fields([], "work", mix, 2048, measure)
+    assert LONG_SHAPES == ("long-prompt", "long-output")
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    for d in (old, new):
+        d.mkdir()
+    fit_old = _shape_fit(old)
+    fit_new = _shape_fit(new)
+    fit = json.loads(fit_new.read_text())
+    (new / "fit.json").write_text(json.dumps({**fit, **fields}))
+    n = 3000
+    for name, own in (("long-output", 3.0), ("long-prompt", 4.0)):
+        a, b = heldout_shape(fit_new, name, n), heldout_shape(fit_old, name, n)
+        pd.testing.assert_frame_equal(a.drop(columns="arrival_s"), b.drop(columns="arrival_s"))
+        assert (n - 1) / a.arrival_s.iloc[-1] == pytest.approx(LONG_LOAD * own, rel=0.06)
+        assert not np.isclose((n - 1) / b.arrival_s.iloc[-1], LONG_LOAD * own, rtol=0.2)
+    for name in ("bursty", "ramp"):  # the mix's shapes: the mix's capacity on either basis
+        pd.testing.assert_frame_equal(heldout_shape(fit_new, name, 50), heldout_shape(fit_old, name, 50))
+    (new / "fit.json").write_text(json.dumps({**fit, "shape_load_basis": "capacity",
+                                              "shape_capacity": {"long-prompt": {"capacity_req_s": 4.0}}}))
+    with pytest.raises(InputError, match=r"shape_capacity\['long-output'\].capacity_req_s"):
+        heldout_shape(fit_new, "long-output", 10)
+    (new / "fit.json").write_text(json.dumps({**fit, "shape_load_basis": "work"}))
+    with pytest.raises(InputError, match="shape_load_basis='work'"):
+        heldout_shape(fit_new, "long-output", 10)
 
 
 def test_shapes_take_their_own_request_count(tmp_path):

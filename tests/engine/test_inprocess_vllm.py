@@ -128,7 +128,7 @@ def test_in_process_calibration_profiles_and_replays_on_one_engine_start(tmp_pat
     completed by the parent, and no case's scratch workload is left behind."""
     import json
 
-    from servesim.engine.calibration import run_calibration
+    from servesim.engine.calibration import heldout_shape, run_calibration
     from servesim.engine.client import ReplayOptions
     from servesim.engine.profile import SweepPlan
     from servesim.engine.server import EngineConfig
@@ -142,14 +142,21 @@ def test_in_process_calibration_profiles_and_replays_on_one_engine_start(tmp_pat
                      mixed_batches=(4,), repeats=1, capacity_requests=8, probe_requests=3, live_requests=9,
                      live_slices=3, live_placement="spread")
     out = tmp_path / "cal"
-    res = run_calibration(model, out, cfg, plan=plan, loads=(0.5,), shapes=("bursty",), n_requests=5,
+    res = run_calibration(model, out, cfg, plan=plan, loads=(0.5,), shapes=("long-output",), n_requests=5,
                           shape_requests=4, replay_repeats=2, replay_mode="in-process",
                           opts=ReplayOptions(vocab_size=512, first_token_id=3))
     log = (out / "engine_profile.log").read_text(errors="replace")
     assert log.count("Initializing a V1 LLM engine") == 1  # one start for the profile and the replays
     fit = json.loads((out / "profile" / "fit.json").read_text())
-    assert sorted(res["replays"], key=str) == [0.5, "bursty"]
-    for key, label, n in ((0.5, "load0.5", 5), ("bursty", "bursty", 4)):
+    assert sorted(res["replays"], key=str) == [0.5, "long-output"]
+    # long-output's own capacity, measured after the mix's by a burst of its lengths, sets its rate
+    own = fit["shape_capacity"]["long-output"]
+    assert fit["shape_load_basis"] == "capacity" and list(fit["shape_capacity"]) == ["long-output"]
+    assert own["capacity_finished"] == own["capacity_requests"] == 8 and own["output_range"] == [128, 511]
+    assert 0 < own["capacity_req_s"] < fit["capacity_req_s"]
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "workloads" / "long-output.parquet"),
+                                  heldout_shape(out / "profile" / "fit.json", "long-output", 4))
+    for key, label, n in ((0.5, "load0.5", 5), ("long-output", "long-output", 4)):
         assert [s["repeat"] for s in res["replays"][key]] == [0, 1]
         assert len(pd.read_parquet(out / "workloads" / f"{label}.parquet")) == n
         for d in (out / "replay" / label, out / "replay" / f"{label}.rep1"):
@@ -159,7 +166,7 @@ def test_in_process_calibration_profiles_and_replays_on_one_engine_start(tmp_pat
     # a speed probe before and after every replay, the one between two replays shared by both; the
     # replays ran in rounds (every case once, then again)
     probes = [json.loads((out / "replay" / d / "summary.json").read_text())["speed_probe"]
-              for d in ("load0.5", "bursty", "load0.5.rep1", "bursty.rep1")]
+              for d in ("load0.5", "long-output", "load0.5.rep1", "long-output.rep1")]
     assert all(p["before"]["steps"] == p["after"]["steps"] > 0 for p in probes)
     # the live profile spread (`slice_positions`: 3 slices among 4 replays at 0, 2, 4): the first
     # before the replays, the second between the two rounds, the third after the last replay, each

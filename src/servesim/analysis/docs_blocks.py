@@ -263,6 +263,13 @@ def engine_fidelity(metrics_file: Path) -> str:
         out.append("Held-out shapes (bursty, long prompts, long outputs, a ramp through saturation), the worst P50/P90 "
                    "TTFT and E2E and P50 TBT error: " + "; ".join(f"{n} {_pct(v, False)}" for n, v in shape_errs
                                                                   if v is not None) + ".")
+        names = [k[len("shape_load_sim["):-1] for k in m if k.startswith("shape_load_sim[")]
+        loaded = [(n, m.get(f"shape_load[{n}]"), m.get(f"shape_load_sim[{n}]")) for n in names]
+        if any(v is not None or w is not None for _, v, w in loaded):
+            out.append(f"The shapes' loads (arrival rate over the capacity of their own lengths, long shapes on the basis "
+                       f"`{m.get('shape_load_basis') or 'tokens'}`; measured on the engine, or the fitted model's where not): "
+                       + "; ".join(f"{n} {v:.2f}" if v is not None else f"{n} {w:.2f} (model)"
+                                   for n, v, w in loaded if v is not None or w is not None) + ".")
     worst = max(((x, k) for x in loads if float(x) < 1.0 for k in ("ttft_p50", "ttft_p90", "e2e_p50", "e2e_p90")
                  if m.get(f"{k}_rel_err_load{x}") is not None), key=lambda c: abs(m[f"{c[1]}_rel_err_load{c[0]}"]),
                 default=None)

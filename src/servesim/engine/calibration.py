@@ -17,8 +17,8 @@ import pandas as pd
 
 # the held-out workloads live in .heldout (the in-process child builds them too); named here as before
 from servesim.engine.heldout import (  # noqa: F401
-    BURSTY_CV, BURSTY_LOAD, HELDOUT_SEED, LONG_LOAD, RAMP_LOADS, SHAPES, check_shape, heldout_shape,
-    heldout_workload, replay_name, replay_runs, write_cases,
+    BURSTY_CV, BURSTY_LOAD, HELDOUT_SEED, LOAD_BASES, LONG_LOAD, LONG_SHAPES, RAMP_LOADS, SHAPES, check_load_basis,
+    check_shape, heldout_shape, heldout_workload, replay_name, replay_runs, shape_load_fields, write_cases,
 )
 
 #: how the held-out workloads are replayed: over HTTP on the profiled server, or in process (issue 33)
@@ -29,9 +29,13 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
                     max_duration_s: float = 1800.0, replay_repeats: int = 1,
                     max_send_lag_p99_s: float | None = None, lag_retries: int = 1, shapes=(),
                     replay_mode: str = "http", cpus: list[int] | None = None, clock: str = "wall",
-                    shape_requests: int | None = None, frontend_scale: float = 0.0) -> dict:
+                    shape_requests: int | None = None, frontend_scale: float = 0.0,
+                    shape_load_basis: str = "capacity") -> dict:
     """Profile, then replay held-out workloads at each load (``n_requests`` each) and each held-out
     shape (`SHAPES`; ``shape_requests`` each, default ``n_requests``), on ONE server start.
+    ``shape_load_basis`` (`LOAD_BASES`): what the long shapes' load is a fraction of; on
+    ``capacity`` each long shape's own capacity is measured after the mix's, by a burst of the same
+    size of its lengths (fit.json's ``shape_capacity``).
 
     Writes ``profile/`` (steps.csv, fit.json, ...), ``workloads/load{x}.parquet`` (and
     ``workloads/{shape}.parquet``) and ``replay/load{x}/`` (``replay/{shape}/``; each with
@@ -78,6 +82,7 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
     check_clock(clock, cpus, replay_mode == "in-process")
     for name in shapes:  # before a server starts
         check_shape(name)
+    check_load_basis(shape_load_basis)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plan = plan or SweepPlan(seed=seed)
@@ -93,7 +98,8 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
 
         shutil.rmtree(out / "replay", ignore_errors=True)
         heldout = {"root": str(out), "loads": list(loads), "shapes": list(shapes), "n_requests": n_requests, "seed": seed,
-                   "shape_requests": shape_requests, "repeats": replay_repeats}
+                   "shape_requests": shape_requests, "repeats": replay_repeats,
+                   "shape_load_basis": shape_load_basis}
         n_runs = len(replay_runs(out, loads, shapes, replay_repeats))
         log = out / "engine_profile.log"
         # one engine: the profile, then every held-out replay (their workloads drawn from its fit)
@@ -102,12 +108,13 @@ def run_calibration(model: str | Path | None, out_dir: str | Path, config, *, ur
         return {"fit": fit, "replays": _collect_in_process(out, loads, shapes, replay_repeats, model, config, fit, log)}
     return _calibrate_http(out, model, url, config, plan, opts, meta, loads=loads, shapes=shapes, n_requests=n_requests,
                            shape_requests=shape_requests, seed=seed, replay_repeats=replay_repeats, max_send_lag_p99_s=max_send_lag_p99_s,
-                           lag_retries=lag_retries, start_timeout_s=start_timeout_s, frontend_scale=frontend_scale)
+                           lag_retries=lag_retries, start_timeout_s=start_timeout_s, frontend_scale=frontend_scale,
+                           shape_load_basis=shape_load_basis)
 
 
 def _calibrate_http(out: Path, model, url, config, plan, opts, meta: dict, *, loads, shapes, n_requests: int,
                     shape_requests: int | None, seed: int, replay_repeats: int, max_send_lag_p99_s, lag_retries: int,
-                    start_timeout_s: float, frontend_scale: float = 0.0) -> dict:
+                    start_timeout_s: float, frontend_scale: float = 0.0, shape_load_basis: str = "capacity") -> dict:
     """`run_calibration` through HTTP (the GPU nodes' harness): one server start (or the running
     server at ``url``), its profile (the server started once more if it is lost mid-profile), then
     every case replayed by the client, a lagged replay moved to ``replay/rejected/`` and run again."""
@@ -149,6 +156,11 @@ def _calibrate_http(out: Path, model, url, config, plan, opts, meta: dict, *, lo
                 url = srv.url
                 meta.update(kv_blocks=srv.kv_blocks, kv_tokens=srv.kv_tokens, startup_s=srv.startup_s,
                             server_restarts=attempt + 1, server_restart_reason=f"lost mid-profile: {reason}")
+        if shapes and plan.capacity_requests:  # the held-out shapes' own capacities (`LOAD_BASES`)
+            fit.update(shape_load_fields(
+                shapes, shape_load_basis, fit, config.max_model_len,
+                lambda p, o: measure_capacity(url, plan.capacity_requests, opts, plan.seed + 1, p, o)))
+            (out / "profile" / "fit.json").write_text(json.dumps(fit, indent=1, default=str) + "\n")
         # replays of an earlier run in this folder (more repeats, other shapes) would be read as this
         # run's: every replay below is run anew, so the old ones go
         shutil.rmtree(out / "replay", ignore_errors=True)

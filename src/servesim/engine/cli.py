@@ -352,7 +352,7 @@ def _cmd_calibrate(a) -> int:
                               max_duration_s=a.max_duration, replay_repeats=a.replay_repeats,
                               max_send_lag_p99_s=a.max_send_lag_p99, lag_retries=a.lag_retries, shapes=a.shapes,
                               replay_mode=a.replay_mode, cpus=cpus, clock=a.clock, shape_requests=a.shape_requests,
-                              frontend_scale=a.frontend_scale)
+                              frontend_scale=a.frontend_scale, shape_load_basis=a.shape_load_basis)
     reps = [s for runs in res["replays"].values() for s in runs]
     print(json.dumps({"capacity_req_s": res["fit"]["capacity_req_s"], "kv_blocks": res["fit"].get("kv_blocks"),
                       "partial": {str(x): [s["partial"] for s in runs] for x, runs in res["replays"].items()},
@@ -362,7 +362,7 @@ def _cmd_calibrate(a) -> int:
 
 def add_parser(subparsers) -> None:
     """Register the engine subcommands on ``servesim``'s subparsers."""
-    from servesim.engine.calibration import SHAPES
+    from servesim.engine.calibration import LOAD_BASES, SHAPES
 
     p = subparsers.add_parser("make-tiny-model", help="build a random-weight Llama model + tokenizer locally")
     p.add_argument("dir")
@@ -382,6 +382,11 @@ def add_parser(subparsers) -> None:
                         "loads' request rate, so a replay of -n of them lasts several times a load's")
     p.add_argument("--shapes", nargs="*", default=[], metavar="SHAPE", choices=sorted(SHAPES),
                    help="held-out shapes replayed after the loads: " + "; ".join(f"{k}: {v}" for k, v in SHAPES.items()))
+    p.add_argument("--shape-load-basis", default="capacity", choices=LOAD_BASES,
+                   help="what the long shapes' load is a fraction of: capacity (default), each one's own "
+                        "saturation throughput, measured after the mix's by a burst of its lengths; tokens, the "
+                        "mix capacity's prompt + output token rate (the reading until 8 Dec: long-output ran at "
+                        "about its own capacity)")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--capacity-requests", type=int, default=96)
     p.add_argument("--tiny", action="store_true", help="a minimal sweep (pipeline tests)")

@@ -57,15 +57,39 @@ def heldout_workload(fit_json: str | Path, load: float, n_requests: int, seed: i
 
 
 #: held-out shapes: name -> what it is (the generator is `heldout_shape`). Rates are set from the
-#: profile's measured capacity on its mix; the long shapes keep the offered *token* load (prompt +
-#: output tokens per second) at the stated fraction of the mix's at capacity.
+#: profile's measured capacity: the mix's, or for a long shape (`LONG_SHAPES`) its own (`LOAD_BASES`).
 SHAPES = {
     "bursty": "the mix, renewal arrivals with Gamma inter-arrival times of CV 2 at 0.6 x capacity",
-    "long-prompt": "prompts 1-3 x the mix's longest (capped by max_model_len), the mix's outputs; 0.5 x capacity's token load",
-    "long-output": "the mix's prompts, outputs 1-4 x the mix's longest (capped by max_model_len); 0.5 x capacity's token load",
+    "long-prompt": "prompts 1-3 x the mix's longest (capped by max_model_len), the mix's outputs; 0.5 x its own capacity",
+    "long-output": "the mix's prompts, outputs 1-4 x the mix's longest (capped by max_model_len); 0.5 x its own capacity",
     "ramp": "the mix, Poisson arrivals whose rate rises linearly from 0.3 to 1.2 x capacity (through saturation)",
 }
 BURSTY_CV, BURSTY_LOAD, LONG_LOAD, RAMP_LOADS = 2.0, 0.6, 0.5, (0.3, 1.2)
+#: the shapes whose lengths are not the mix's, so the mix's capacity does not say how loaded they are
+LONG_SHAPES = ("long-prompt", "long-output")
+#: what a long shape's LONG_LOAD is a fraction of (fit.json's ``shape_load_basis``):
+#: ``capacity`` (the calibration's default since 8 Dec): the shape's own saturation throughput,
+#: measured on the engine by a burst of its lengths as the mix's capacity is (fit.json's
+#: ``shape_capacity``), so 0.5 means what load 0.5 means for the mix; ``tokens`` (until then, and
+#: every fit without the key): the mix capacity's prompt + output token rate. A decode token costs a
+#: step's slot where a prompt token is one of hundreds in a chunk, so on ``tokens`` the paper-scale
+#: long-output replays published at 0b95176 ran at 1.13 x their own capacity (the fitted model's
+#: burst of their lengths), the engine busy at every step, and long-prompt at 0.54 x
+LOAD_BASES = ("capacity", "tokens")
+
+
+def shape_ranges(name: str, prompt: tuple[int, int], output: tuple[int, int],
+                 max_len: int | None) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(prompt range, output range) of the held-out shape ``name`` on a mix of ``prompt`` /
+    ``output`` lengths and an engine context of ``max_len`` (None: unbounded): the long shapes'
+    lengths past the mix's longest, a prompt plus its output always within the context."""
+    check_shape(name)
+    room = (max_len or 10**9) - 1
+    if name == "long-prompt":
+        return (prompt[1], max(prompt[1], min(3 * prompt[1], room - output[1]))), tuple(output)
+    if name == "long-output":
+        return tuple(prompt), (output[1], max(output[1], min(4 * output[1], room - prompt[1])))
+    return tuple(prompt), tuple(output)
 
 
 def check_shape(name: str) -> None:
@@ -84,15 +108,11 @@ def heldout_shape(fit_json: str | Path, name: str, n_requests: int, seed: int = 
     ss = np.random.SeedSequence([HELDOUT_SEED + seed, zlib.crc32(name.encode())])
     arr_rng, len_rng = (np.random.default_rng(s) for s in ss.spawn(2))
     n = int(n_requests)
-    room = (max_len or 10**9) - 1  # a prompt plus its output must fit the engine's context
     mean = lambda r: 0.5 * (r[0] + r[1])  # noqa: E731
     mix_tokens = mean(prompt) + mean(output)
-    if name == "long-prompt":
-        hi = max(prompt[1], min(3 * prompt[1], room - output[1]))
-        prompt = (prompt[1], hi)
-    elif name == "long-output":
-        hi = max(output[1], min(4 * output[1], room - prompt[1]))
-        output = (output[1], hi)
+    if name in LONG_SHAPES:
+        long_rate = _long_rate(fit_json, name, cap, mix_tokens)
+    prompt, output = shape_ranges(name, prompt, output, max_len)
     lengths = request_mix(n, int(len_rng.integers(2**31)), prompt, output)
     if name == "bursty":
         k = 1.0 / BURSTY_CV**2  # Gamma shape: CV = 1/sqrt(k); mean 1/rate
@@ -102,12 +122,53 @@ def heldout_shape(fit_json: str | Path, name: str, n_requests: int, seed: int = 
 
         t = ramp_arrivals(n, *(x * cap for x in RAMP_LOADS), arr_rng)
         gaps = np.diff(t, prepend=t[0])
-    else:  # the long shapes: the token load of LONG_LOAD x capacity on the mix
-        rate = LONG_LOAD * cap * mix_tokens / (mean(prompt) + mean(output))
-        gaps = arr_rng.exponential(1.0 / rate, n)
+    else:  # the long shapes: LONG_LOAD x their capacity (`LOAD_BASES`)
+        gaps = arr_rng.exponential(1.0 / long_rate(mean(prompt) + mean(output)), n)
     arrivals = np.cumsum(gaps)
     arrivals -= arrivals[0]
     return lengths.assign(arrival_s=arrivals)
+
+
+def check_load_basis(basis: str) -> None:
+    if basis not in LOAD_BASES:
+        raise ValueError(f"shape_load_basis={basis!r}: one of {LOAD_BASES}")
+
+
+def shape_load_fields(shapes, basis: str, mix: dict, max_len: int | None, measure) -> dict:
+    """fit.json's fields for the held-out ``shapes`` on ``basis`` (`LOAD_BASES`): the basis and, on
+    ``capacity``, each long shape's capacity fields (`servesim.engine.profile.capacity_of`), which
+    ``measure(prompt_range, output_range)`` returns for a burst of the shape's lengths on the engine
+    (``mix``: the mix's capacity fields, its ranges)."""
+    check_load_basis(basis)
+    fields = {"shape_load_basis": basis}
+    if basis == "capacity":
+        fields["shape_capacity"] = {name: measure(*shape_ranges(name, mix["prompt_range"], mix["output_range"], max_len))
+                                    for name in shapes if name in LONG_SHAPES}
+    return fields
+
+
+def _long_rate(fit_json, name: str, cap: float, mix_tokens: float):
+    """The long shape ``name``'s request rate as a function of its mean tokens per request, on the
+    basis fit.json names (`LOAD_BASES`)."""
+    import math
+
+    from servesim.engine.profile import read_fit
+    from servesim.errors import InputError
+
+    fit = read_fit(fit_json)
+    basis = fit.get("shape_load_basis", "tokens")
+    if basis == "tokens":
+        return lambda tokens: LONG_LOAD * cap * mix_tokens / tokens
+    if basis != "capacity":
+        raise InputError(f"{fit_json}: shape_load_basis={basis!r}: one of {LOAD_BASES}")
+    try:
+        own = float(fit["shape_capacity"][name]["capacity_req_s"])
+    except (KeyError, TypeError, ValueError):
+        raise InputError(f"{fit_json}: shape_load_basis 'capacity' needs shape_capacity[{name!r}].capacity_req_s "
+                         "(the calibration measures it for the shapes it replays)") from None
+    if not (math.isfinite(own) and own > 0):
+        raise InputError(f"{fit_json}: shape_capacity[{name!r}].capacity_req_s={own!r} must be a finite number > 0")
+    return lambda tokens: LONG_LOAD * own
 
 
 def write_cases(out: Path, loads, shapes, n_requests: int, seed: int,

@@ -491,6 +491,17 @@ def _profile(engine, config: EngineConfig, opts: ReplayOptions, spec: dict, para
     if plan.capacity_requests:
         burst = request_mix(plan.capacity_requests, plan.seed + 1)
         capacity = capacity_of(burst, drive(engine, burst, opts, sampling=sampling, clock=clock, sleep=sleep)[0])
+        held = spec.get("heldout")
+        if held:  # the held-out shapes' own capacities, where their load is a fraction of them
+            from servesim.engine.heldout import shape_load_fields
+
+            def measure(prompt_range, output_range):
+                b = request_mix(plan.capacity_requests, plan.seed + 1, prompt_range, output_range)
+                return capacity_of(b, drive(engine, b, opts, sampling=sampling, clock=clock, sleep=sleep)[0],
+                                   prompt_range, output_range)
+
+            capacity.update(shape_load_fields(held["shapes"], held.get("shape_load_basis", "capacity"), capacity,
+                                              config.max_model_len, measure))
     wall = time.perf_counter() - t0
 
     def write(live_dir, speed, placement, live_wall_s) -> None:
