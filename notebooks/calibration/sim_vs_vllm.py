@@ -479,7 +479,7 @@ pd.Series({"engine_req_s": fit["capacity_req_s"], "sim_req_s": sim_capacity, "re
 # %% [markdown]
 # How loaded each held-out shape was: its arrival rate over the capacity its load is a fraction of.
 # A long shape's lengths are not the mix's, so the mix's capacity does not say it: on the basis
-# `capacity` (`servesim.engine.heldout.LOAD_BASES`, the calibration's default since 8 Dec) each long
+# `capacity` (`servesim.engine.heldout.LOAD_BASES`, the calibration's default since 7 Dec) each long
 # shape's own capacity was measured on the engine by a burst of its lengths, as the mix's was; on
 # `tokens` (fits before it) its rate kept half the mix capacity's token rate. Beside them, the
 # capacity the fitted model gives a burst of the shape's lengths (`sim`): where the engine did not
@@ -488,7 +488,7 @@ pd.Series({"engine_req_s": fit["capacity_req_s"], "sim_req_s": sim_capacity, "re
 # %%
 from servesim.engine.heldout import LONG_SHAPES, shape_ranges
 
-shape_basis = fit.get("shape_load_basis", "tokens")  # fits before 8 Dec: the long shapes on the token basis
+shape_basis = fit.get("shape_load_basis", "tokens")  # fits before 7 Dec: the long shapes on the token basis
 shape_rows = {}
 for name in shapes:
     wl_file = base / "workloads" / f"{name}.parquet"

@@ -425,7 +425,7 @@ def test_heldout_shapes_are_what_they_say(tmp_path):
     lo, hi = (x * cap for x in RAMP_LOADS)
     assert first == pytest.approx(lo + 0.05 * (hi - lo), rel=0.2) and last == pytest.approx(hi - 0.05 * (hi - lo), rel=0.2)
     # long shapes: the lengths moved past the mix's longest; a fit without shape_load_basis (every
-    # fit before 8 Dec) reads `tokens`: the token load kept at half of the mix capacity's
+    # fit before 7 Dec) reads `tokens`: the token load kept at half of the mix capacity's
     lp, lo_ = got["long-prompt"], got["long-output"]
     assert lp.prompt_tokens.between(512, 1536).all() and lp.output_tokens.between(8, 128).all()
     assert lo_.output_tokens.between(128, 512).all() and lo_.prompt_tokens.between(16, 512).all()

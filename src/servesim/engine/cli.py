@@ -385,7 +385,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--shape-load-basis", default="capacity", choices=LOAD_BASES,
                    help="what the long shapes' load is a fraction of: capacity (default), each one's own "
                         "saturation throughput, measured after the mix's by a burst of its lengths; tokens, the "
-                        "mix capacity's prompt + output token rate (the reading until 8 Dec: long-output ran at "
+                        "mix capacity's prompt + output token rate (the reading until 7 Dec: long-output ran at "
                         "about its own capacity)")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--capacity-requests", type=int, default=96)

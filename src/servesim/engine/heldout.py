@@ -68,7 +68,7 @@ BURSTY_CV, BURSTY_LOAD, LONG_LOAD, RAMP_LOADS = 2.0, 0.6, 0.5, (0.3, 1.2)
 #: the shapes whose lengths are not the mix's, so the mix's capacity does not say how loaded they are
 LONG_SHAPES = ("long-prompt", "long-output")
 #: what a long shape's LONG_LOAD is a fraction of (fit.json's ``shape_load_basis``):
-#: ``capacity`` (the calibration's default since 8 Dec): the shape's own saturation throughput,
+#: ``capacity`` (the calibration's default since 7 Dec): the shape's own saturation throughput,
 #: measured on the engine by a burst of its lengths as the mix's capacity is (fit.json's
 #: ``shape_capacity``), so 0.5 means what load 0.5 means for the mix; ``tokens`` (until then, and
 #: every fit without the key): the mix capacity's prompt + output token rate. A decode token costs a
@@ -104,15 +104,11 @@ def heldout_shape(fit_json: str | Path, name: str, n_requests: int, seed: int = 
     from servesim.engine.profile import request_mix
 
     check_shape(name)
-    cap, prompt, output, max_len = _read_mix(fit_json)
+    cap, mix_prompt, mix_output, max_len = _read_mix(fit_json)
+    prompt, output = shape_ranges(name, mix_prompt, mix_output, max_len)
     ss = np.random.SeedSequence([HELDOUT_SEED + seed, zlib.crc32(name.encode())])
     arr_rng, len_rng = (np.random.default_rng(s) for s in ss.spawn(2))
     n = int(n_requests)
-    mean = lambda r: 0.5 * (r[0] + r[1])  # noqa: E731
-    mix_tokens = mean(prompt) + mean(output)
-    if name in LONG_SHAPES:
-        long_rate = _long_rate(fit_json, name, cap, mix_tokens)
-    prompt, output = shape_ranges(name, prompt, output, max_len)
     lengths = request_mix(n, int(len_rng.integers(2**31)), prompt, output)
     if name == "bursty":
         k = 1.0 / BURSTY_CV**2  # Gamma shape: CV = 1/sqrt(k); mean 1/rate
@@ -123,7 +119,9 @@ def heldout_shape(fit_json: str | Path, name: str, n_requests: int, seed: int = 
         t = ramp_arrivals(n, *(x * cap for x in RAMP_LOADS), arr_rng)
         gaps = np.diff(t, prepend=t[0])
     else:  # the long shapes: LONG_LOAD x their capacity (`LOAD_BASES`)
-        gaps = arr_rng.exponential(1.0 / long_rate(mean(prompt) + mean(output)), n)
+        mean = lambda r: 0.5 * (r[0] + r[1])  # noqa: E731
+        rate = _long_rate(fit_json, name, cap, mean(mix_prompt) + mean(mix_output), mean(prompt) + mean(output))
+        gaps = arr_rng.exponential(1.0 / rate, n)
     arrivals = np.cumsum(gaps)
     arrivals -= arrivals[0]
     return lengths.assign(arrival_s=arrivals)
@@ -147,9 +145,9 @@ def shape_load_fields(shapes, basis: str, mix: dict, max_len: int | None, measur
     return fields
 
 
-def _long_rate(fit_json, name: str, cap: float, mix_tokens: float):
-    """The long shape ``name``'s request rate as a function of its mean tokens per request, on the
-    basis fit.json names (`LOAD_BASES`)."""
+def _long_rate(fit_json, name: str, cap: float, mix_tokens: float, shape_tokens: float) -> float:
+    """The long shape ``name``'s request rate on the basis fit.json names (`LOAD_BASES`); ``cap``
+    the mix's capacity, ``*_tokens`` the mix's and the shape's mean tokens per request."""
     import math
 
     from servesim.engine.profile import read_fit
@@ -158,7 +156,7 @@ def _long_rate(fit_json, name: str, cap: float, mix_tokens: float):
     fit = read_fit(fit_json)
     basis = fit.get("shape_load_basis", "tokens")
     if basis == "tokens":
-        return lambda tokens: LONG_LOAD * cap * mix_tokens / tokens
+        return LONG_LOAD * cap * mix_tokens / shape_tokens
     if basis != "capacity":
         raise InputError(f"{fit_json}: shape_load_basis={basis!r}: one of {LOAD_BASES}")
     try:
@@ -168,7 +166,7 @@ def _long_rate(fit_json, name: str, cap: float, mix_tokens: float):
                          "(the calibration measures it for the shapes it replays)") from None
     if not (math.isfinite(own) and own > 0):
         raise InputError(f"{fit_json}: shape_capacity[{name!r}].capacity_req_s={own!r} must be a finite number > 0")
-    return lambda tokens: LONG_LOAD * own
+    return LONG_LOAD * own
 
 
 def write_cases(out: Path, loads, shapes, n_requests: int, seed: int,
