@@ -607,6 +607,60 @@ def test_run_calibration_restarts_a_server_lost_mid_profile_once(tmp_path, monke
     assert (tmp_path / "server.log").read_text() == "start 2\n"
 
 
+def test_the_http_calibration_measures_the_long_shapes_own_capacity(tmp_path, monkeypatch):
+    """Over HTTP (the GPU nodes' path) the long shapes' own capacities are measured on the profiled
+    server after its profile, by a burst of each one's lengths, and written to fit.json before the
+    shapes' workloads are drawn from it; `tokens` measures nothing and says so in fit.json."""
+    import servesim.engine.profile as P
+    import servesim.engine.replay as R
+    import servesim.engine.server as S
+    from servesim.engine.calibration import heldout_shape, run_calibration
+    from servesim.engine.client import ReplayOptions
+
+    bursts = []
+
+    def fake_profile(url, out_dir, **kw):
+        fit = {"capacity_req_s": 10.0, "prompt_range": [16, 512], "output_range": [8, 128],
+               "engine": {"max_model_len": 2048}, **kw["meta"]}
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / "fit.json").write_text(json.dumps(fit))
+        return fit
+
+    def fake_capacity(url, n, opts, seed, prompt_range=(16, 512), output_range=(8, 128)):
+        bursts.append((n, seed, tuple(prompt_range), tuple(output_range)))
+        return {"capacity_req_s": 2.5, "capacity_requests": n, "output_range": list(output_range)}
+
+    def fake_replay(wl, d, **kw):
+        Path(d).mkdir(parents=True, exist_ok=True)
+        return {"client_send_lag_p99_s": 0.0}
+
+    monkeypatch.setattr(S, "VLLMServer", lambda model, config, log_path, start_timeout_s: _FakeServer(
+        model, config, log_path, start_timeout_s))
+    monkeypatch.setattr(P, "profile_engine", fake_profile)
+    monkeypatch.setattr(P, "measure_capacity", fake_capacity)
+    monkeypatch.setattr(R, "replay", fake_replay)
+    plan = P.SweepPlan(capacity_requests=12, seed=3)
+    run_calibration("model", tmp_path / "cap", S.EngineConfig(), plan=plan, loads=(), shapes=("bursty", "long-output"),
+                    n_requests=40, opts=ReplayOptions())
+    fit_json = tmp_path / "cap" / "profile" / "fit.json"
+    fit = json.loads(fit_json.read_text())
+    assert bursts[0] == (12, 4, (16, 512), (128, 512))  # long-output's lengths; then one drift burst per replay
+    assert fit["shape_load_basis"] == "capacity" and fit["shape_capacity"] == {
+        "long-output": {"capacity_req_s": 2.5, "capacity_requests": 12, "output_range": [128, 512]}}
+    wl = pd.read_parquet(tmp_path / "cap" / "workloads" / "long-output.parquet")
+    pd.testing.assert_frame_equal(wl, heldout_shape(fit_json, "long-output", 40))  # its rate: LONG_LOAD x 2.5
+    bursts.clear()
+    run_calibration("model", tmp_path / "tok", S.EngineConfig(), plan=plan, loads=(), shapes=("long-output",),
+                    n_requests=40, opts=ReplayOptions(), shape_load_basis="tokens")
+    fit = json.loads((tmp_path / "tok" / "profile" / "fit.json").read_text())
+    assert fit["shape_load_basis"] == "tokens" and "shape_capacity" not in fit
+    assert bursts and all(b[3] == (8, 128) for b in bursts)  # the drift bursts only, on the mix
+    with pytest.raises(ValueError, match="shape_load_basis='work'"):
+        run_calibration("model", tmp_path / "bad", S.EngineConfig(), plan=plan, loads=(), shapes=("long-output",),
+                        opts=ReplayOptions(), shape_load_basis="work")
+    assert not (tmp_path / "bad").exists()
+
+
 @pytest.mark.parametrize("status,body,lost", [
     (200, 'data: {"error": {"message": "EngineCore encountered an issue.", "type": "InternalServerError", "code": 500}}\n\n', True),
     (500, "Internal Server Error", True),
