@@ -90,7 +90,7 @@ class FittedStepTime(StepTimeModel):
         ndarray = np.ndarray
 
         def step_time(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx):
-            # scalar fast path as a closure (installed on the instance); same arithmetic as below
+            # scalar fast path as a closure (installed on the instance); the method's vector arithmetic
             if type(prefill_tokens) is ndarray or type(decode_seqs) is ndarray:
                 return vector(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
             if prefill_tokens > 0:
@@ -118,6 +118,7 @@ class FittedStepTime(StepTimeModel):
             return float(a + bpt * float(prefill_tokens) + cpc * float(prefill_ctx) + bds * ds
                          + cdc * float(decode_ctx) + bds2 * (ds * ds))
 
+        self._scalar = step_time  # every term: the method's scalar path too
         self.step_time = step_time if cdc2 else step_time_no_ctx2
 
     def coefficients(self) -> dict:
@@ -136,16 +137,8 @@ class FittedStepTime(StepTimeModel):
             t = a + bpt * pt + cpc * np.asarray(prefill_ctx, float) + bds * ds + cdc * dc \
                 + bds2 * (ds * ds) + cdc2 * (dc * dc)
             return np.where((pt > 0) | (ds > 0), t, 0.0)
-        # scalar fast path: the same operations in the same order as above (bit-identical)
-        if prefill_tokens > 0:
-            a = ap
-        elif decode_seqs > 0:
-            a = ad
-        else:
-            return 0.0
-        ds, dc = float(decode_seqs), float(decode_ctx)
-        return float(a + bpt * float(prefill_tokens) + cpc * float(prefill_ctx) + bds * ds + cdc * dc
-                     + bds2 * (ds * ds) + cdc2 * (dc * dc))
+        # scalars: the closure of __post_init__, the same operations in the same order (bit-identical)
+        return self._scalar(prefill_tokens, prefill_ctx, decode_seqs, decode_ctx)
 
 
 def design(df: pd.DataFrame, form: str = "linear") -> tuple[np.ndarray, list[str]]:
