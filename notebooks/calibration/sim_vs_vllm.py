@@ -519,6 +519,11 @@ for ax, (m, title) in zip(axes, (("ttft", "TTFT"), ("tpot", "TBT"), ("e2el", "E2
         sub = cmp[cmp.metric == k].sort_values("load")
         ax.plot(sub.load, sub.engine * 1e3, ls, marker="o", color="C0", label=f"vLLM P{q}")
         ax.plot(sub.load, sub.sim * 1e3, ls, marker="s", color="C1", label=f"sim P{q}")
+        if (sub.n_repeats > 1).any():  # vLLM's range over its repeats (the median is the mark)
+            ax.errorbar(sub.load, sub.engine * 1e3, yerr=[(sub.engine - sub.engine_min) * 1e3,
+                                                          (sub.engine_max - sub.engine) * 1e3],
+                        fmt="none", ecolor="C0", elinewidth=1.0, capsize=3,
+                        label="vLLM's range over repeats" if q == 50 else None)
     for t, mk, c, name in ((steps_cmp, "^", "C2", "reading steps"), (speed_cmp, "v", "C3", "speed-matched")):
         if len(t):  # the readings that take the host's speed out (P50), on the loads
             sub = t[(t.metric == f"p50_{m}_s") & t["load"].notna()].sort_values("load")

@@ -123,6 +123,8 @@ def test_compare_repeats_reports_the_engine_spread_and_drops_lagged_replays(tmp_
     # engine = median of the two runs (1.1 x the sim's), spread = (1.2 - 1.0) / 1.1
     assert e2e.rel_err == pytest.approx(1 / 1.1 - 1, rel=1e-9)
     assert e2e.engine_spread == pytest.approx(0.2 / 1.1, rel=1e-9)
+    # its two ends: the fast run (the sim's own value) and the slow one
+    assert e2e.engine_min == pytest.approx(e2e.sim, rel=1e-9) and e2e.engine_max == pytest.approx(1.2 * e2e.sim, rel=1e-9)
     assert bool(e2e.within_spread) and e2e.n_repeats == 2 and bool(e2e.lag_clean)
     # the sampling interval: each repeat's every request is 1.0 and 1.2 x the simulator's, so every
     # bootstrap draw reads the same ratio; counts and throughput get none

@@ -376,8 +376,8 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
 
     Each replay is simulated with its own send times (``compare_run``). Per metric: ``engine`` and
     ``sim`` are medians over the repeats used, ``rel_err = sim / engine - 1``, ``engine_spread``
-    is the engine's (max - min) / median over them, and ``within_spread`` says whether the error is
-    inside that run-to-run noise. Replays marked ``lag_clean: false`` (the client sent late) are
+    is the engine's (max - min) / median over them (``engine_min`` / ``engine_max``: the two ends),
+    and ``within_spread`` says whether the error is inside that run-to-run noise. Replays marked ``lag_clean: false`` (the client sent late) are
     left out while a clean one exists; if none is clean all are used and ``lag_clean`` is False.
 
     What the spread is made of: ``speed_spread`` is the (max - min) / median of the repeats'
@@ -435,6 +435,7 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     out = pd.DataFrame({"label": label, "metric": eng.index.get_level_values("metric"), "engine": eng.to_numpy(),
                         "sim": sim.to_numpy(), "coalesced": eng.index.get_level_values("coalesced")})
     out["rel_err"] = out["sim"] / out["engine"].where(out["engine"] != 0) - 1.0
+    out["engine_min"], out["engine_max"] = g["engine"].min().to_numpy(), g["engine"].max().to_numpy()
     out["engine_spread"] = spread.to_numpy() if len(used) > 1 else np.nan  # one run shows no spread
     out["within_spread"] = out["rel_err"].abs() <= out["engine_spread"]
     adj = g["_adj"]
