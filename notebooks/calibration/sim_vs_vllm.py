@@ -325,6 +325,48 @@ if host:
 case_errors(probe_cmp).round(3) if len(probe_cmp) else probe_cmp
 
 # %% [markdown]
+# ## What the engine's spread is made of
+# The engine's spread across the repeats of one workload (`engine_spread`, (max - min) / median)
+# beside the spread of the simulator's own repeats (`sim_spread`) and what the simulator leaves
+# unexplained (`engine_spread_unexplained`: the spread of the repeats' engine / sim ratios;
+# `servesim.engine.compare.compare_repeats`). As profiled the simulated repeats differ only by their
+# send times. Speed-matched, each repeat is simulated at the step speeds its own steps measured;
+# probe-matched, at the speed the probe measured around it, reading nothing of the replay. Near
+# saturation a latency percentile moves several times the engine's speed (the quick engine of 7 Dec:
+# three replays of one workload at load 0.9 stepping at 0.95, 1.02 and 0.98 x the fit read P90 TTFT
+# 59, 75 and 60 ms), which the first-order adjustment (`engine_spread_speed_adj`: latencies divided
+# by the speed) cannot follow; the simulator takes each repeat's speed through its own queueing. What
+# the speeds leave is what still moves on the engine apart from the host's speed: scheduling
+# timing, the sample's cliffs near a percentile.
+
+# %%
+def spread_parts(table, reading):
+    """Case x metric: the engine's spread, the simulator's and the unexplained part, one reading."""
+    keys = ["p50_ttft_s", "p90_ttft_s", "p50_tpot_s", "p50_e2el_s", "p90_e2el_s"]
+    if not len(table) or "sim_spread" not in table or table.n_repeats.max() < 2:
+        return pd.DataFrame()
+    t = table[table.metric.isin(keys)]
+    case = [f"load{x}" if pd.notna(x) else n for x, n in zip(t["load"], t.get("shape", pd.Series(None, index=t.index)))]
+    return t.assign(case=case, reading=reading)[["reading", "case", "metric", "engine_spread", "sim_spread",
+                                                  "engine_spread_unexplained"]]
+
+
+spread_table = pd.concat([spread_parts(pd.concat([cmp, cmp_shapes], ignore_index=True), "as profiled"),
+                          spread_parts(speed_cmp, "speed-matched"), spread_parts(probe_cmp, "probe-matched")],
+                         ignore_index=True)
+if len(spread_table):  # the engine's spread, the speed-matched simulator's, and what each reading leaves
+    wide_spread = spread_table.pivot_table(index=["case", "metric"], columns="reading", sort=False,
+                                           values=["sim_spread", "engine_spread_unexplained"])
+    spread_view = pd.concat({"engine spread": spread_table[spread_table.reading == "as profiled"]
+                             .set_index(["case", "metric"]).engine_spread,
+                             "sim spread (speed-matched)": wide_spread[("sim_spread", "speed-matched")],
+                             **{f"left {r}": wide_spread[("engine_spread_unexplained", r)]
+                                for r in spread_table.reading.unique()}}, axis=1)
+else:
+    spread_view = "one replay per case: no spread to take apart"
+spread_view.round(3) if len(spread_table) else spread_view
+
+# %% [markdown]
 # The reading `linear`: the profile reading with the step model fitted in the linear form on the
 # same profile steps (`coefficients_by_form` of fit.json), so the difference from the first table
 # is what the form's batch term does. Measured on the paper-scale engine (6 Dec, the live profile's
@@ -675,6 +717,7 @@ for name, r in shape_load.iterrows():  # how loaded each held-out shape ran (its
     for key in ("rate_req_s", "capacity_req_s", "load", "sim_capacity_req_s", "load_sim"):
         metrics[f"shape_{key}[{name}]"] = float(r[key]) if np.isfinite(r[key]) else None
 # every reading besides the profile's, by its metrics prefix (one list: a new reading is added here)
+SPEED_READINGS = ("speed_matched", "probe_matched")  # the readings that tell the simulator each repeat's speed
 readings = {"steps": steps_cmp, "speed_matched": speed_cmp, "probe_matched": probe_cmp, "linear": linear_cmp,
             "no_gaps": no_gaps_cmp, "observed_weights": observed_cmp}
 for reading, table in readings.items():
@@ -685,6 +728,9 @@ for reading, table in readings.items():
                 r = rows[rows.metric == key]
                 if len(r):
                     metrics[f"{reading}_{k}_rel_err_{f'load{c}' if col == 'load' else c}"] = float(r.rel_err.iloc[0])
+                if len(r) and reading in SPEED_READINGS:  # the engine's spread this reading's speeds leave
+                    metrics[f"{reading}_{k}_engine_spread_unexplained_{f'load{c}' if col == 'load' else c}"] = (
+                        float(r.engine_spread_unexplained.iloc[0]))
 below = [x for x in loads if x < 1.0]
 target = [(x, k) for x in below for k in ("ttft_p50", "ttft_p90", "e2e_p50", "e2e_p90", "tbt_p50")]
 metrics["max_abs_rel_err_p50_p90_ttft_e2e_below_saturation"] = max(
@@ -718,6 +764,10 @@ metrics["max_engine_spread_p50_p90_ttft_e2e_below_saturation"] = (float(np.nanma
 spreads_adj = [metrics[f"{k}_engine_spread_speed_adj_load{x}"] for x, k in target if k != "tbt_p50"]
 metrics["max_engine_spread_speed_adj_p50_p90_ttft_e2e_below_saturation"] = (
     float(np.nanmax(spreads_adj)) if np.isfinite(spreads_adj).any() else float("nan"))
+for reading in SPEED_READINGS:  # the same, left once the simulator takes each repeat's speed (NaN: not measured)
+    left = [metrics.get(f"{reading}_{k}_engine_spread_unexplained_load{x}", np.nan) for x, k in target if k != "tbt_p50"]
+    metrics[f"{reading}_max_engine_spread_unexplained_p50_p90_ttft_e2e_below_saturation"] = (
+        float(np.nanmax(left)) if np.isfinite(np.asarray(left, float)).any() else float("nan"))
 metrics["meets_15pct_capacity_target"] = abs(cap_err) <= 0.15
 for reading in readings:  # the same target under the other readings
     errs = [metrics.get(f"{reading}_{k}_rel_err_load{x}") for x, k in target if k != "tbt_p50"]

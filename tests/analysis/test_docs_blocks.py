@@ -95,6 +95,14 @@ def test_engine_fidelity_table_errors_with_spreads_and_the_verdict(tmp_path):
     assert "(one replay per load: no engine spread at this scale)" in text  # no spread measured: said so
     m.write_text(json.dumps({**json.loads(m.read_text()), "max_engine_spread_p50_p90_ttft_e2e_below_saturation": 0.058}))
     assert "against an engine spread up to 5.8 %; step-time fit" in docs_blocks.engine_fidelity(m)
+    assert "engine_spread_unexplained" not in docs_blocks.engine_fidelity(m)  # not measured: no line
+    left = tmp_path / "left.json"  # the spread the simulated repeats at each one's speed leave
+    left.write_text(json.dumps({**json.loads(m.read_text()),
+                                "speed_matched_max_engine_spread_unexplained_p50_p90_ttft_e2e_below_saturation": 0.021,
+                                "probe_matched_max_engine_spread_unexplained_p50_p90_ttft_e2e_below_saturation": None}))
+    assert ("Of the engine's spread below saturation (up to 5.8 %), the simulator's repeats at their measured step "
+            "speeds leave up to 2.1 % (`engine_spread_unexplained`" in docs_blocks.engine_fidelity(left))
+    assert "probes' speeds" not in docs_blocks.engine_fidelity(left)  # a reading not measured is left out
     assert "take the host's speed out" not in text  # no reading measured: no line
     assert "sampling interval" not in text  # metrics written before the intervals: no verdict on them
     d = json.loads(m.read_text())

@@ -248,6 +248,33 @@ def test_speed_matched_reading_simulates_each_replay_at_its_own_speed(tmp_path):
     assert np.isnan(regime_speeds(tmp_path, fit)).all()  # no steps recorded
 
 
+def test_the_engine_spread_the_repeats_measured_speeds_explain(tmp_path):
+    """Two repeats of one workload, the second on an engine stepping its decode steps 1.3 x slower
+    (its recorded steps say so): as profiled the simulated repeats are the same (``sim_spread`` 0)
+    and the whole engine spread is unexplained; speed-matched, the simulator reproduces it through
+    its own queueing and nothing is left."""
+    from servesim.engine.compare import _Scaled, compare_repeats
+    from servesim.perf.fitted import FittedStepTime
+
+    cfg = EngineConfig(max_num_seqs=8, max_num_batched_tokens=256, block_size=32)
+    coefs = {"a_p": 0.01, "a_d": 0.005, "b_pt": 1e-5, "c_pc": 0.0, "b_ds": 1e-4, "c_dc": 1e-7}
+    fit = tmp_path / "fit.json"
+    fit.write_text(json.dumps({"coefficients": coefs, "frontend_overhead_s": 0.0}))
+    model = FittedStepTime(**coefs)
+    d0 = _replay_dir(tmp_path / "r0", simulate(_wl(), model, cfg, kv_blocks=100), cfg, lag_clean=True)
+    d1 = _replay_dir(tmp_path / "r1", simulate(_wl(), _Scaled(model, 1.0, 1.3), cfg, kv_blocks=100), cfg, lag_clean=True)
+    _steps(d0, model, 1.0)
+    _steps(d1, model, 1.3)
+    plain = compare_repeats([d0, d1], fit).set_index("metric").loc["p50_e2el_s"]
+    matched = compare_repeats([d0, d1], fit, speed_matched=True).set_index("metric").loc["p50_e2el_s"]
+    assert plain.engine_spread > 0.15 and plain.sim_spread == pytest.approx(0.0, abs=1e-12)
+    assert plain.engine_spread_unexplained == pytest.approx(plain.engine_spread, rel=1e-9)
+    assert matched.sim_spread == pytest.approx(plain.engine_spread, rel=1e-9)
+    assert matched.engine_spread_unexplained == pytest.approx(0.0, abs=1e-9)
+    one = compare_repeats([d0], fit).set_index("metric").loc["p50_e2el_s"]
+    assert np.isnan(one.sim_spread) and np.isnan(one.engine_spread_unexplained)  # one repeat: no spread
+
+
 def test_probe_matched_reading_simulates_each_replay_at_the_probed_host_speed(tmp_path):
     """A replay on a host running the engine 1.25 x slower than at the profile, which the speed probe
     around it measured (its bursts took 1.2 and 1.3 x the profile's): the probe-matched reading is the

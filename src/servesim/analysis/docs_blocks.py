@@ -249,6 +249,12 @@ def engine_fidelity(metrics_file: Path) -> str:
                    + (f"; each replay's speed was {m['replay_speed_mean_abs_dev_pct']:.1f} % from the profile's on average, "
                       f"and the speed probe around it tracked it within {m['probe_tracking_mean_abs_pct']:.1f} %"
                       if m.get("probe_tracking_mean_abs_pct") is not None else "") + ".")
+    left = [(n, m.get(f"{k}_max_engine_spread_unexplained_p50_p90_ttft_e2e_below_saturation"))
+            for k, n in (("speed_matched", "their measured step speeds"), ("probe_matched", "their probes' speeds"))]
+    if spread is not None and any(v is not None and v == v for _, v in left):
+        out.append(f"Of the engine's spread below saturation (up to {_pct(spread, False)}), the simulator's repeats at "
+                   + " and at ".join(f"{n} leave up to {_pct(v, False)}" for n, v in left if v is not None and v == v)
+                   + " (`engine_spread_unexplained`: the spread of the repeats' engine / sim ratios).")
     if m.get("host_probe_range_pct") is not None:
         out.append(f"The host over the job: its speed probe (one fixed burst, {m.get('host_probe_runs')} runs) moved "
                    f"{m['host_probe_range_pct']:.1f} % (max − min over median); the replays ran "

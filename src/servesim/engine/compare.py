@@ -384,7 +384,12 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     `replay_speed`, and ``engine_spread_speed_adj`` the engine's spread once each repeat's metrics
     latencies are divided by its speed relative to the repeats' median (first order: every latency
     scaled by the step speed; queueing past saturation is not linear in it; throughput is left as
-    is). NaN where steps were not recorded.
+    is). NaN where steps were not recorded. ``sim_spread``: the same spread of the simulator's
+    repeats, and ``engine_spread_unexplained`` the (max - min) / median of the repeats' engine / sim
+    ratios: the engine's spread the simulated repeats do not reproduce. As profiled the simulated
+    repeats differ only by their send times, so it is about the engine's spread; under
+    ``speed_matched`` (``probe_matched``) it is what the repeats' measured step speeds (probe
+    speeds) leave unexplained, taken through the simulator's queueing rather than to first order.
     The errors are not adjusted: the speed-relative division cancels in the median only roughly.
     ``speed_matched`` (the reading of that name) simulates each replay at its own `regime_speeds`
     instead: the simulator is told how fast the engine stepped during that replay against its
@@ -437,6 +442,14 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     out["rel_err"] = out["sim"] / out["engine"].where(out["engine"] != 0) - 1.0
     out["engine_min"], out["engine_max"] = g["engine"].min().to_numpy(), g["engine"].max().to_numpy()
     out["engine_spread"] = spread.to_numpy() if len(used) > 1 else np.nan  # one run shows no spread
+    # how far the simulator's own repeats move (each repeat's send times; under a matched reading
+    # its speed too), and what of the engine's spread they do not reproduce: the spread of the
+    # repeats' engine / sim ratios
+    both["_ratio"] = both["engine"] / both["sim"].where(both["sim"] != 0)
+    ratio = both.groupby(["coalesced", "metric"], sort=False)["_ratio"]
+    out["sim_spread"] = ((g["sim"].max() - g["sim"].min()) / sim.where(sim != 0)).to_numpy() if len(used) > 1 else np.nan
+    out["engine_spread_unexplained"] = (((ratio.max() - ratio.min()) / ratio.median().where(ratio.median() != 0)).to_numpy()
+                                        if len(used) > 1 else np.nan)
     out["within_spread"] = out["rel_err"].abs() <= out["engine_spread"]
     adj = g["_adj"]
     out["engine_spread_speed_adj"] = ((adj.max() - adj.min()) / adj.median().where(adj.median() != 0)).to_numpy() \
