@@ -103,6 +103,11 @@ def test_engine_fidelity_table_errors_with_spreads_and_the_verdict(tmp_path):
     assert ("Of the engine's spread below saturation (up to 5.8 %), the simulator's repeats at their measured step "
             "speeds leave up to 2.1 % (`engine_spread_unexplained`" in docs_blocks.engine_fidelity(left))
     assert "probes' speeds" not in docs_blocks.engine_fidelity(left)  # a reading not measured is left out
+    assert "On P50 TTFT, TBT and E2E alone" not in docs_blocks.engine_fidelity(left)
+    left.write_text(json.dumps({**json.loads(left.read_text()), "max_engine_spread_p50_ttft_tpot_e2e_below_saturation": 0.04,
+                                "speed_matched_max_engine_spread_unexplained_p50_ttft_tpot_e2e_below_saturation": 0.012}))
+    assert ("On P50 TTFT, TBT and E2E alone (issue 33's bound: 5 %) the engine's spread below saturation is up to 4.0 %, "
+            "1.2 % left at the repeats' measured step speeds." in docs_blocks.engine_fidelity(left))
     assert "take the host's speed out" not in text  # no reading measured: no line
     assert "sampling interval" not in text  # metrics written before the intervals: no verdict on them
     d = json.loads(m.read_text())
