@@ -259,9 +259,15 @@ def cases_compared(fit_file, **kw):
                                       **kw).assign(**key) for label, key in zip(cases, keys)], ignore_index=True)
 
 
+def case_names(table):
+    """Each row's case: ``load{x}``, or the shape's name where ``load`` is NaN."""
+    shape = table["shape"] if "shape" in table else pd.Series(None, index=table.index)
+    return [f"load{x}" if pd.notna(x) else n for x, n in zip(table["load"], shape)]
+
+
 def case_errors(table):
     """Case x metric relative errors of one reading (the loads, then the shapes)."""
-    t = table.assign(case=[f"load{x}" if pd.notna(x) else n for x, n in zip(table["load"], table["shape"])])
+    t = table.assign(case=case_names(table))
     keys = ["p50_ttft_s", "p90_ttft_s", "p50_tpot_s", "p50_e2el_s", "p90_e2el_s"]
     return t.pivot_table(index="case", columns="metric", values="rel_err", sort=False)[keys]
 
@@ -346,8 +352,7 @@ def spread_parts(table, reading):
     if not len(table) or "sim_spread" not in table or table.n_repeats.max() < 2:
         return pd.DataFrame()
     t = table[table.metric.isin(keys)]
-    case = [f"load{x}" if pd.notna(x) else n for x, n in zip(t["load"], t.get("shape", pd.Series(None, index=t.index)))]
-    return t.assign(case=case, reading=reading)[["reading", "case", "metric", "engine_spread", "sim_spread",
+    return t.assign(case=case_names(t), reading=reading)[["reading", "case", "metric", "engine_spread", "sim_spread",
                                                   "engine_spread_unexplained"]]
 
 
@@ -758,19 +763,18 @@ def verdict(table, judged):
 # repeats (a host whose speed moves between repeats): then undecided, not no, and never yes
 metrics["verdict_10pct_below_saturation"] = (verdict(cmp, target) if metrics["every_load_has_a_lag_clean_replay"]
                                              else None)
-spreads = [metrics[f"{k}_engine_spread_load{x}"] for x, k in target if k != "tbt_p50"]
-metrics["max_engine_spread_p50_p90_ttft_e2e_below_saturation"] = (float(np.nanmax(spreads)) if np.isfinite(spreads).any()
-                                                                  else float("nan"))  # NaN: one replay per load
-spreads_adj = [metrics[f"{k}_engine_spread_speed_adj_load{x}"] for x, k in target if k != "tbt_p50"]
-metrics["max_engine_spread_speed_adj_p50_p90_ttft_e2e_below_saturation"] = (
-    float(np.nanmax(spreads_adj)) if np.isfinite(spreads_adj).any() else float("nan"))
+
 
 def worst(keys):
-    """The largest of these metrics that were measured; NaN where none was."""
+    """The largest of these metrics that were measured; NaN where none was (one replay per load)."""
     v = np.asarray([metrics.get(k, np.nan) for k in keys], float)
     return float(np.nanmax(v)) if np.isfinite(v).any() else float("nan")
 
 
+metrics["max_engine_spread_p50_p90_ttft_e2e_below_saturation"] = worst(
+    f"{k}_engine_spread_load{x}" for x, k in target if k != "tbt_p50")
+metrics["max_engine_spread_speed_adj_p50_p90_ttft_e2e_below_saturation"] = worst(
+    f"{k}_engine_spread_speed_adj_load{x}" for x, k in target if k != "tbt_p50")
 # issue 33's bound on the engine itself: its spread on P50 TTFT, TPOT and E2E at loads <= 0.9 (5 %)
 p50_keys = [(x, k) for x in below for k in ("ttft_p50", "tbt_p50", "e2e_p50")]
 metrics["max_engine_spread_p50_ttft_tpot_e2e_below_saturation"] = worst(f"{k}_engine_spread_load{x}" for x, k in p50_keys)

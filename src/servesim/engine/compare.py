@@ -436,25 +436,22 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     both["_adj"] = both["engine"] / np.where(both["metric"].str.contains("throughput"), 1.0, both["_rel_speed"])
     g = both.groupby(["coalesced", "metric"], sort=False)
     eng, sim = g["engine"].median(), g["sim"].median()
-    spread = (g["engine"].max() - g["engine"].min()) / eng.where(eng != 0)
+    many = len(used) > 1  # one run shows no spread
     out = pd.DataFrame({"label": label, "metric": eng.index.get_level_values("metric"), "engine": eng.to_numpy(),
                         "sim": sim.to_numpy(), "coalesced": eng.index.get_level_values("coalesced")})
     out["rel_err"] = out["sim"] / out["engine"].where(out["engine"] != 0) - 1.0
     out["engine_min"], out["engine_max"] = g["engine"].min().to_numpy(), g["engine"].max().to_numpy()
-    out["engine_spread"] = spread.to_numpy() if len(used) > 1 else np.nan  # one run shows no spread
+    out["engine_spread"] = _rel_range(g["engine"]) if many else np.nan
     # how far the simulator's own repeats move (each repeat's send times; under a matched reading
     # its speed too), and what of the engine's spread they do not reproduce: the spread of the
     # repeats' engine / sim ratios
     both["_ratio"] = both["engine"] / both["sim"].where(both["sim"] != 0)
-    ratio = both.groupby(["coalesced", "metric"], sort=False)["_ratio"]
-    out["sim_spread"] = ((g["sim"].max() - g["sim"].min()) / sim.where(sim != 0)).to_numpy() if len(used) > 1 else np.nan
-    out["engine_spread_unexplained"] = (((ratio.max() - ratio.min()) / ratio.median().where(ratio.median() != 0)).to_numpy()
-                                        if len(used) > 1 else np.nan)
+    out["sim_spread"] = _rel_range(g["sim"]) if many else np.nan
+    out["engine_spread_unexplained"] = (_rel_range(both.groupby(["coalesced", "metric"], sort=False)["_ratio"])
+                                        if many else np.nan)
     out["within_spread"] = out["rel_err"].abs() <= out["engine_spread"]
-    adj = g["_adj"]
-    out["engine_spread_speed_adj"] = ((adj.max() - adj.min()) / adj.median().where(adj.median() != 0)).to_numpy() \
-        if len(used) > 1 else np.nan
-    out["speed_spread"] = float((speeds.max() - speeds.min()) / np.median(speeds)) if len(used) > 1 else np.nan
+    out["engine_spread_speed_adj"] = _rel_range(g["_adj"]) if many else np.nan
+    out["speed_spread"] = float((speeds.max() - speeds.min()) / np.median(speeds)) if many else np.nan
     out["speed_matched"] = bool(speed_matched)
     out["probe_matched"] = bool(probe_matched)
     out["n_repeats"] = len(used)
@@ -465,6 +462,13 @@ def compare_repeats(replay_dirs, fit_json: str | Path, *, frontend_overhead: boo
     out["rel_err_lo"], out["rel_err_hi"] = ([ends.get((c, m), (np.nan, np.nan))[i] for c, m in zip(out.coalesced, out.metric)]
                                             for i in (0, 1))
     return out
+
+
+def _rel_range(grouped) -> np.ndarray:
+    """(max - min) / median of each group of a grouped series (NaN where the median is 0): the
+    spread of one quantity over a workload's repeats."""
+    mid = grouped.median()
+    return ((grouped.max() - grouped.min()) / mid.where(mid != 0)).to_numpy()
 
 
 def _error_intervals(paired: list[dict], seed: int) -> dict:
