@@ -321,13 +321,17 @@ probe_cmp = (cases_compared(fit_json, frontend_overhead=frontend_overhead, probe
              if has_probe and step_dirs else empty)
 display(probes.round(3))
 # the host over the whole job, from the probes alone, and where the live profile's slices ran
-# (`SweepPlan.live_placement`: ``spread`` samples the host over the replays' minutes)
+# (`SweepPlan.live_placement`: ``spread`` samples the host over the replays' minutes; `SweepPlan.live_slicing`:
+# ``ramps`` makes each slice a ramp of its own, so the host's speed in a slice's minutes is not the fit's
+# dependence on the batch)
 host = host_drift(fit_json, [d for c in cases for d in replay_dirs(c)])
 placement = (fit.get("live_profile") or {}).get("placement", "first")
+# what each slice held (`SweepPlan.live_slicing`): a ramp of its own, or (fits before 7 Dec) a band of one ramp's loads
+slicing = (fit.get("live_profile") or {}).get("slicing", "consecutive")
 if host:
     print(f"speed probe over the job: {host['probes']} runs, {min(host['probe_busy_s']):.3f}-"
           f"{max(host['probe_busy_s']):.3f} s (range {host['probe_range_pct']:.1f} % of the median); "
-          f"live profile slices placed {placement}")
+          f"live profile slices placed {placement}, each {'a ramp of its own' if slicing == 'ramps' else 'a band of one ramp'}")
 case_errors(probe_cmp).round(3) if len(probe_cmp) else probe_cmp
 
 # %% [markdown]
@@ -717,6 +721,7 @@ if probes.replay_speed.notna().any():
     metrics["replay_speed_min"] = float(probes.replay_speed.min())
     metrics["replay_speed_max"] = float(probes.replay_speed.max())
 metrics["live_placement"] = placement
+metrics["live_slicing"] = slicing
 metrics["shape_load_basis"] = shape_basis if shapes else None
 for name, r in shape_load.iterrows():  # how loaded each held-out shape ran (its capacity measured, and the fit's)
     for key in ("rate_req_s", "capacity_req_s", "load", "sim_capacity_req_s", "load_sim"):

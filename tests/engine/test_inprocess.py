@@ -464,7 +464,8 @@ def test_live_profile_runs_its_slices_where_the_placement_puts_them(tmp_path, mo
                    "R4", "p8", "R5", "p9", "slice2", "p10"]
     assert [(a["before"]["busy_s"], a["after"]["busy_s"]) for a in live.around] == [(0, 1), (3, 4), (6, 7), (9, 10)]
     assert [w[2]["partial"] for w in writes] == [True, True, True, False]  # _profile's, then after each slice
-    assert writes[-1][2] == {"placement": "spread", "slices": 4, "slices_run": 4, "partial": False}
+    assert writes[-1][2] == {"placement": "spread", "slicing": "ramps", "slices": 4, "slices_run": 4,
+                              "partial": False}
     assert len(pd.read_parquet(tmp_path / "spread" / "live" / "steps.parquet")) == 8
     log, writes, live = run("first")
     assert log[:9] == ["p0", "slice2", "p1", "slice2", "p2", "slice2", "p3", "slice2", "p4"]
@@ -497,6 +498,39 @@ def test_the_live_profiles_envelope_spans_the_context_beyond_the_mix_at_the_mixs
     assert env[~moved][["prompt_tokens", "output_tokens"]].equals(base[~moved][["prompt_tokens", "output_tokens"]])
     mix, whole = (264 + 68), 0.75 * (264 + 68) + 0.25 * (640 + 2047) / 2
     np.testing.assert_allclose(env.arrival_s.to_numpy(), base.arrival_s.to_numpy() * whole / mix, rtol=1e-12)
+
+
+def test_each_live_slice_is_a_ramp_of_its_own_so_the_hosts_drift_does_not_fall_on_one_band_of_batches():
+    """`SweepPlan.live_slicing` ``ramps`` (the default): `live_workload` with ``ramps`` k lays k
+    ramps over LIVE_LOADS end to end, and `live_slices` of k cuts them apart, so each slice's rate
+    rises from 0.3 to 1.2 x capacity (``consecutive``: each slice a band of one ramp's loads). One
+    ramp is the profile as it was: ``ramp_arrivals`` from the same seed stream. The lengths are the
+    same for any count."""
+    from servesim.engine.profile import LIVE_LOADS, LIVE_SEED, SweepPlan, live_slices, live_workload, ramp_arrivals
+
+    cap, n, k = 20.0, 4000, 4
+    one, ramps = live_workload(n, cap, seed=3), live_workload(n, cap, seed=3, ramps=k)
+    assert ramps[["prompt_tokens", "output_tokens"]].equals(one[["prompt_tokens", "output_tokens"]])
+    arr_rng = np.random.default_rng(np.random.SeedSequence([LIVE_SEED, 3]).spawn(3)[0])
+    t = ramp_arrivals(n, *(x * cap for x in LIVE_LOADS), arr_rng)
+    np.testing.assert_array_equal(one.arrival_s.to_numpy(), t - t[0])
+
+    def rates(part):  # arrivals per second over its first and last fifths
+        a = part.arrival_s.to_numpy()
+        m = len(a) // 5
+        return m / (a[m] - a[0]), m / (a[-1] - a[-1 - m])
+
+    # a ramp's first fifth of arrivals comes at 0.45 x capacity on average, its last at 1.14 x
+    for part in live_slices(ramps, k):
+        lo, hi = rates(part)
+        assert 0.35 * cap < lo < 0.55 * cap and 1.0 * cap < hi < 1.3 * cap  # each slice the whole ramp
+    mean = [len(p) / p.arrival_s.iloc[-1] for p in live_slices(one, k)]  # consecutive: 0.48 x, ..., 1.13 x
+    assert mean[0] < 0.6 * cap and mean[-1] > 1.0 * cap and np.all(np.diff(mean) > 0)
+    assert np.all(np.diff(ramps.arrival_s.to_numpy()) >= 0) and len(ramps) == n
+    with pytest.raises(ValueError, match="5 ramps of 4 requests"):
+        live_workload(4, cap, ramps=5)
+    with pytest.raises(ValueError, match="live_slicing='bands': one of"):
+        SweepPlan(live_slicing="bands")
 
 
 def test_the_live_profile_in_slices_each_starting_on_an_idle_engine(tmp_path):

@@ -119,7 +119,7 @@ def test_in_process_profile_fits_measured_steps_of_every_regime(tmp_path):
     assert pb["busy_s"] > 0 < pa["busy_s"] and pm["busy_s"] > 0
     assert first["busy_s"] + second["busy_s"] == pytest.approx((live.end_s - live.start_s).sum())
     assert first["steps"] + second["steps"] == len(live)
-    assert fit["live_profile"] == {"placement": "spread", "slices": 2, "slices_run": 2, "partial": False}
+    assert fit["live_profile"] == {"placement": "spread", "slicing": "ramps", "slices": 2, "slices_run": 2, "partial": False}
 
 
 def test_in_process_calibration_profiles_and_replays_on_one_engine_start(tmp_path):
@@ -173,7 +173,7 @@ def test_in_process_calibration_profiles_and_replays_on_one_engine_start(tmp_pat
     # between two probes it shares with its neighbours; fit.json is the fit on all three
     sp = fit["speed_probe"]
     assert sp["placement"] == "spread" and len(sp["slices"]) == 3
-    assert fit["live_profile"] == {"placement": "spread", "slices": 3, "slices_run": 3, "partial": False}
+    assert fit["live_profile"] == {"placement": "spread", "slicing": "ramps", "slices": 3, "slices_run": 3, "partial": False}
     assert [a["after"] == b["before"] for a, b in zip(probes, probes[1:])] == [True, False, True]
     assert probes[1]["after"] == sp["slices"][1]["before"] and sp["slices"][1]["after"] == probes[2]["before"]
     assert sp["slices"][2]["before"] == probes[3]["after"]

@@ -336,7 +336,8 @@ def _cmd_calibrate(a) -> int:
             raise InputError(f"--live-envelope {a.live_envelope} with --max-model-len {a.max_model_len}: {e}") from None
     live = dict(live_requests=a.live_requests, fit_on=a.fit_on, step_form=a.step_form, fit_weighting=a.fit_weighting,
                 probe_requests=a.probe_requests, live_envelope=a.live_envelope,
-                step_clock=a.step_clock, live_slices=a.live_slices, live_placement=a.live_placement)
+                step_clock=a.step_clock, live_slices=a.live_slices, live_placement=a.live_placement,
+                live_slicing=a.live_slicing)
     plan = SweepPlan(repeats=a.repeats, capacity_requests=a.capacity_requests, seed=a.seed, **live)
     if a.tiny:  # the pipeline tests: a few shapes only
         plan = SweepPlan(decode_batches=(1, 4, 16, 32), decode_contexts=(32, 128, 512), decode_tokens=16,
@@ -423,12 +424,16 @@ def add_parser(subparsers) -> None:
                    help="with --live-requests: the live profile replay in this many slices of consecutive requests, "
                         "each run to completion with a speed probe after it, so the reading probe-matched's "
                         "baseline follows the host's speed through the profile (1: one run)")
-    from servesim.engine.profile import LIVE_PLACEMENTS
+    from servesim.engine.profile import LIVE_PLACEMENTS, LIVE_SLICINGS
 
     p.add_argument("--live-placement", choices=list(LIVE_PLACEMENTS), default="first",
                    help="with --live-slices > 1: first runs every slice before the held-out replays; spread runs the "
                         "first before them and the others evenly among and after them, so the step model is fitted "
                         "on steps taken over the same minutes as the replays it is compared with")
+    p.add_argument("--live-slicing", choices=list(LIVE_SLICINGS), default="ramps",
+                   help="with --live-slices > 1: ramps makes each slice a ramp of its own over the live loads, so "
+                        "every slice samples every batch size; consecutive cuts one ramp into stretches, so each "
+                        "slice holds a band of loads and the host's speed in its minutes falls on those batches")
     p.add_argument("--live-envelope", type=float, default=0.0,
                    help="with --live-requests: this share of them drawn over the engine's context envelope beyond "
                         "the mix (a prompt plus output from the mix's longest to --max-model-len), the ramp thinned "

@@ -412,7 +412,8 @@ class LiveProfile:
         self.engine, self.plan, self.write = engine, plan, write
         self.opts, self.sampling, self.clock, self.sleep, self.probe = opts, sampling, clock, sleep, probe
         wl = live_workload(plan.live_requests, capacity_req_s, plan.seed, envelope=plan.live_envelope,
-                           max_model_len=max_model_len)
+                           max_model_len=max_model_len,
+                           ramps=plan.live_slices if plan.live_slicing == "ramps" else 1)
         self.dir = out / "live"
         self.dir.mkdir(parents=True, exist_ok=True)
         wl.to_parquet(self.dir / "workload.parquet", index=False)
@@ -463,7 +464,8 @@ class LiveProfile:
         if self.probe:
             speed = {"placement": self.plan.live_placement, "slices": self.around,
                      "before": self.around[0]["before"], "after": self.around[-1]["after"]}
-        self.write(self.dir, speed, {"placement": self.plan.live_placement, "slices": len(self.slices),
+        self.write(self.dir, speed, {"placement": self.plan.live_placement, "slicing": self.plan.live_slicing,
+                                     "slices": len(self.slices),
                                      "slices_run": len(self.parts), "partial": bool(self.pending)}, self.wall_s)
 
 

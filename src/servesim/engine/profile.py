@@ -84,6 +84,15 @@ class SweepPlan:
     #: on 7 Dec the paper-scale replays ran a mean 6 % slower than the live profile before them,
     #: their probes 4 %, and at load 0.9 a 5 % slower engine moved TBT P50 by ~20 %)
     live_placement: str = "first"
+    #: in-process harness only: what each of the live profile's slices holds (`LIVE_SLICINGS`,
+    #: `live_workload`): ``ramps`` (default since 7 Dec) a ramp of its own over LIVE_LOADS, so every
+    #: slice samples every batch size at the host's speed of its minutes; ``consecutive`` (until
+    #: then) a stretch of one ramp, so each slice holds a band of loads and, spread among the
+    #: replays, the host's drift between slices became the step model's dependence on the batch
+    #: (issue 33: on the quick engine of 7 Dec, run alone, the fit's own live steps ran 1.04 x it in
+    #: the two low-load slices and 0.94 x in the two high-load ones; its steps of 28-32 sequences
+    #: 0.87 x, and the replays' 0.86-0.94 x)
+    live_slicing: str = "ramps"
     #: in-process harness only: the share of the live profile's requests drawn from the engine's
     #: context envelope beyond the mix (`envelope_lengths`: a prompt plus output from the mix's
     #: longest to the engine's max_model_len), arrivals thinned to keep the ramp's token load
@@ -117,6 +126,8 @@ class SweepPlan:
             raise ValueError(f"probe_requests={self.probe_requests}: a count >= 0")
         if self.live_placement not in LIVE_PLACEMENTS:
             raise ValueError(f"live_placement={self.live_placement!r}: one of {LIVE_PLACEMENTS}")
+        if self.live_slicing not in LIVE_SLICINGS:
+            raise ValueError(f"live_slicing={self.live_slicing!r}: one of {LIVE_SLICINGS}")
         if not 0.0 <= self.live_envelope < 1.0:
             raise ValueError(f"live_envelope={self.live_envelope}: a share in [0, 1)")
         if self.live_slices < 1 or (self.live_requests and self.live_slices > self.live_requests):
@@ -126,6 +137,8 @@ class SweepPlan:
 
 FIT_ON = ("live", "sweep")
 LIVE_PLACEMENTS = ("first", "spread")
+#: what each slice of the live profile holds (`SweepPlan.live_slicing`)
+LIVE_SLICINGS = ("ramps", "consecutive")
 
 _HISTS = ("vllm:request_prefill_time_seconds", "vllm:request_decode_time_seconds",
           "vllm:request_queue_time_seconds")
@@ -346,9 +359,13 @@ def envelope_lengths(n: int, rng, prompt_range=(16, 512), output_range=(8, 128),
 
 
 def live_workload(n_requests: int, capacity_req_s: float, seed: int = 0, prompt_range=(16, 512),
-                  output_range=(8, 128), envelope: float = 0.0, max_model_len: int = 2048) -> pd.DataFrame:
+                  output_range=(8, 128), envelope: float = 0.0, max_model_len: int = 2048,
+                  ramps: int = 1) -> pd.DataFrame:
     """The live profile replay's requests (`SweepPlan.live_requests`): the mix, Poisson arrivals
-    ramping over LIVE_LOADS x capacity, seeds apart from the held-out workloads'. ``envelope``
+    ramping over LIVE_LOADS x capacity, seeds apart from the held-out workloads'. ``ramps``: that
+    many ramps one after the other, of as equal counts as they divide (`live_slices` of as many
+    slices cuts them apart: `SweepPlan.live_slicing` ``ramps``); the lengths are the same for
+    any count, and one ramp is the profile as it always was. ``envelope``
     (`SweepPlan.live_envelope`): that share of the requests (at random places in the ramp) drawn
     from `envelope_lengths` instead, and the ramp's request rates scaled by the mix's mean tokens
     per request over the whole's (expected), so its token load is the mix's at the same fractions
@@ -362,7 +379,13 @@ def live_workload(n_requests: int, capacity_req_s: float, seed: int = 0, prompt_
         mix = (sum(prompt_range) + sum(output_range)) / 2.0
         env = sum(envelope_range(prompt_range, output_range, max_model_len)) / 2.0
         scale = mix / ((1.0 - k / n) * mix + k / n * env)
-    t = ramp_arrivals(n, *(x * capacity_req_s * scale for x in LIVE_LOADS), arr_rng)
+    if not 1 <= int(ramps) <= max(n, 1):
+        raise ValueError(f"live_workload: {ramps} ramps of {n} requests")
+    rates = tuple(x * capacity_req_s * scale for x in LIVE_LOADS)
+    t = np.empty(0)
+    for part in np.array_split(np.arange(n), int(ramps)):  # each ramp starts a mean gap after the last arrival
+        start = t[-1] + 1.0 / rates[0] if len(t) else 0.0
+        t = np.concatenate([t, start + ramp_arrivals(len(part), *rates, arr_rng)])
     wl = request_mix(n, int(len_rng.integers(2**31)), prompt_range, output_range, arrival_s=t - t[0])
     if k:
         at = np.sort(env_rng.choice(n, k, replace=False))
