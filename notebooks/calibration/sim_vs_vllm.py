@@ -80,7 +80,7 @@ from servesim.analysis.runs import run_dir
 from servesim.engine.compare import (batch_agreement, clock_fit_json, compare_repeats, compare_run, error_verdict,
                                      form_fit_json, host_drift, probe_speed, replay_speed, simulate, step_agreement, step_clock,
                                      step_noise_floor, step_time_error, step_weighting, steps_fit_json, weighting_fit_json)
-from servesim.engine.profile import load_fitted, request_mix
+from servesim.engine.profile import LIVE_SLICINGS, load_fitted, request_mix
 from servesim.engine.server import EngineConfig
 from servesim.metrics import summarize
 
@@ -331,7 +331,7 @@ slicing = (fit.get("live_profile") or {}).get("slicing", "consecutive")
 if host:
     print(f"speed probe over the job: {host['probes']} runs, {min(host['probe_busy_s']):.3f}-"
           f"{max(host['probe_busy_s']):.3f} s (range {host['probe_range_pct']:.1f} % of the median); "
-          f"live profile slices placed {placement}, each {'a ramp of its own' if slicing == 'ramps' else 'a band of one ramp'}")
+          f"live profile slices placed {placement}, each {LIVE_SLICINGS[slicing]}")
 case_errors(probe_cmp).round(3) if len(probe_cmp) else probe_cmp
 
 # %% [markdown]

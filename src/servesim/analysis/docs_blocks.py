@@ -175,6 +175,8 @@ def _sampling_verdict(m: dict, loads) -> str:
 def engine_fidelity(metrics_file: Path) -> str:
     """Simulator error per metric (rows) and load (columns), the engine's spread across its repeats
     in brackets, then the run's capacity error, replays and verdict."""
+    from servesim.engine.profile import LIVE_SLICINGS
+
     m = _metrics(metrics_file)
     loads = sorted({g["x"] for k in m if (g := _LOAD.fullmatch(k))}, key=float)
     if not loads:
@@ -267,8 +269,7 @@ def engine_fidelity(metrics_file: Path) -> str:
                    f"{m.get('replay_speed_min', float('nan')):.2f}-{m.get('replay_speed_max', float('nan')):.2f}× the "
                    f"fit's step time (mean {m.get('replay_speed_mean', float('nan')):.2f}), the live profile's slices "
                    f"placed {m.get('live_placement', 'first')} (`SweepPlan.live_placement`), each "
-                   + ("a ramp of its own" if m.get("live_slicing") == "ramps" else "a band of one ramp's loads")
-                   + " (`SweepPlan.live_slicing`).")
+                   f"{LIVE_SLICINGS[m.get('live_slicing', 'consecutive')]} (`SweepPlan.live_slicing`).")
     shape_errs = [(n, m.get(f"{k}shapes_max_abs_rel_err_p50_p90_ttft_e2e_tbt"))
                   for k, n in (("", "as profiled"), ("speed_matched_", "speed-matched"), ("probe_matched_", "probe-matched"),
                                ("steps_", "steps"), ("linear_", "linear form"), ("no_gaps_", "no-gaps"),

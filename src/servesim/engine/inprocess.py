@@ -412,8 +412,7 @@ class LiveProfile:
         self.engine, self.plan, self.write = engine, plan, write
         self.opts, self.sampling, self.clock, self.sleep, self.probe = opts, sampling, clock, sleep, probe
         wl = live_workload(plan.live_requests, capacity_req_s, plan.seed, envelope=plan.live_envelope,
-                           max_model_len=max_model_len,
-                           ramps=plan.live_slices if plan.live_slicing == "ramps" else 1)
+                           max_model_len=max_model_len, ramps=plan.live_ramps)
         self.dir = out / "live"
         self.dir.mkdir(parents=True, exist_ok=True)
         wl.to_parquet(self.dir / "workload.parquet", index=False)

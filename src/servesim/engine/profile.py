@@ -127,18 +127,23 @@ class SweepPlan:
         if self.live_placement not in LIVE_PLACEMENTS:
             raise ValueError(f"live_placement={self.live_placement!r}: one of {LIVE_PLACEMENTS}")
         if self.live_slicing not in LIVE_SLICINGS:
-            raise ValueError(f"live_slicing={self.live_slicing!r}: one of {LIVE_SLICINGS}")
+            raise ValueError(f"live_slicing={self.live_slicing!r}: one of {tuple(LIVE_SLICINGS)}")
         if not 0.0 <= self.live_envelope < 1.0:
             raise ValueError(f"live_envelope={self.live_envelope}: a share in [0, 1)")
         if self.live_slices < 1 or (self.live_requests and self.live_slices > self.live_requests):
             raise ValueError(f"live_slices={self.live_slices}: at least 1 and at most live_requests "
                              f"({self.live_requests})")
 
+    @property
+    def live_ramps(self) -> int:
+        """How many ramps the live profile's requests arrive in (`live_workload`'s ``ramps``)."""
+        return self.live_slices if self.live_slicing == "ramps" else 1
+
 
 FIT_ON = ("live", "sweep")
 LIVE_PLACEMENTS = ("first", "spread")
-#: what each slice of the live profile holds (`SweepPlan.live_slicing`)
-LIVE_SLICINGS = ("ramps", "consecutive")
+#: what each slice of the live profile holds (`SweepPlan.live_slicing`), in the words the report uses
+LIVE_SLICINGS = {"ramps": "a ramp of its own", "consecutive": "a band of one ramp's loads"}
 
 _HISTS = ("vllm:request_prefill_time_seconds", "vllm:request_decode_time_seconds",
           "vllm:request_queue_time_seconds")
